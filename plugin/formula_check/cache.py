@@ -1,0 +1,181 @@
+"""A content-addressed on-disk cache of check results.
+
+The key covers everything that can change a result: snippet source, oracle name and
+version, every block option, TensorFlow version and this package's version. Project files
+the snippet imported are recorded *inside* the entry with their hashes (the worker reports
+what was really imported), so editing a helper module invalidates the entries that used it.
+
+Files are written to a temporary name and renamed, and carry a SHA-256 of their bytes: a
+process killed mid-write leaves no entry, and a damaged entry is discarded and recomputed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .model import (
+    CheckResult,
+    CheckSpec,
+    Environment,
+    Location,
+    ShapeInfo,
+    SnippetFailure,
+    Status,
+    SweepPoint,
+    TimingStats,
+    Verdict,
+    frozen_map,
+    to_plain,
+)
+from .oracles import get_oracle
+from .snippets import file_digest
+from .worker import protocol
+
+SCHEMA = 1
+_TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-macos", "tf-nightly")
+
+
+def tensorflow_version() -> str:
+    """The installed TensorFlow version, read from package metadata (TensorFlow not imported)."""
+    for name in _TF_DISTRIBUTIONS:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            return f"{name}=={metadata.version(name)}"
+    return "none"
+
+
+def cache_key(spec: CheckSpec, tf_version: str) -> str:
+    """The content address of a check (its location on the page is deliberately left out)."""
+    oracle = get_oracle(spec.oracle)
+    fields = to_plain(spec)
+    for volatile in ("block_id", "location", "latex"):
+        fields.pop(volatile)
+    fields["snippet"].pop("location")
+    fields["snippet"].pop("line_offset")
+    fields["oracle_version"] = [oracle.name, oracle.version, oracle.source]
+    fields["tool"] = [__version__, SCHEMA, protocol.VERSION, tf_version]
+    text = json.dumps(fields, sort_keys=True, default=_jsonable)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
+
+
+class ResultCache:
+    """Results on disk under ``directory``, one file per key."""
+
+    def __init__(self, directory: Path, root: Path) -> None:
+        self.directory = directory
+        self.root = root
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.fcr"
+
+    def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
+        """The cached result for ``key`` relocated to ``spec``'s block, or None."""
+        path = self._path(key)
+        try:
+            blob = path.read_bytes()
+        except OSError:
+            self.misses += 1
+            return None
+        entry = self._decode(blob)
+        if entry is None:
+            path.unlink(missing_ok=True)  # damaged: forget it, recompute
+            self.misses += 1
+            return None
+        result, depends = entry
+        if any(file_digest(self.root / rel) != digest for rel, digest in depends.items()):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return dataclasses.replace(result, block_id=spec.block_id, location=spec.location, cached=True)
+
+    def put(self, key: str, result: CheckResult, local_files: list[str]) -> None:
+        """Store ``result`` atomically along with the hashes of the project files it imported."""
+        depends = {rel: file_digest(self.root / rel) for rel in local_files}
+        header = {"result": result_to_json(result), "depends": depends}
+        message = protocol.encode(header, dict(result.arrays))
+        blob = hashlib.sha256(message).digest() + message
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".fcr")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(blob)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @staticmethod
+    def _decode(blob: bytes) -> tuple[CheckResult, dict[str, str]] | None:
+        digest, message = blob[:32], blob[32:]
+        if hashlib.sha256(message).digest() != digest:
+            return None
+        try:
+            header, arrays = protocol.decode(message)
+            return result_from_json(header["result"], arrays), dict(header["depends"])
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError):
+            return None
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        for path in self.directory.glob("*/*.fcr"):
+            path.unlink(missing_ok=True)
+
+
+def result_to_json(result: CheckResult) -> dict[str, Any]:
+    """Every field of ``result`` but its arrays, as JSON-able values."""
+    data: dict[str, Any] = to_plain(dataclasses.replace(result, arrays=frozen_map()))
+    data.pop("arrays")
+    return data
+
+
+def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> CheckResult:
+    """The inverse of :func:`result_to_json`."""
+    failure = data.get("failure")
+    return CheckResult(
+        block_id=data["block_id"],
+        location=Location(**data["location"]),
+        oracle=data["oracle"],
+        status=Status(data["status"]),
+        expect=data["expect"],
+        verdicts=tuple(_verdict(v) for v in data["verdicts"]),
+        failure=_failure(failure) if failure else None,
+        message=data["message"],
+        shapes=tuple(ShapeInfo(s["name"], s["role"], tuple(s["shape"]), tuple(s["dims"])) for s in data["shapes"]),
+        timings=tuple(TimingStats(**t) for t in data["timings"]),
+        environment=Environment(**data["environment"]),
+        arrays=frozen_map(arrays),
+        sweep=tuple(SweepPoint(**p) for p in data["sweep"]),
+        notes=tuple(data["notes"]),
+        stdout=data["stdout"],
+        elapsed=data["elapsed"],
+    )
+
+
+def _verdict(data: Mapping[str, Any]) -> Verdict:
+    tuples = {"dims", "expected_shape", "actual_shape", "worst_index"}
+    return Verdict(**{k: tuple(v) if k in tuples else v for k, v in data.items()})
+
+
+def _failure(data: Mapping[str, Any]) -> SnippetFailure:
+    location = data.get("location")
+    return SnippetFailure(data["type"], data["message"], Location(**location) if location else None, data["traceback"])

@@ -1,0 +1,104 @@
+"""Actual (TensorFlow, float32) against expected (oracle, float64): a verdict with numbers.
+
+An element passes when ``|actual - expected| <= atol + rtol * |expected|``. The absolute term
+dominates on purpose: float32 attention outputs carry ~1e-6 absolute error, while their
+*relative* error near zero reaches 5e-3, so a relative test would flag correct code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .model import Array, Verdict
+
+
+def squeeze_leading(actual: Array, expected_ndim: int) -> Array:
+    """Drop leading size-1 axes the oracle does not have (``(1, n, d)`` against ``(n, d)``)."""
+    while actual.ndim > expected_ndim and actual.shape[0] == 1:
+        actual = actual[0]
+    return actual
+
+
+def describe_shape(dims: Sequence[str], shape: Sequence[int]) -> str:
+    """``(b, n, d_v) = (2, 5, 11)``, or just ``(2, 5, 11)`` when the ranks differ."""
+    sizes = "(" + ", ".join(str(s) for s in shape) + ")"
+    if len(dims) == len(shape):
+        return f"({', '.join(dims)}) = {sizes}"
+    return sizes
+
+
+def compare(
+    name: str,
+    actual: Array,
+    expected: Array,
+    dims: Sequence[str],
+    atol: float | Array,
+    rtol: float,
+) -> Verdict:
+    """Compare one array; never passes NaN/Inf, a wrong shape or a wrong dtype kind."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected, dtype=np.float64)
+    base = {"name": name, "dims": tuple(dims), "expected_shape": expected.shape,
+            "actual_shape": actual.shape, "rtol": rtol, "atol": float(np.max(atol))}
+    if actual.dtype.kind not in "biuf":
+        return Verdict(ok=False, problem=f"got a {actual.dtype} array, expected numbers", **base)
+    if actual.shape != expected.shape:
+        return Verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape), **base)
+    actual64 = actual.astype(np.float64)
+    nonfinite = int(np.count_nonzero(~np.isfinite(actual64)))
+    delta = np.abs(actual64 - expected)
+    delta = np.where(np.isfinite(delta), delta, np.inf)
+    allowed = np.broadcast_to(atol, expected.shape) + rtol * np.abs(expected)
+    bad = ~(delta <= allowed)
+    worst = _worst_index(delta, allowed)
+    rel = delta / np.maximum(np.abs(expected), np.finfo(np.float64).tiny)
+    verdict = Verdict(
+        ok=not bad.any() and nonfinite == 0,
+        max_abs=float(delta.max()) if delta.size else 0.0,
+        max_rel=float(rel.max()) if rel.size else 0.0,
+        worst_index=worst,
+        worst_expected=float(expected[worst]) if delta.size else 0.0,
+        worst_actual=float(actual64[worst]) if delta.size else 0.0,
+        n_bad=int(bad.sum()),
+        n_total=int(delta.size),
+        nonfinite=nonfinite,
+        problem=f"{nonfinite} NaN/Inf values in the result" if nonfinite else "",
+        **base,
+    )
+    return verdict
+
+
+def delta_array(actual: Array, expected: Array) -> Array | None:
+    """``|actual - expected|`` when the shapes agree (for the where-they-differ heatmap)."""
+    if np.shape(actual) != np.shape(expected):
+        return None
+    return np.abs(np.asarray(actual, dtype=np.float64) - np.asarray(expected, dtype=np.float64))
+
+
+def _worst_index(delta: Array, allowed: Array) -> tuple[int, ...]:
+    if not delta.size:
+        return ()
+    # The worst element is the one furthest beyond its own tolerance.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
+    flat = int(np.argmax(excess))
+    return tuple(int(i) for i in np.unravel_index(flat, delta.shape))
+
+
+def _shape_problem(dims: Sequence[str], expected: tuple[int, ...], actual: tuple[int, ...]) -> str:
+    got = "(" + ", ".join(str(s) for s in actual) + ")"
+    hint = _transpose_hint(dims, expected, actual)
+    return f"shape mismatch: expected {describe_shape(dims, expected)}, got {got}{hint}"
+
+
+def _transpose_hint(dims: Sequence[str], expected: tuple[int, ...], actual: tuple[int, ...]) -> str:
+    """Name the dims the code seems to have swapped, when the sizes say so unambiguously."""
+    if len(expected) != len(actual) or len(dims) != len(expected) or sorted(expected) != sorted(actual):
+        return ""
+    size_to_dim = {size: dim for dim, size in zip(dims, expected, strict=True)}
+    if len(size_to_dim) != len(dims):
+        return ""
+    read = [size_to_dim[size] for size in actual]
+    return f" — read as ({', '.join(read)})"

@@ -1,0 +1,131 @@
+"""The engine every face calls: spec in, result out (cached, isolated, timed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .cache import ResultCache, cache_key, tensorflow_version
+from .errors import FormulaCheckError, MissingTensorFlowError
+from .evaluate import evaluate, snippet_failure
+from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
+from .planning import plan_check
+from .worker.pool import WorkerPool
+
+DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
+
+
+class Engine:
+    """Checks blocks in worker processes, with an on-disk cache in front.
+
+    Workers start on the first check that misses the cache, and stay warm until
+    :meth:`close` (so ``mkdocs serve`` pays the TensorFlow import once).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        workers: int = 1,
+        cache_dir: Path | None = None,
+        use_cache: bool = True,
+        python: str | None = None,
+        memory_limit_mb: int = 0,
+    ) -> None:
+        self.root = root.resolve()
+        self.pool = WorkerPool(self.root, workers, python, memory_limit_mb)
+        directory = cache_dir if cache_dir is not None else self.root / DEFAULT_CACHE_DIR
+        self.cache = ResultCache(directory if directory.is_absolute() else self.root / directory, self.root)
+        self.use_cache = use_cache
+        self.tf_version = tensorflow_version()
+        self.executed = 0
+
+    def check(self, spec: CheckSpec) -> CheckResult:
+        """Check one block. Snippet problems become results; spec problems raise."""
+        started = time.perf_counter()
+        key = cache_key(spec, self.tf_version)
+        if self.use_cache:
+            cached = self.cache.get(key, spec)
+            if cached is not None:
+                return cached
+        result, local_files = self._run(spec)
+        result = dataclasses.replace(result, elapsed=time.perf_counter() - started)
+        if self.use_cache and result.status in {Status.VERIFIED, Status.MISMATCH, Status.ERROR}:
+            self.cache.put(key, result, local_files)
+        return result
+
+    def check_many(
+        self, specs: Iterable[CheckSpec], on_result: Callable[[CheckResult], None] | None = None
+    ) -> list[CheckResult]:
+        """Check blocks concurrently (one thread per worker); results in input order.
+
+        A spec that raises (bad option, unknown oracle) becomes an ERROR result here, so
+        one bad block never hides the others.
+        """
+        specs = list(specs)
+        with ThreadPoolExecutor(max_workers=self.pool.size) as executor:
+            results = list(executor.map(self._check_reporting, specs))
+        if on_result is not None:
+            for result in results:
+                on_result(result)
+        return results
+
+    def iter_check(self, specs: Iterable[CheckSpec]) -> Iterator[CheckResult]:
+        """Like :meth:`check_many`, yielding each result as soon as it is ready (any order)."""
+        specs = list(specs)
+        with ThreadPoolExecutor(max_workers=self.pool.size) as executor:
+            yield from executor.map(self._check_reporting, specs)
+
+    def _check_reporting(self, spec: CheckSpec) -> CheckResult:
+        try:
+            return self.check(spec)
+        except MissingTensorFlowError:
+            raise
+        except FormulaCheckError as exc:
+            return error_result(spec, type(exc).__name__, exc.message)
+
+    def _run(self, spec: CheckSpec) -> tuple[CheckResult, list[str]]:
+        plan = plan_check(spec, str(self.root))
+        reply, env_fields = self.pool.request(plan.header, plan.arrays, spec.timeout)
+        self.executed += 1
+        env = Environment(**{k: env_fields[k] for k in ("tf_version", "keras_version", "device", "threads") if k in env_fields})
+        if reply.outcome == "timeout":
+            return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), []
+        if reply.outcome == "crash":
+            return _bare(spec, Status.ERROR, f"worker crashed: {reply.detail}", env), []
+        header = reply.header
+        local_files = [str(f) for f in header.get("local_files", [])]
+        if not header.get("ok"):
+            failure = snippet_failure(plan, header, str(self.root))
+            result = dataclasses.replace(_bare(spec, Status.ERROR, "", env), failure=failure, stdout=str(header.get("stdout", "")))
+            return result, local_files
+        return evaluate(plan, header, reply.arrays, env), local_files
+
+    def warm_up(self) -> None:
+        """Start the workers now rather than on the first check."""
+        self.pool.warm_up()
+
+    def close(self) -> None:
+        """Stop the workers."""
+        self.pool.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _bare(spec: CheckSpec, status: Status, message: str, env: Environment | None = None) -> CheckResult:
+    return CheckResult(
+        block_id=spec.block_id, location=spec.location, oracle=spec.oracle, status=status,
+        expect=spec.expect, message=message, environment=env or Environment(),
+    )
+
+
+def error_result(spec: CheckSpec, kind: str, message: str) -> CheckResult:
+    """A result for a block that could not be checked at all (its spec is unusable)."""
+    return dataclasses.replace(_bare(spec, Status.ERROR, ""), failure=SnippetFailure(kind, message, spec.location))

@@ -1,0 +1,221 @@
+"""Judge a worker's answer against the oracle: verdicts, shapes, timings, heatmap arrays.
+
+Pure NumPy: runs in the calling process, never touches TensorFlow.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .compare import compare, delta_array, squeeze_leading
+from .errors import OracleError, SpecError
+from .model import (
+    Array,
+    CheckResult,
+    Environment,
+    Location,
+    ShapeInfo,
+    SnippetFailure,
+    Status,
+    SweepPoint,
+    TimingStats,
+    Verdict,
+    frozen_map,
+)
+from .planning import Plan
+
+
+def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> SnippetFailure:
+    """The snippet's exception, located on the page (inline) or in its file."""
+    snippet = plan.spec.snippet
+    line = int(header.get("line") or 0)
+    location: Location | None = None
+    if line and snippet.origin == "inline":
+        location = Location(snippet.location.path, snippet.line_offset + line)
+    elif line and snippet.origin == "file":
+        location = Location(snippet.location.path, line)
+    elif line and header.get("file"):
+        path = str(header["file"])
+        location = Location(path[len(root) + 1 :] if path.startswith(root + "/") else path, line)
+    phase = str(header.get("phase", ""))
+    message = str(header.get("message", ""))
+    if phase and phase not in {"call", "load"}:
+        message = f"{message} (while {phase.replace('_', ' ')})"
+    return SnippetFailure(str(header.get("type", "Error")), message, location, str(header.get("traceback", "")))
+
+
+def evaluate(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array], env: Environment) -> CheckResult:
+    """Compare the code's outputs with the oracle's and build the result."""
+    spec, oracle = plan.spec, plan.oracle
+    outputs = [arrays[f"out/{i}"] for i in range(int(header.get("outputs", 0)))]
+    weights, extra_params = _weights(plan, header, arrays)
+    params = {**plan.params, **extra_params}
+    oracle_arrays = {**plan.inputs, **weights}
+    if plan.keep is not None:
+        oracle_arrays["mask"] = plan.keep
+    try:
+        expected = dict(oracle.compute(oracle_arrays, params))
+    except OracleError:
+        raise
+    except Exception as exc:
+        raise OracleError(f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}", spec.location) from exc
+    names = _output_names(plan, len(outputs))
+    verdicts, shown = _verdicts(plan, names, outputs, expected)
+    status = Status.VERIFIED if verdicts and all(v.ok for v in verdicts) else Status.MISMATCH
+    notes = _notes(plan, names, outputs)
+    timings = (*_timings(header.get("timings", [])), _oracle_timing(plan, oracle_arrays, params))
+    return CheckResult(
+        block_id=spec.block_id,
+        location=spec.location,
+        oracle=oracle.name,
+        status=status,
+        expect=spec.expect,
+        verdicts=tuple(verdicts),
+        message="" if verdicts else "the code returned nothing to compare",
+        shapes=_shapes(plan, weights, names, outputs),
+        timings=timings,
+        environment=env,
+        arrays=frozen_map(_heatmap_arrays(plan, expected, shown, verdicts)),
+        sweep=_sweep(header.get("timings", [])),
+        notes=tuple(notes),
+        stdout=str(header.get("stdout", "")),
+    )
+
+
+def _weights(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array]) -> tuple[dict[str, Array], dict[str, Any]]:
+    """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
+    if header.get("kind") == "function":
+        return dict(plan.weights), {}
+    oracle, spec = plan.oracle, plan.spec
+    read = {key[2:]: value for key, value in arrays.items() if key.startswith("w/")}
+    weights: dict[str, Array] = {}
+    scalars: dict[str, Any] = {}
+    declared = {t.name: t for t in oracle.weights}
+    for name, value in read.items():
+        if name not in declared:
+            if np.ndim(value) == 0:
+                scalars[name] = float(value)
+                continue
+            raise SpecError(f"weights: {name!r} is not a weight of oracle {oracle.name!r} "
+                            f"(its weights: {', '.join(declared) or 'none'})", spec.location)
+        weights[name] = _fit(name, np.asarray(value, dtype=np.float64), declared[name].shape(plan.sizes), spec.location)
+    for name, tensor in declared.items():
+        if name not in weights:
+            if not tensor.optional:
+                raise SpecError(
+                    f"weights: the layer's {name!r} is needed by oracle {oracle.name!r}; map it, e.g. "
+                    f"weights=\"{name}=attribute.path\"", spec.location)
+            weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
+    return weights, scalars
+
+
+def _fit(name: str, value: Array, shape: tuple[int, ...], where: Location) -> Array:
+    if value.shape == shape:
+        return value
+    if value.ndim != len(shape) and value.size == int(np.prod(shape)):
+        return value.reshape(shape)  # per-head kernels -> concatenated heads
+    raise SpecError(f"weights: {name} has shape {value.shape}, the oracle expects {shape}", where)
+
+
+def _output_names(plan: Plan, count: int) -> list[str]:
+    if plan.spec.returns is not None:
+        return list(plan.spec.returns)[:count]
+    declared = [t.name for t in plan.oracle.outputs]
+    return declared[:count]
+
+
+def _verdicts(plan: Plan, names: Sequence[str], outputs: Sequence[Array], expected: Mapping[str, Array]) -> tuple[list[Verdict], dict[str, Array]]:
+    spec, oracle = plan.spec, plan.oracle
+    atol = spec.atol if spec.atol is not None else oracle.atol
+    rtol = spec.rtol if spec.rtol is not None else oracle.rtol
+    verdicts, shown = [], {}
+    for name, actual in zip(names, outputs, strict=False):
+        if name in {"_", ""}:
+            continue
+        if name not in expected:
+            raise SpecError(f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location)
+        want = expected[name]
+        got = squeeze_leading(np.asarray(actual), np.ndim(want))
+        dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
+        verdicts.append(compare(name, got, want, dims, oracle.tolerances(name, plan.sizes, atol), rtol))
+        shown[name] = got
+    return verdicts, shown
+
+
+def _notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:
+    notes = []
+    if len(outputs) > len(names):
+        notes.append(f"the code returned {len(outputs)} values; compared the first {len(names)} ({', '.join(names)})")
+    for name, actual in zip(names, outputs, strict=False):
+        if np.asarray(actual).dtype != np.float32 and name not in {"_", ""}:
+            notes.append(f"{name} came back as {np.asarray(actual).dtype}, not float32")
+    return notes
+
+
+def _shapes(plan: Plan, weights: Mapping[str, Array], names: Sequence[str], outputs: Sequence[Array]) -> tuple[ShapeInfo, ...]:
+    oracle = plan.oracle
+    shapes = [ShapeInfo(t.name, "input", np.shape(plan.inputs[t.name]), t.dims) for t in oracle.inputs if t.name in plan.inputs]
+    shapes += [ShapeInfo(t.name, "weight", np.shape(weights[t.name]), t.dims) for t in oracle.weights if t.name in weights]
+    declared = {t.name: t.dims for t in oracle.outputs}
+    shapes += [ShapeInfo(n, "output", np.shape(o), declared.get(n, ())) for n, o in zip(names, outputs, strict=False)]
+    return tuple(shapes)
+
+
+def _heatmap_arrays(plan: Plan, expected: Mapping[str, Array], shown: Mapping[str, Array], verdicts: Sequence[Verdict]) -> dict[str, Array]:
+    wanted = plan.spec.heatmaps if plan.spec.heatmaps is not None else plan.oracle.heatmaps
+    picked: dict[str, Array] = {}
+    for name in wanted:
+        source = shown.get(name)
+        if source is None or np.shape(source) != np.shape(expected.get(name)):
+            source = expected.get(name)
+        if source is not None:
+            picked[name] = np.asarray(source, dtype=np.float32)
+    for verdict in verdicts:
+        if not verdict.ok and verdict.name in shown:
+            delta = delta_array(shown[verdict.name], expected[verdict.name])
+            if delta is not None:
+                picked["delta"] = np.nan_to_num(delta, nan=np.inf).astype(np.float32)
+                picked["delta_worst"] = np.asarray(verdict.worst_index, dtype=np.int64)
+                break
+    return picked
+
+
+def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:
+    values = np.asarray(samples, dtype=np.float64)
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return TimingStats(label, float(median), float((q3 - q1) / 2), len(values), first)
+
+
+def _timings(runs: Sequence[Mapping[str, Any]]) -> list[TimingStats]:
+    stats: list[TimingStats] = []
+    for run in runs:
+        if str(run.get("label", "")).startswith("sweep"):
+            continue
+        suffix = "" if run.get("label") == "check" else f" ({run.get('label')})"
+        stats.append(_stats(f"eager{suffix}", run["eager"]))
+        if "graph" in run:
+            stats.append(_stats(f"tf.function{suffix}", run["graph"], first=float(run.get("trace", 0.0))))
+    return stats
+
+
+def _sweep(runs: Sequence[Mapping[str, Any]]) -> tuple[SweepPoint, ...]:
+    points = []
+    for run in runs:
+        label = str(run.get("label", ""))
+        if label.startswith("sweep"):
+            stats = _stats(label, run["eager"])
+            points.append(SweepPoint(int(label.rsplit("=", 1)[1]), stats.median, stats.spread))
+    return tuple(points)
+
+
+def _oracle_timing(plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5) -> TimingStats:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        plan.oracle.compute(arrays, params)
+        samples.append(time.perf_counter() - start)
+    return _stats("oracle (NumPy float64)", samples)

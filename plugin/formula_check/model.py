@@ -1,0 +1,291 @@
+"""Immutable values that flow through the checker: page text -> blocks -> checks -> results."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[Any]
+Scalar = int | float | bool | str
+
+
+def frozen_map(items: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """A read-only copy of ``items`` (results and specs never change after creation)."""
+    return MappingProxyType(dict(items or {}))
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """Where something lives: a page (or file) path relative to the project, and a 1-based line."""
+
+    path: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+class Status(str, enum.Enum):
+    """The outcome of one check."""
+
+    VERIFIED = "verified"
+    MISMATCH = "mismatch"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+
+
+MaskKind = Literal["none", "padding", "causal", "both"]
+MaskConvention = Literal["additive", "keep", "keep-float"]
+EntryKind = Literal["auto", "function", "layer", "factory"]
+Expectation = Literal["verified", "mismatch", "error", "timeout", "fail"]
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """The code under test.
+
+    ``origin`` is ``inline`` (text from a page), ``file`` (a file under the project) or
+    ``module`` (an importable module of the user's own package). ``line_offset`` maps a
+    line of ``source`` to the line of ``location`` it came from: page line = offset + line.
+    """
+
+    origin: Literal["inline", "file", "module"]
+    source: str
+    location: Location
+    entry: str | None = None
+    module: str | None = None
+    line_offset: int = 0
+
+
+@dataclass(frozen=True)
+class TimingSpec:
+    """How to time a snippet: repeats after warm-up, optionally at realistic sizes."""
+
+    enabled: bool = True
+    warmup: int = 1
+    repeats: int = 5
+    dims: Mapping[str, int] = field(default_factory=frozen_map)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """Everything needed to check one formula block; the cache key is derived from it."""
+
+    block_id: str
+    location: Location
+    oracle: str
+    snippet: Snippet
+    dims: Mapping[str, int] = field(default_factory=frozen_map)
+    kind: EntryKind = "auto"
+    mask: MaskKind = "none"
+    mask_convention: MaskConvention = "additive"
+    init: Mapping[str, Scalar] = field(default_factory=frozen_map)
+    weights: Mapping[str, str] = field(default_factory=frozen_map)
+    call: tuple[str, ...] | None = None
+    returns: tuple[str, ...] | None = None
+    params: Mapping[str, Scalar] = field(default_factory=frozen_map)
+    atol: float | None = None
+    rtol: float | None = None
+    seed: int = 0
+    timeout: float = 60.0
+    expect: Expectation = "verified"
+    perturb_weights: bool = True
+    timing: TimingSpec = field(default_factory=TimingSpec)
+    heatmaps: tuple[str, ...] | None = None
+    sweep: tuple[int, ...] = ()
+    sweep_dim: str = "n"
+    preset: str | None = None
+    latex: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one compared array (e.g. attention ``output``) measured up against the oracle."""
+
+    name: str
+    ok: bool
+    dims: tuple[str, ...]
+    expected_shape: tuple[int, ...]
+    actual_shape: tuple[int, ...]
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    worst_index: tuple[int, ...] = ()
+    worst_expected: float = 0.0
+    worst_actual: float = 0.0
+    n_bad: int = 0
+    n_total: int = 0
+    atol: float = 0.0
+    rtol: float = 0.0
+    nonfinite: int = 0
+    problem: str = ""
+
+    def summary(self) -> str:
+        """One line saying what differed, in the oracle's dim names."""
+        if self.ok:
+            return f"{self.name}: max |Δ| = {self.max_abs:.2g} ≤ atol {self.atol:.1g}"
+        if self.problem:
+            return f"{self.name}: {self.problem}"
+        where = ", ".join(str(i) for i in self.worst_index)
+        return (
+            f"{self.name}: max |Δ| = {self.max_abs:.2g} > atol {self.atol:.1g} at ({where}) "
+            f"[expected {self.worst_expected:.6g}, got {self.worst_actual:.6g}]; "
+            f"{self.n_bad} of {self.n_total} elements out of tolerance"
+        )
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Seconds over repeated runs; never a single-shot figure."""
+
+    label: str
+    median: float
+    spread: float
+    repeats: int
+    first: float = 0.0
+
+    def describe(self) -> str:
+        """``1.23 ms ± 0.04`` (median ± half the inter-quartile range)."""
+        return f"{format_seconds(self.median)} ± {format_seconds(self.spread)}"
+
+
+def format_seconds(seconds: float) -> str:
+    """Human units for a duration."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.0f} µs"
+
+
+@dataclass(frozen=True)
+class ShapeInfo:
+    """The shape of one tensor the check touched, with the oracle's dim names."""
+
+    name: str
+    role: Literal["input", "weight", "output"]
+    shape: tuple[int, ...]
+    dims: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``q (b, n, d_k) = (2, 5, 16)``."""
+        shape = "(" + ", ".join(str(s) for s in self.shape) + ")"
+        if self.dims and len(self.dims) == len(self.shape):
+            return f"{self.name} ({', '.join(self.dims)}) = {shape}"
+        return f"{self.name} {shape}"
+
+
+@dataclass(frozen=True)
+class SnippetFailure:
+    """An exception raised by the snippet (or while loading it), with its line."""
+
+    type: str
+    message: str
+    location: Location | None = None
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the snippet ran on."""
+
+    tf_version: str = ""
+    keras_version: str = ""
+    device: str = ""
+    threads: int = 0
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One size of a scaling sweep: the size and the snippet's median time."""
+
+    size: int
+    median: float
+    spread: float
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Everything one check found. Immutable; cached on disk as is."""
+
+    block_id: str
+    location: Location
+    oracle: str
+    status: Status
+    expect: Expectation = "verified"
+    verdicts: tuple[Verdict, ...] = ()
+    failure: SnippetFailure | None = None
+    message: str = ""
+    shapes: tuple[ShapeInfo, ...] = ()
+    timings: tuple[TimingStats, ...] = ()
+    environment: Environment = field(default_factory=Environment)
+    arrays: Mapping[str, Array] = field(default_factory=frozen_map)
+    sweep: tuple[SweepPoint, ...] = ()
+    notes: tuple[str, ...] = ()
+    stdout: str = ""
+    cached: bool = False
+    elapsed: float = 0.0
+
+    @property
+    def expected_failure(self) -> bool:
+        """The author marked this block as known-bad code shown on purpose."""
+        return self.expect != "verified"
+
+    @property
+    def outcome_ok(self) -> bool:
+        """Did the check come out the way the author said it would?"""
+        if self.expect == "verified":
+            return self.status is Status.VERIFIED
+        if self.expect == "fail":
+            return self.status in {Status.MISMATCH, Status.ERROR, Status.TIMEOUT}
+        return self.status.value == self.expect
+
+    def headline(self) -> str:
+        """The one line a log, a CLI or a pytest failure shows."""
+        where = f"{self.location} [{self.block_id}]"
+        if self.expected_failure:
+            if self.outcome_ok:
+                return f"{where}: expected failure ({self.status.value}): {self.detail()}"
+            return (
+                f"{where}: expected {self.expect} but got {self.status.value}"
+                + (f": {self.detail()}" if self.status is not Status.VERIFIED else "")
+            )
+        return f"{where}: {self.status.value}: {self.detail()}"
+
+    def detail(self) -> str:
+        """What happened, without the location."""
+        if self.status is Status.MISMATCH:
+            bad = [v.summary() for v in self.verdicts if not v.ok]
+            return "; ".join(bad) or self.message
+        if self.failure is not None:
+            where = f" (line {self.failure.location.line})" if self.failure.location else ""
+            return f"{self.failure.type}{where}: {self.failure.message}"
+        if self.message:
+            return self.message
+        return "; ".join(v.summary() for v in self.verdicts)
+
+    def max_abs_error(self) -> float:
+        """The largest absolute error over all compared arrays (0 when none were compared)."""
+        return max((v.max_abs for v in self.verdicts), default=0.0)
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses, mappings, tuples and enums as plain JSON-able Python (arrays excluded)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

@@ -1,0 +1,127 @@
+"""What an oracle is: a float64 NumPy reference of one formula, with named dims and metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Array, Scalar, frozen_map
+
+Compute = Callable[[Mapping[str, Array], Mapping[str, Any]], Mapping[str, Array]]
+"""``compute(arrays, params) -> named arrays``.
+
+``arrays`` holds every input and weight by name as float64 (plus ``mask``: a boolean *keep*
+array shaped ``(b, n, m)`` when the block asks for a mask). ``params`` holds the oracle's
+scalar parameters and every dim size. The result holds every declared output and any
+intermediate worth a heatmap (e.g. FFN ``hidden``).
+"""
+
+Generator = Callable[[Mapping[str, int], np.random.Generator, Mapping[str, Any]], dict[str, Array]]
+Tolerance = Callable[[str, Mapping[str, int], float], "float | Array"]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A named tensor with named dims, e.g. ``q: (b, n, d_k)``.
+
+    A dim written as a digit string (``"1"``) is a literal size-1 axis.
+    ``optional`` weights may be left out of a layer's weight map; the oracle then uses
+    ``default`` (``0.0`` for a bias, ``1.0`` for a LayerNorm gain).
+    """
+
+    name: str
+    dims: tuple[str, ...]
+    description: str = ""
+    optional: bool = False
+    default: float = 0.0
+
+    def shape(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The concrete shape for the given dim sizes."""
+        return tuple(int(d) if d.isdigit() else sizes[d] for d in self.dims)
+
+    def signature(self) -> str:
+        """``q: (b, n, d_k)``."""
+        return f"{self.name}: ({', '.join(self.dims)})"
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """A reference implementation of one formula, plus what a checker needs to drive it.
+
+    ``inputs`` are passed to a function snippet first, in order; then ``size_args`` as ints
+    (for formulas such as the positional encoding that take sizes, not tensors); then
+    ``weights`` in order. A layer snippet gets only the inputs; its weights are read back
+    through the block's weight map.
+    """
+
+    name: str
+    title: str
+    latex: str
+    compute: Compute
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    dims: Mapping[str, int]
+    weights: tuple[TensorSpec, ...] = ()
+    size_args: tuple[str, ...] = ()
+    params: Mapping[str, Scalar] = field(default_factory=frozen_map)
+    heatmaps: tuple[str, ...] = ()
+    mask_dims: tuple[str, ...] | None = None
+    atol: float = 1e-5
+    rtol: float = 1e-5
+    version: int = 1
+    summary: str = ""
+    derive: Callable[[dict[str, int], Mapping[str, Any]], dict[str, int]] | None = None
+    generate: Generator | None = None
+    tolerance: Tolerance | None = None
+    source: str = "builtin"
+
+    def tensor(self, name: str) -> TensorSpec:
+        """The input, weight or output called ``name``."""
+        for spec in (*self.inputs, *self.weights, *self.outputs):
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def signature(self) -> str:
+        """``attention(q: (b, n, d_k), k: ..., v: ...) -> output: (b, n, d_v), ...``."""
+        args = [t.signature() for t in self.inputs]
+        args += [f"{s}: int" for s in self.size_args]
+        args += [t.signature() for t in self.weights]
+        outs = ", ".join(t.signature() for t in self.outputs)
+        return f"{self.name}({', '.join(args)}) -> {outs}"
+
+    def resolve_dims(self, given: Mapping[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+        """Default sizes overridden by ``given``, then derived dims filled in and validated."""
+        sizes = {**self.dims, **given}
+        if self.derive is not None:
+            sizes = self.derive(sizes, params)
+        return sizes
+
+    def make_inputs(
+        self, sizes: Mapping[str, int], rng: np.random.Generator, params: Mapping[str, Any]
+    ) -> dict[str, Array]:
+        """Seeded float64 inputs; standard normal unless the oracle says otherwise."""
+        if self.generate is not None:
+            return self.generate(sizes, rng, params)
+        return {t.name: rng.standard_normal(t.shape(sizes)) for t in self.inputs}
+
+    def make_weights(self, sizes: Mapping[str, int], rng: np.random.Generator) -> dict[str, Array]:
+        """Seeded float64 weights, scaled like a Glorot initialiser so values stay O(1)."""
+        weights: dict[str, Array] = {}
+        for spec in self.weights:
+            shape = spec.shape(sizes)
+            if len(shape) >= 2:
+                scale = 1.0 / np.sqrt(shape[0])
+                weights[spec.name] = rng.standard_normal(shape) * scale
+            else:
+                weights[spec.name] = spec.default + 0.1 * rng.standard_normal(shape)
+        return weights
+
+    def tolerances(self, output: str, sizes: Mapping[str, int], atol: float) -> float | Array:
+        """Absolute tolerance for ``output``: a number, or an array that broadcasts to it."""
+        if self.tolerance is None:
+            return atol
+        return self.tolerance(output, sizes, atol)

@@ -1,0 +1,492 @@
+"""The builtin oracles: float64 NumPy references of the Transformer's formulas.
+
+Importing this module registers every oracle. Sizes are read off the arrays wherever the
+math allows, so a layer's real weights go through the same code as generated ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import OracleError
+from ..model import Array
+from .base import Oracle, TensorSpec
+from .registry import register
+
+MASKED_LOGIT = -1e9
+"""The logit a masked-out position gets, as in the TensorFlow tutorial code."""
+
+PE_DRIFT_PER_POSITION = 2e-7
+"""Extra positional-encoding tolerance per position.
+
+TensorFlow computes ``pos * 10000^(-2i/d)`` in float32, so the angle (and its sine) is off by
+about one float32 ulp of the angle, i.e. ~1.2e-7 * pos at worst; measured drift is 3e-6 at
+pos 50, 1.7e-4 at 2048 and 8.4e-4 at 10000 (~8.4e-8 * pos). 2e-7 per position keeps a 2x
+margin, while a wrong base, exponent or sin/cos order is off by O(1).
+"""
+
+
+# Shared math --------------------------------------------------------------------------------
+
+
+def softmax(x: Array, axis: int = -1) -> Array:
+    """Numerically stable softmax: the max is subtracted before exponentiating."""
+    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    result: Array = exps / np.sum(exps, axis=axis, keepdims=True)
+    return result
+
+
+def scaled_dot_product(q: Array, k: Array, v: Array, keep: Array | None) -> tuple[Array, Array]:
+    """``softmax(q k^T / sqrt(d_k)) v`` over any leading batch axes; returns (output, weights)."""
+    logits = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if keep is not None:
+        # Replace rather than add: in float32, -1e9 + logit rounds to -1e9 exactly, so TF
+        # turns a fully masked row uniform; in float64 an addition would keep the logits'
+        # differences and disagree with every TF implementation on such rows.
+        logits = np.where(keep, logits, MASKED_LOGIT)
+    weights = softmax(logits)
+    return weights @ v, weights
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, epsilon: float) -> Array:
+    """Normalise over the last axis with the biased variance, then scale and shift."""
+    mean = np.mean(x, axis=-1, keepdims=True)
+    variance = np.var(x, axis=-1, keepdims=True)  # biased (ddof=0), as in Keras
+    result: Array = gamma * (x - mean) / np.sqrt(variance + epsilon) + beta
+    return result
+
+
+def relu_ffn(x: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> tuple[Array, Array]:
+    """``max(0, x W1 + b1) W2 + b2``; returns (output, hidden)."""
+    hidden = np.maximum(0.0, x @ w1 + b1)
+    return hidden @ w2 + b2, hidden
+
+
+def positional_encoding(n: int, d_model: int, base: float = 10000.0) -> Array:
+    """Sinusoidal encoding, sines in even columns and cosines in odd ones (interleaved)."""
+    positions = np.arange(n, dtype=np.float64)[:, np.newaxis]
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)[np.newaxis, :]
+    angles = positions / np.power(base, two_i / d_model)
+    encoding = np.empty((n, d_model), dtype=np.float64)
+    encoding[:, 0::2] = np.sin(angles)
+    encoding[:, 1::2] = np.cos(angles)
+    return encoding
+
+
+# Reading arguments --------------------------------------------------------------------------
+
+
+def _spec(
+    name: str, dims: str, description: str = "", *, default: float | None = None
+) -> TensorSpec:
+    """A TensorSpec from ``"b n d_k"``; giving ``default`` makes the weight optional."""
+    return TensorSpec(
+        name,
+        tuple(dims.split()),
+        description,
+        optional=default is not None,
+        default=0.0 if default is None else default,
+    )
+
+
+def _get(arrays: Mapping[str, Array], spec: TensorSpec) -> Array:
+    """The array for ``spec``, or its default when an optional weight was left out."""
+    if spec.name in arrays:
+        return np.asarray(arrays[spec.name], dtype=np.float64)
+    if spec.optional:
+        return np.asarray(spec.default, dtype=np.float64)
+    raise OracleError(f"missing tensor {spec.name!r}")
+
+
+def _keep(arrays: Mapping[str, Array]) -> Array | None:
+    """The boolean keep mask (True = may attend), if the block asked for one."""
+    mask = arrays.get("mask")
+    return None if mask is None else np.asarray(mask, dtype=bool)
+
+
+def _choice(params: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
+    value = params.get(name, allowed[0])
+    if value not in allowed:
+        options = ", ".join(repr(a) for a in allowed)
+        raise OracleError(f"param {name} must be one of {options}, got {value!r}")
+    return str(value)
+
+
+def _positive_sizes(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+    """Every dim must be a positive integer; the base of each oracle's ``derive``."""
+    for name, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+            raise OracleError(f"dim {name} must be a positive integer, got {size!r}")
+    return {name: int(size) for name, size in sizes.items()}
+
+
+# attention ----------------------------------------------------------------------------------
+
+Q, K, V = _spec("q", "b n d_k", "queries"), _spec("k", "b m d_k", "keys"), _spec("v", "b m d_v")
+
+
+def _attention(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    output, weights = scaled_dot_product(
+        _get(arrays, Q), _get(arrays, K), _get(arrays, V), _keep(arrays)
+    )
+    return {"output": output, "weights": weights}
+
+
+ATTENTION = register(
+    Oracle(
+        name="attention",
+        title="Scaled dot-product attention",
+        summary="Each query takes a softmax-weighted average of the values, weighted by its "
+        "scaled dot products with the keys.",
+        latex=r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
+        compute=_attention,
+        inputs=(Q, K, V),
+        outputs=(_spec("output", "b n d_v"), _spec("weights", "b n m")),
+        dims={"b": 2, "n": 5, "m": 7, "d_k": 6, "d_v": 4},
+        heatmaps=("weights",),
+        mask_dims=("b", "n", "m"),
+        derive=_positive_sizes,
+    )
+)
+
+
+# multihead ----------------------------------------------------------------------------------
+
+MH_INPUTS = (_spec("q", "b n d_model"), _spec("k", "b m d_model"), _spec("v", "b m d_model"))
+MH_WEIGHTS = tuple(
+    spec
+    for part in "qkvo"
+    for spec in (
+        _spec(f"W_{part}", "d_model d_model", f"{part} projection"),
+        _spec(f"b_{part}", "d_model", f"{part} projection bias", default=0.0),
+    )
+)
+
+
+def _split_heads(x: Array, h: int) -> Array:
+    """(b, n, d_model) -> (b, h, n, depth), as the paper: reshape, then move heads forward."""
+    b, n, d_model = x.shape
+    if d_model % h:
+        raise OracleError(f"d_model ({d_model}) must be divisible by h ({h})")
+    return x.reshape(b, n, h, d_model // h).transpose(0, 2, 1, 3)
+
+
+def _merge_heads(x: Array) -> Array:
+    """(b, h, n, depth) -> (b, n, h * depth): the concatenation of the heads."""
+    b, h, n, depth = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, n, h * depth)
+
+
+def _multihead(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    h = int(params["h"])
+    W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o = (_get(arrays, s) for s in MH_WEIGHTS)
+    q, k, v = (_get(arrays, s) for s in MH_INPUTS)
+    keep = _keep(arrays)
+    if keep is not None and keep.ndim == 3:
+        keep = keep[:, np.newaxis]  # one mask for every head
+    heads, weights = scaled_dot_product(
+        _split_heads(q @ W_q + b_q, h),
+        _split_heads(k @ W_k + b_k, h),
+        _split_heads(v @ W_v + b_v, h),
+        keep,
+    )
+    return {"output": _merge_heads(heads) @ W_o + b_o, "weights": weights}
+
+
+def _derive_multihead(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+    sizes = _positive_sizes(sizes, params)
+    d_model, h = sizes["d_model"], sizes["h"]
+    if d_model % h:
+        raise OracleError(f"d_model ({d_model}) must be divisible by h ({h})")
+    sizes["depth"] = d_model // h  # always derived: a default depth must not outvote d_model
+    if _choice(params, "variant", ("cross", "self")) == "self":
+        sizes["m"] = sizes["n"]  # self-attention: keys and values are the queries
+    return sizes
+
+
+def _generate_multihead(
+    sizes: Mapping[str, int], rng: np.random.Generator, params: Mapping[str, Any]
+) -> dict[str, Array]:
+    if _choice(params, "variant", ("cross", "self")) == "self":
+        x = rng.standard_normal((sizes["b"], sizes["n"], sizes["d_model"]))
+        return {"q": x, "k": x, "v": x}
+    return {spec.name: rng.standard_normal(spec.shape(sizes)) for spec in MH_INPUTS}
+
+
+MULTIHEAD = register(
+    Oracle(
+        name="multihead",
+        title="Multi-head attention",
+        summary="Projects queries, keys and values, attends in h heads of size d_model/h, "
+        "concatenates the heads and projects the result.",
+        latex=r"\text{MultiHead}(Q, K, V) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)W^O,"
+        r" \quad \text{head}_i = \text{Attention}(QW_i^Q, KW_i^K, VW_i^V)",
+        compute=_multihead,
+        inputs=MH_INPUTS,
+        outputs=(_spec("output", "b n d_model"), _spec("weights", "b h n m")),
+        weights=MH_WEIGHTS,
+        dims={"b": 2, "n": 5, "m": 7, "d_model": 12, "h": 3, "depth": 4},
+        params={"variant": "cross"},
+        heatmaps=("weights",),
+        mask_dims=("b", "1", "n", "m"),
+        derive=_derive_multihead,
+        generate=_generate_multihead,
+    )
+)
+
+
+# self_attention -----------------------------------------------------------------------------
+
+X = _spec("x", "b n d_model")
+SA_WEIGHTS = (
+    _spec("W_q", "d_model d_k"),
+    _spec("b_q", "d_k", default=0.0),
+    _spec("W_k", "d_model d_k"),
+    _spec("b_k", "d_k", default=0.0),
+    _spec("W_v", "d_model d_v"),
+    _spec("b_v", "d_v", default=0.0),
+    _spec("W_o", "d_v d_model"),
+    _spec("b_o", "d_model", default=0.0),
+)
+
+
+def _self_attention(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o = (_get(arrays, s) for s in SA_WEIGHTS)
+    x = _get(arrays, X)
+    heads, weights = scaled_dot_product(x @ W_q + b_q, x @ W_k + b_k, x @ W_v + b_v, _keep(arrays))
+    return {"output": heads @ W_o + b_o, "weights": weights}
+
+
+SELF_ATTENTION = register(
+    Oracle(
+        name="self_attention",
+        title="Single-head self-attention",
+        summary="One sequence attends to itself through query, key and value projections, "
+        "followed by an output projection.",
+        latex=r"\text{SelfAttention}(X) = \text{softmax}\left(\frac{(XW_Q)(XW_K)^T}{\sqrt{d_k}}"
+        r"\right)(XW_V)W_O",
+        compute=_self_attention,
+        inputs=(X,),
+        outputs=(_spec("output", "b n d_model"), _spec("weights", "b n n")),
+        weights=SA_WEIGHTS,
+        dims={"b": 2, "n": 5, "d_model": 8, "d_k": 6, "d_v": 4},
+        heatmaps=("weights",),
+        mask_dims=("b", "n", "n"),
+        derive=_positive_sizes,
+    )
+)
+
+
+# positional_encoding ------------------------------------------------------------------------
+
+
+def _positional_encoding(
+    arrays: Mapping[str, Array], params: Mapping[str, Any]
+) -> dict[str, Array]:
+    base = float(params.get("base", 10000.0))
+    return {"output": positional_encoding(int(params["n"]), int(params["d_model"]), base)}
+
+
+def _derive_positional(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+    sizes = _positive_sizes(sizes, params)
+    if sizes["d_model"] % 2:
+        raise OracleError(f"d_model ({sizes['d_model']}) must be even: sin and cos alternate")
+    base = params.get("base", 10000.0)
+    if isinstance(base, bool) or not isinstance(base, int | float) or base <= 0:
+        raise OracleError(f"param base must be a positive number, got {base!r}")
+    return sizes
+
+
+def _positional_tolerance(output: str, sizes: Mapping[str, int], atol: float) -> float | Array:
+    if output != "output":
+        return atol
+    positions = np.arange(sizes["n"], dtype=np.float64)[:, np.newaxis]
+    result: Array = atol + PE_DRIFT_PER_POSITION * positions
+    return result
+
+
+POSITIONAL_ENCODING = register(
+    Oracle(
+        name="positional_encoding",
+        title="Sinusoidal positional encoding",
+        summary="Each position gets sines and cosines of geometrically spaced frequencies, "
+        "interleaved across the model dimension.",
+        latex=r"PE_{(pos, 2i)} = \sin\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \quad "
+        r"PE_{(pos, 2i+1)} = \cos\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)",
+        compute=_positional_encoding,
+        inputs=(),
+        outputs=(_spec("output", "n d_model"),),
+        size_args=("n", "d_model"),
+        dims={"n": 50, "d_model": 16},
+        params={"base": 10000.0},
+        heatmaps=("output",),
+        derive=_derive_positional,
+        tolerance=_positional_tolerance,
+    )
+)
+
+
+# ffn ----------------------------------------------------------------------------------------
+
+FFN_WEIGHTS = (
+    _spec("W_1", "d_model d_ff"),
+    _spec("b_1", "d_ff"),
+    _spec("W_2", "d_ff d_model"),
+    _spec("b_2", "d_model"),
+)
+
+
+def _ffn(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    output, hidden = relu_ffn(_get(arrays, X), *(_get(arrays, s) for s in FFN_WEIGHTS))
+    return {"output": output, "hidden": hidden}
+
+
+FFN = register(
+    Oracle(
+        name="ffn",
+        title="Position-wise feed-forward network",
+        summary="Two linear maps with a ReLU between them, applied to every position alike.",
+        latex=r"\text{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2",
+        compute=_ffn,
+        inputs=(X,),
+        outputs=(_spec("output", "b n d_model"),),
+        weights=FFN_WEIGHTS,
+        dims={"b": 2, "n": 5, "d_model": 6, "d_ff": 9},
+        heatmaps=("hidden",),
+        derive=_positive_sizes,
+    )
+)
+
+
+# softmax ------------------------------------------------------------------------------------
+
+SOFTMAX_X = _spec("x", "b n m")
+
+
+def _softmax(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    return {"output": softmax(_get(arrays, SOFTMAX_X), int(params.get("axis", -1)))}
+
+
+def _derive_softmax(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+    axis = params.get("axis", -1)
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -3 <= axis < 3:
+        raise OracleError(f"param axis must be an integer in [-3, 2] for x (b, n, m), got {axis!r}")
+    return _positive_sizes(sizes, params)
+
+
+SOFTMAX = register(
+    Oracle(
+        name="softmax",
+        title="Softmax",
+        summary="Exponentiates and normalises so that each slice along the axis sums to one.",
+        latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}",
+        compute=_softmax,
+        inputs=(SOFTMAX_X,),
+        outputs=(_spec("output", "b n m"),),
+        dims={"b": 2, "n": 5, "m": 7},
+        params={"axis": -1},
+        derive=_derive_softmax,
+    )
+)
+
+
+# layer_norm ---------------------------------------------------------------------------------
+
+LN_WEIGHTS = (
+    _spec("gamma", "d_model", "gain", default=1.0),
+    _spec("beta", "d_model", "shift", default=0.0),
+)
+
+
+def _layer_norm(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    gamma, beta = (_get(arrays, s) for s in LN_WEIGHTS)
+    epsilon = float(params.get("epsilon", 1e-6))
+    return {"output": layer_norm(_get(arrays, X), gamma, beta, epsilon)}
+
+
+LAYER_NORM = register(
+    Oracle(
+        name="layer_norm",
+        title="Layer normalisation",
+        summary="Normalises each position's features to zero mean and unit variance, then "
+        "scales by gamma and shifts by beta.",
+        latex=r"\text{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}"
+        r" + \beta",
+        compute=_layer_norm,
+        inputs=(X,),
+        outputs=(_spec("output", "b n d_model"),),
+        weights=LN_WEIGHTS,
+        dims={"b": 2, "n": 5, "d_model": 6},
+        params={"epsilon": 1e-6},
+        derive=_positive_sizes,
+    )
+)
+
+
+# linear -------------------------------------------------------------------------------------
+
+LINEAR_W = _spec("W", "d_model d_k", "projection")
+
+
+def _linear(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    return {"output": _get(arrays, X) @ _get(arrays, LINEAR_W)}
+
+
+LINEAR = register(
+    Oracle(
+        name="linear",
+        title="Linear projection (no bias)",
+        summary="Projects every position with one matrix and no bias, as in Q = XW_Q.",
+        latex=r"Q = XW_Q",
+        compute=_linear,
+        inputs=(X,),
+        outputs=(_spec("output", "b n d_k"),),
+        weights=(LINEAR_W,),
+        dims={"b": 2, "n": 5, "d_model": 6, "d_k": 4},
+        derive=_positive_sizes,
+    )
+)
+
+
+# sublayer -----------------------------------------------------------------------------------
+
+NORM_PLACEMENTS = ("post", "pre")
+
+
+def _sublayer(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    x = _get(arrays, X)
+    ffn_weights = [_get(arrays, s) for s in FFN_WEIGHTS]
+    gamma, beta = (_get(arrays, s) for s in LN_WEIGHTS)
+    epsilon = float(params.get("epsilon", 1e-6))
+    if _choice(params, "norm", NORM_PLACEMENTS) == "post":
+        sub, hidden = relu_ffn(x, *ffn_weights)
+        return {"output": layer_norm(x + sub, gamma, beta, epsilon), "hidden": hidden}
+    sub, hidden = relu_ffn(layer_norm(x, gamma, beta, epsilon), *ffn_weights)
+    return {"output": x + sub, "hidden": hidden}
+
+
+def _derive_sublayer(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+    _choice(params, "norm", NORM_PLACEMENTS)
+    return _positive_sizes(sizes, params)
+
+
+SUBLAYER = register(
+    Oracle(
+        name="sublayer",
+        title="Residual sublayer with layer normalisation",
+        summary="Wraps a feed-forward sublayer in a residual connection, normalising after "
+        "the sum (post-LN) or before the sublayer (pre-LN).",
+        latex=r"\text{LayerNorm}(x + \text{Sublayer}(x))",
+        compute=_sublayer,
+        inputs=(X,),
+        outputs=(_spec("output", "b n d_model"),),
+        weights=(*FFN_WEIGHTS, *LN_WEIGHTS),
+        dims={"b": 2, "n": 5, "d_model": 6, "d_ff": 9},
+        params={"norm": "post", "epsilon": 1e-6},
+        heatmaps=("hidden",),
+        derive=_derive_sublayer,
+    )
+)

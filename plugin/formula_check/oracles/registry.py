@@ -1,0 +1,76 @@
+"""Look oracles up by name; load users' own oracles from ``package.module:attr``."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+from pathlib import Path
+
+from ..errors import OracleError
+from ..snippets import file_digest
+from .base import Oracle
+
+_REGISTRY: dict[str, Oracle] = {}
+_BUILTINS_LOADED = False
+
+
+def register(oracle: Oracle, *, replace: bool = False) -> Oracle:
+    """Add ``oracle`` to the catalog under its name."""
+    if not isinstance(oracle, Oracle):
+        raise OracleError(f"{oracle!r} is not a formula_check.oracles.Oracle")
+    existing = _REGISTRY.get(oracle.name)
+    if existing is not None and existing is not oracle and not replace:
+        raise OracleError(f"an oracle named {oracle.name!r} is already registered")
+    _REGISTRY[oracle.name] = oracle
+    return oracle
+
+
+def _ensure_builtins() -> None:
+    global _BUILTINS_LOADED  # noqa: PLW0603  (the catalog registers itself once, lazily)
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        from . import catalog  # noqa: F401, PLC0415  (registers on import; kept lazy)
+
+
+def all_oracles() -> list[Oracle]:
+    """Every registered oracle, builtins first, in registration order."""
+    _ensure_builtins()
+    return list(_REGISTRY.values())
+
+
+def get_oracle(name: str) -> Oracle:
+    """The oracle called ``name``, or an error listing the known ones."""
+    _ensure_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise OracleError(f"unknown oracle {name!r}; known oracles: {known}") from None
+
+
+def load_oracle(reference: str, project_root: Path | None = None) -> Oracle:
+    """Import ``package.module:attr`` (an :class:`Oracle`) and register it.
+
+    The project root is put on ``sys.path`` first so a docs project's own modules import.
+    Oracles are plain NumPy, so importing them in the calling process is safe.
+    """
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise OracleError(f"oracle reference {reference!r} must look like 'package.module:name'")
+    if project_root is not None and str(project_root) not in sys.path:
+        sys.path.insert(0, str(project_root))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an import error of the user's module, whatever its kind
+        raise OracleError(f"cannot import oracle module {module_name!r}: {exc}") from exc
+    try:
+        oracle = getattr(module, attr)
+    except AttributeError:
+        raise OracleError(f"module {module_name!r} has no attribute {attr!r}") from None
+    if not isinstance(oracle, Oracle):
+        raise OracleError(f"{reference} is a {type(oracle).__name__}, not an Oracle")
+    _ensure_builtins()
+    source = getattr(module, "__file__", None)
+    digest = file_digest(Path(source)) if source else "unknown"
+    return register(dataclasses.replace(oracle, source=f"{reference}@{digest[:16]}"), replace=True)

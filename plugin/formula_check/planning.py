@@ -1,0 +1,187 @@
+"""From a block's spec to a concrete worker request: sizes, seeded arrays, call plans.
+
+Pure: no TensorFlow, no processes. The same spec always gives the same request bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import masks
+from .errors import SpecError
+from .model import Array, CheckSpec, Scalar
+from .oracles import Oracle, get_oracle
+from .presets import apply_preset
+
+_LITERALS: dict[str, Scalar] = {"true": True, "false": False, "none": "__none__"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the engine needs to run one check and judge it."""
+
+    spec: CheckSpec
+    oracle: Oracle
+    sizes: Mapping[str, int]
+    params: Mapping[str, Any]
+    inputs: Mapping[str, Array]  # float64, already rounded through float32
+    weights: Mapping[str, Array]  # function snippets only; layers report their own
+    keep: Array | None  # the logical mask for the oracle
+    header: Mapping[str, Any]
+    arrays: Mapping[str, Array]
+
+
+def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
+    """Generate inputs, weights and mask for ``spec``, and the request that runs its code."""
+    spec = apply_preset(spec)
+    oracle = get_oracle(spec.oracle)
+    params: dict[str, Any] = {**oracle.params, **spec.params}
+    sizes = oracle.resolve_dims(spec.dims, params)
+    params.update(sizes)
+    rng = np.random.default_rng(spec.seed)
+    inputs = _round32(oracle.make_inputs(sizes, rng, params))
+    weights = _round32(oracle.make_weights(sizes, rng))
+    keep = _keep_mask(spec, oracle, sizes, rng)
+    arrays = {f"in/{k}": v.astype(np.float32) for k, v in inputs.items()}
+    arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
+    if keep is not None:
+        dims = _mask_dims(spec, oracle)
+        arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, dims, sizes)
+    header: dict[str, Any] = {
+        "op": "check",
+        "root": root,
+        "source": spec.snippet.source,
+        "filename": _filename(spec),
+        "module": spec.snippet.module,
+        "entry": spec.snippet.entry,
+        "kind": spec.kind,
+        "init": resolve_init(spec.init, sizes),
+        "weights": dict(spec.weights) if spec.weights else None,
+        "perturb": spec.perturb_weights,
+        "seed": spec.seed,
+        **call_plans(spec, oracle, sizes, has_mask=keep is not None),
+    }
+    if with_timing and spec.timing.enabled:
+        header["timing"], timing_arrays = _timing_runs(spec, oracle, header, params)
+        arrays.update(timing_arrays)
+    return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays)
+
+
+def _filename(spec: CheckSpec) -> str:
+    if spec.snippet.origin == "module":
+        return ""
+    return f"<snippet {spec.snippet.location.path}:{spec.snippet.location.line}>"
+
+
+def _round32(arrays: Mapping[str, Array]) -> dict[str, Array]:
+    """The oracle sees exactly the float32 values the code sees, so rounding is not error."""
+    return {k: np.asarray(v, dtype=np.float32).astype(np.float64) for k, v in arrays.items()}
+
+
+def _keep_mask(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], rng: np.random.Generator) -> Array | None:
+    if spec.mask == "none":
+        return None
+    if oracle.mask_dims is None:
+        raise SpecError(f"oracle {oracle.name!r} takes no mask (mask={spec.mask!r})", spec.location)
+    m = sizes.get("m", sizes.get("n", 1))
+    return masks.keep_mask(spec.mask, sizes["b"], sizes["n"], m, rng)
+
+
+def _mask_dims(spec: CheckSpec, oracle: Oracle) -> tuple[str, ...]:
+    given = spec.params.get("mask_dims")
+    if isinstance(given, str):
+        return tuple(given.split())
+    assert oracle.mask_dims is not None
+    return oracle.mask_dims
+
+
+def resolve_init(init: Mapping[str, Scalar], sizes: Mapping[str, int]) -> dict[str, Scalar]:
+    """Constructor arguments; a value that names a dim (``d_model``) becomes its size."""
+    return {k: sizes[v] if isinstance(v, str) and v in sizes else v for k, v in init.items()}
+
+
+def call_plans(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], *, has_mask: bool) -> dict[str, Any]:
+    """How to call a function entry and a layer entry: positional and keyword references."""
+    names = {t.name for t in oracle.inputs} | {t.name for t in oracle.weights} | set(sizes)
+    if spec.call is not None:
+        plan = _parse_call(spec, names | ({"mask"} if has_mask else set()), sizes)
+        return {"function_call": plan, "layer_call": plan}
+    mask_kw = {"mask": {"array": "in/mask"}} if has_mask else {}
+    inputs = [{"array": f"in/{t.name}"} for t in oracle.inputs]
+    size_args = [{"value": sizes[s]} for s in oracle.size_args]
+    weights = [{"array": f"wt/{t.name}"} for t in oracle.weights]
+    return {
+        "function_call": {"args": inputs + size_args + weights, "kwargs": mask_kw},
+        "layer_call": {"args": inputs + size_args, "kwargs": mask_kw},
+    }
+
+
+def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> dict[str, Any]:
+    args: list[dict[str, Any]] = []
+    kwargs: dict[str, dict[str, Any]] = {}
+    for token in spec.call or ():
+        key, sep, value = token.partition("=")
+        ref = _reference(value if sep else key, names, sizes, spec)
+        if sep:
+            kwargs[key] = ref
+        elif kwargs:
+            raise SpecError(f"call: positional {token!r} after keyword arguments", spec.location)
+        else:
+            args.append(ref)
+    return {"args": args, "kwargs": kwargs}
+
+
+def _reference(token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec) -> dict[str, Any]:
+    if token in sizes:
+        return {"value": sizes[token]}
+    if token == "mask":
+        return {"array": "in/mask"}
+    if token in names:
+        oracle = get_oracle(spec.oracle)
+        is_weight = any(t.name == token for t in oracle.weights)
+        return {"array": f"{'wt' if is_weight else 'in'}/{token}"}
+    if token.lower() in _LITERALS:
+        value = _LITERALS[token.lower()]
+        return {"value": None if value == "__none__" else value}
+    try:
+        return {"value": int(token)}
+    except ValueError:
+        pass
+    try:
+        return {"value": float(token)}
+    except ValueError:
+        known = ", ".join(sorted(names))
+        raise SpecError(f"call: unknown name {token!r}; known: {known}", spec.location) from None
+
+
+def _timing_runs(
+    spec: CheckSpec, oracle: Oracle, header: Mapping[str, Any], params: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Array]]:
+    runs: list[dict[str, Any]] = []
+    arrays: dict[str, Array] = {}
+    variants: list[tuple[str, dict[str, int], bool]] = []
+    if spec.timing.dims:
+        variants.append(("timing", dict(spec.timing.dims), False))
+    for size in spec.sweep:
+        variants.append((f"sweep {spec.sweep_dim}={size}", {**spec.dims, **spec.timing.dims, spec.sweep_dim: size}, True))
+    if not spec.timing.dims:
+        runs.append({"label": "check", "prefix": "", "init": header["init"],
+                     "function_call": header["function_call"], "layer_call": header["layer_call"]})
+    for index, (label, dims, eager_only) in enumerate(variants):
+        sizes = oracle.resolve_dims(dims, params)
+        rng = np.random.default_rng(spec.seed + 1 + index)
+        prefix = f"t{index}/"
+        made = {**{f"in/{k}": v for k, v in oracle.make_inputs(sizes, rng, params).items()},
+                **{f"wt/{k}": v for k, v in oracle.make_weights(sizes, rng).items()}}
+        keep = _keep_mask(spec, oracle, sizes, rng)
+        if keep is not None:
+            made["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, _mask_dims(spec, oracle), sizes)
+        arrays.update({prefix + k: np.asarray(v).astype(np.float32) if np.asarray(v).dtype.kind == "f" else v for k, v in made.items()})
+        runs.append({"label": label, "prefix": prefix, "eager_only": eager_only,
+                     "init": resolve_init(spec.init, sizes),
+                     **call_plans(spec, oracle, sizes, has_mask=keep is not None), "size": sizes.get(spec.sweep_dim, 0)})
+    return {"warmup": spec.timing.warmup, "repeats": spec.timing.repeats, "runs": runs}, arrays

@@ -1,0 +1,72 @@
+"""Built-in settings for checking Keras' own layers (``preset="keras-mha"`` and friends).
+
+A preset fills only what the block left unset, so an author can still override any part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .errors import SpecError
+from .model import CheckSpec
+
+# Keras' MultiHeadAttention keeps per-head kernels: (d_model, heads, key_dim) for the input
+# projections and (heads, key_dim, d_model) for the output. The engine reshapes a weight
+# whose rank differs from the oracle's declared one (row-major), which is exactly
+# "concatenate the heads" — the same order the paper's Concat(head_1, ..., head_h) uses.
+_KERAS_MHA: Mapping[str, Any] = {
+    "kind": "layer",
+    "call": ("q", "v", "key=k", "attention_mask=mask", "return_attention_scores=true"),
+    "mask_convention": "keep",
+    "params": {"mask_dims": "b n m"},
+    "weights": {
+        "W_q": "query_dense.kernel", "b_q": "query_dense.bias",
+        "W_k": "key_dense.kernel", "b_k": "key_dense.bias",
+        "W_v": "value_dense.kernel", "b_v": "value_dense.bias",
+        "W_o": "output_dense.kernel", "b_o": "output_dense.bias",
+    },
+    "init": {"num_heads": "h", "key_dim": "depth"},
+}
+
+_KERAS_LAYER_NORM: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {"gamma": "gamma", "beta": "beta", "epsilon": "epsilon"},
+}
+
+_KERAS_DENSE: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {"W": "kernel"},
+    "init": {"units": "d_k", "use_bias": False},
+}
+
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    "keras-mha": _KERAS_MHA,
+    "keras-layer-norm": _KERAS_LAYER_NORM,
+    "keras-dense": _KERAS_DENSE,
+})
+
+
+def apply_preset(spec: CheckSpec) -> CheckSpec:
+    """``spec`` with its preset's settings filled in where the block said nothing."""
+    if not spec.preset:
+        return spec
+    try:
+        preset = PRESETS[spec.preset]
+    except KeyError:
+        known = ", ".join(sorted(PRESETS))
+        raise SpecError(f"unknown preset {spec.preset!r}; known presets: {known}", spec.location) from None
+    changes: dict[str, Any] = {}
+    for field, value in preset.items():
+        current = getattr(spec, field)
+        if isinstance(value, Mapping):
+            changes[field] = MappingProxyType({**value, **current})
+        elif field == "kind" and current == "auto":
+            changes[field] = value
+        elif field == "mask_convention" and current == "additive":
+            changes[field] = value
+        elif field == "call" and current is None:
+            changes[field] = value
+    return dataclasses.replace(spec, **changes)

@@ -1,0 +1,30 @@
+"""Results -> HTML cards, PNG figures and report pages. Pure: no TensorFlow, no MkDocs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .card import ImageUrl, render_card, status_class, strip_ansi
+from .heatmaps import VALUE_HEATMAPS, Figure, figures_for
+from .labels import OUTCOME_KEYS, Labels, labels_for, outcome_key
+from .report import report_json, report_markdown
+
+STYLESHEET = Path(__file__).parent / "assets" / "formula-check.css"
+"""The card's stylesheet; a site adds it with ``extra_css`` (the MkDocs plugin copies it)."""
+
+__all__ = [
+    "OUTCOME_KEYS",
+    "STYLESHEET",
+    "VALUE_HEATMAPS",
+    "Figure",
+    "ImageUrl",
+    "Labels",
+    "figures_for",
+    "labels_for",
+    "outcome_key",
+    "render_card",
+    "report_json",
+    "report_markdown",
+    "status_class",
+    "strip_ansi",
+]

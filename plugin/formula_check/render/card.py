@@ -1,0 +1,273 @@
+"""One check result -> the HTML card shown under its formula.
+
+The card is a Material admonition (so it inherits the theme's look) that also carries its own
+``fc-*`` classes, styled by ``assets/formula-check.css`` for sites without Material. Every
+piece of text that came from a user, a snippet or TensorFlow is escaped here, once.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterable
+
+from ..model import CheckResult, Environment, ShapeInfo, TimingStats, Verdict, format_seconds
+from .heatmaps import Figure, figures_for
+from .labels import OUTCOME_KEYS, Labels, outcome_key
+
+ImageUrl = Callable[[Figure], str]
+"""Stores a figure somewhere the page can reach and returns its URL (relative to the page)."""
+
+# CSI sequences (colours, bold: Keras 3 puts them in error strings even off a terminal),
+# OSC sequences (terminal hyperlinks) and the two-byte escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+# Material admonition types whose colours match each outcome.
+_ADMONITION = {
+    "verified": "success",
+    "mismatch": "failure",
+    "error": "danger",
+    "timeout": "warning",
+    "skipped": "quote",
+    "expected_failure": "quote",
+    "unexpected_pass": "failure",
+}
+_CSS_STATUS = {"expected_failure": "xfail", "unexpected_pass": "xpass"}
+_ROLES = ("input", "weight", "output")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences."""
+    return _ANSI.sub("", text)
+
+
+def _esc(text: str) -> str:
+    # Newlines become character references: the rendered text (in <pre> too) is unchanged, and
+    # the card can never contain a blank line, which would end a raw HTML block in Markdown.
+    return html.escape(strip_ansi(text), quote=True).replace("\r\n", "\n").replace("\n", "&#10;")
+
+
+def status_class(result: CheckResult) -> str:
+    """The ``fc-status-*`` suffix of a result: a status, ``xfail`` or ``xpass``."""
+    key = outcome_key(result)
+    return _CSS_STATUS.get(key, key)
+
+
+def render_card(
+    result: CheckResult,
+    *,
+    labels: Labels,
+    image_url: ImageUrl,
+    heatmaps: tuple[str, ...] | None = None,
+    sweep_dim: str = "n",
+) -> str:
+    """The HTML fragment for one result: badge, errors, figures, shapes, timings, output."""
+    figures = figures_for(result, heatmaps, labels, sweep_dim=sweep_dim)
+    by_name = {figure.name: figure for figure in figures}
+    values = [f for f in figures if f.name not in {"delta", "sweep"}]
+    key = outcome_key(result)
+    sections = [
+        _title(result, key, labels),
+        _message(result),
+        _verdicts(result.verdicts, labels),
+        _failure(result, labels),
+        _figure_section(
+            "fc-delta", labels.where_they_differ, _only(by_name, "delta"), image_url, is_open=True
+        ),
+        _notes(result.notes),
+        _figure_section("fc-figures", labels.figures, values, image_url),
+        _figure_section("fc-scaling", labels.scaling, _only(by_name, "sweep"), image_url),
+        _shapes(result.shapes, labels),
+        _timings(result.timings, result.environment, labels),
+        _stdout(result.stdout, labels),
+    ]
+    opening = (
+        f'<div class="admonition {_ADMONITION[key]} fc-card fc-status-{status_class(result)}" '
+        f'id="fc-{_esc(result.block_id)}" data-fc-status="{key}">'
+    )
+    return "\n".join([opening, *(s for s in sections if s), "</div>"]) + "\n"
+
+
+def _only(by_name: dict[str, Figure], name: str) -> list[Figure]:
+    return [by_name[name]] if name in by_name else []
+
+
+def _expected_text(expect: str, labels: Labels) -> str:
+    word = labels.outcome(expect) if expect in OUTCOME_KEYS else labels.any_failure
+    return labels.expected_other.format(expect=word)
+
+
+def _title(result: CheckResult, key: str, labels: Labels) -> str:
+    parts = [f'<span class="fc-badge">{_esc(labels.outcome(key))}</span>']
+    if key == "expected_failure":
+        underlying = labels.outcome(result.status.value)
+        parts.append(f'<span class="fc-underlying">({_esc(underlying)})</span>')
+    elif result.expected_failure and key != "unexpected_pass":
+        parts.append(
+            f'<span class="fc-expected">{_esc(_expected_text(result.expect, labels))}</span>'
+        )
+    parts.append(f'<code class="fc-oracle">{_esc(result.oracle)}</code>')
+    parts.append(f'<span class="fc-where">{_esc(str(result.location))}</span>')
+    if result.cached:
+        parts.append(f'<span class="fc-cached">{_esc(labels.cached)}</span>')
+    return f'<p class="admonition-title fc-title">{" ".join(parts)}</p>'
+
+
+def _message(result: CheckResult) -> str:
+    if not result.message:
+        return ""
+    return f'<p class="fc-message">{_esc(result.message)}</p>'
+
+
+def _verdicts(verdicts: Iterable[Verdict], labels: Labels) -> str:
+    rows = [_verdict_row(verdict, labels) for verdict in verdicts]
+    if not rows:
+        return ""
+    header = "".join(
+        f"<th>{_esc(text)}</th>"
+        for text in (
+            labels.output_column,
+            labels.max_abs_column,
+            labels.atol_column,
+            labels.worst_column,
+            labels.bad_column,
+        )
+    )
+    return (
+        f'<div class="fc-scroll"><table class="fc-verdicts" aria-label="{_esc(labels.compared)}">\n'
+        f"<thead><tr>{header}</tr></thead>\n<tbody>\n"
+        + "\n".join(rows)
+        + "\n</tbody></table></div>"
+    )
+
+
+def _verdict_row(verdict: Verdict, labels: Labels) -> str:
+    css = "fc-ok" if verdict.ok else "fc-bad"
+    name = f"<td><code>{_esc(verdict.name)}</code></td>"
+    if verdict.problem:
+        return f'<tr class="{css}">{name}<td colspan="4">{_esc(verdict.problem)}</td></tr>'
+    if verdict.ok:
+        worst = _esc(labels.ok_mark)
+    else:
+        index = ", ".join(str(i) for i in verdict.worst_index)
+        got = labels.expected_got.format(
+            expected=f"{verdict.worst_expected:.6g}", actual=f"{verdict.worst_actual:.6g}"
+        )
+        worst = f"({_esc(index)})<br><small>{_esc(got)}</small>"
+    bad = f"{verdict.n_bad} / {verdict.n_total}"
+    if verdict.nonfinite:
+        bad += f"<br><small>{_esc(labels.nonfinite.format(count=verdict.nonfinite))}</small>"
+    cells = [f"{verdict.max_abs:.2g}", f"{verdict.atol:.1g}"]
+    numbers = "".join(f'<td class="fc-num">{cell}</td>' for cell in cells)
+    return f'<tr class="{css}">{name}{numbers}<td>{worst}</td><td class="fc-num">{bad}</td></tr>'
+
+
+def _failure(result: CheckResult, labels: Labels) -> str:
+    failure = result.failure
+    if failure is None:
+        return ""
+    where = (
+        f' <span class="fc-where">{_esc(str(failure.location))}</span>' if failure.location else ""
+    )
+    lines = [
+        '<div class="fc-error">',
+        f'<p class="fc-error-title"><strong>{_esc(labels.error_heading)}</strong> '
+        f"<code>{_esc(failure.type)}</code>{where}</p>",
+        f'<pre class="fc-error-message"><code>{_esc(failure.message)}</code></pre>',
+    ]
+    if failure.traceback:
+        trace = f"<pre><code>{_esc(failure.traceback)}</code></pre>"
+        lines.append(_details("fc-traceback", labels.traceback, [trace]))
+    lines.append("</div>")
+    return "\n".join(lines)
+
+
+def _figure_html(figure: Figure, image_url: ImageUrl) -> str:
+    return (
+        f'<figure class="fc-figure"><img src="{html.escape(image_url(figure), quote=True)}" '
+        f'alt="{_esc(figure.alt)}" width="{figure.width}" height="{figure.height}" '
+        f'loading="lazy"><figcaption>{_esc(figure.title)}</figcaption></figure>'
+    )
+
+
+def _details(css: str, heading: str, parts: Iterable[str], *, is_open: bool = False) -> str:
+    """A collapsible section; never a blank line inside, which would end a Markdown HTML block."""
+    body = "\n".join(part for part in parts if part)
+    opened = " open" if is_open else ""
+    return (
+        f'<details class="fc-section {css}"{opened}><summary>{_esc(heading)}</summary>\n'
+        f"{body}\n</details>"
+    )
+
+
+def _figure_section(
+    css: str, heading: str, figures: list[Figure], image_url: ImageUrl, *, is_open: bool = False
+) -> str:
+    if not figures:
+        return ""
+    body = [_figure_html(figure, image_url) for figure in figures]
+    return _details(css, heading, body, is_open=is_open)
+
+
+def _notes(notes: tuple[str, ...]) -> str:
+    if not notes:
+        return ""
+    items = "".join(f"<li>{_esc(note)}</li>" for note in notes)
+    return f'<ul class="fc-notes">{items}</ul>'
+
+
+def _shapes(shapes: tuple[ShapeInfo, ...], labels: Labels) -> str:
+    headings = {"input": labels.inputs, "weight": labels.weights, "output": labels.outputs}
+    rows = []
+    for role in _ROLES:
+        members = [shape for shape in shapes if shape.role == role]
+        if members:
+            cells = " ".join(f"<code>{_esc(shape.describe())}</code>" for shape in members)
+            rows.append(f'<tr><th scope="row">{_esc(headings[role])}</th><td>{cells}</td></tr>')
+    if not rows:
+        return ""
+    table = '<div class="fc-scroll"><table class="fc-shape-table">\n' + "\n".join(rows)
+    return _details("fc-shapes", labels.shapes, [table + "\n</table></div>"])
+
+
+def _timing_row(timing: TimingStats, labels: Labels) -> str:
+    extra = [labels.repeats.format(count=timing.repeats)]
+    if timing.first > 0:
+        extra.append(labels.first_call.format(time=format_seconds(timing.first)))
+    return (
+        f'<tr><th scope="row">{_esc(labels.timing_name(timing.label))}</th>'
+        f'<td class="fc-num">{_esc(timing.describe())}</td>'
+        f"<td>{_esc(labels.separator.join(extra))}</td></tr>"
+    )
+
+
+def _environment(environment: Environment, labels: Labels) -> str:
+    parts = []
+    if environment.tf_version:
+        parts.append(f"TensorFlow {environment.tf_version}")
+    if environment.keras_version:
+        parts.append(f"Keras {environment.keras_version}")
+    if environment.device:
+        parts.append(f"{labels.device} {environment.device}")
+    if environment.threads:
+        parts.append(labels.threads.format(count=environment.threads))
+    if not parts:
+        return ""
+    return f'<p class="fc-env">{_esc(labels.environment)}: {_esc(" · ".join(parts))}</p>'
+
+
+def _timings(timings: tuple[TimingStats, ...], environment: Environment, labels: Labels) -> str:
+    env = _environment(environment, labels)
+    if not timings and not env:
+        return ""
+    table = ""
+    if timings:
+        rows = "\n".join(_timing_row(timing, labels) for timing in timings)
+        table = f'<div class="fc-scroll"><table class="fc-timing-table">\n{rows}\n</table></div>'
+    return _details("fc-timings", labels.timings, [table, env])
+
+
+def _stdout(stdout: str, labels: Labels) -> str:
+    if not stdout:
+        return ""
+    return _details("fc-stdout", labels.printed_output, [f"<pre><code>{_esc(stdout)}</code></pre>"])

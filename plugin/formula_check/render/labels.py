@@ -1,0 +1,259 @@
+"""Every word a card, a figure caption or the report shows, in English and Chinese."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import CheckResult, Status
+
+OUTCOME_KEYS = (
+    "verified",
+    "mismatch",
+    "error",
+    "timeout",
+    "skipped",
+    "expected_failure",
+    "unexpected_pass",
+)
+"""The badges a card can show: the five statuses plus the two expected-failure outcomes."""
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The UI strings of one language. Format fields are named (``{line}``, ``{count}``)."""
+
+    language: str
+    separator: str
+    colon: str
+    verified: str
+    mismatch: str
+    error: str
+    timeout: str
+    skipped: str
+    expected_failure: str
+    unexpected_pass: str
+    expected_other: str
+    any_failure: str
+    nonfinite: str
+    cached: str
+    compared: str
+    shapes: str
+    timings: str
+    error_heading: str
+    where_they_differ: str
+    scaling: str
+    figures: str
+    notes: str
+    printed_output: str
+    traceback: str
+    inputs: str
+    weights: str
+    outputs: str
+    output_column: str
+    max_abs_column: str
+    atol_column: str
+    worst_column: str
+    bad_column: str
+    expected_got: str
+    ok_mark: str
+    line: str
+    repeats: str
+    first_call: str
+    timing_names: tuple[tuple[str, str], ...]
+    environment: str
+    device: str
+    threads: str
+    attention_weights: str
+    positional_encoding: str
+    ffn_hidden: str
+    abs_difference: str
+    scaling_plot: str
+    batch: str
+    heads: str
+    worst: str
+    size: str
+    median_time: str
+    report_title: str
+    summary: str
+    tally: str
+    blocks: str
+    page: str
+    oracle: str
+    status: str
+    block: str
+
+    def outcome(self, key: str) -> str:
+        """The badge text for one of :data:`OUTCOME_KEYS`."""
+        if key not in OUTCOME_KEYS:
+            raise KeyError(key)
+        text: str = getattr(self, key)
+        return text
+
+    def timing_name(self, label: str) -> str:
+        """``eager``/``function``/``trace``/``oracle`` in words; other labels pass through."""
+        return dict(self.timing_names).get(label, label)
+
+
+ENGLISH = Labels(
+    language="en",
+    separator=", ",
+    colon=": ",
+    verified="verified",
+    mismatch="mismatch",
+    error="error",
+    timeout="timeout",
+    skipped="skipped",
+    expected_failure="expected failure",
+    unexpected_pass="unexpected pass",  # noqa: S106  (a badge, not a password)
+    expected_other="expected {expect}",
+    any_failure="failure",
+    nonfinite="{count} non-finite",
+    cached="cached",
+    compared="Compared outputs",
+    shapes="Shapes",
+    timings="Timings",
+    error_heading="Error",
+    where_they_differ="Where they differ",
+    scaling="Scaling",
+    figures="Heatmaps",
+    notes="Notes",
+    printed_output="Printed output",
+    traceback="Traceback",
+    inputs="Inputs",
+    weights="Weights",
+    outputs="Outputs",
+    output_column="Output",
+    max_abs_column="max |Δ|",
+    atol_column="atol",
+    worst_column="Worst at",
+    bad_column="Out of tolerance",
+    expected_got="expected {expected}, got {actual}",
+    ok_mark="✓",
+    line="line {line}",
+    repeats="{count} runs",
+    first_call="first call {time}",
+    timing_names=(
+        ("eager", "eager"),
+        ("function", "tf.function"),
+        ("tf.function", "tf.function"),
+        ("trace", "trace (first call)"),
+        ("oracle", "NumPy oracle"),
+    ),
+    environment="Environment",
+    device="device",
+    threads="{count} threads",
+    attention_weights="Attention weights",
+    positional_encoding="Positional encoding",
+    ffn_hidden="Feed-forward hidden activations",
+    abs_difference="|actual − expected|",
+    scaling_plot="Median time against size (log-log) with an O(n²) guide",
+    batch="batch {index}",
+    heads="{count} heads",
+    worst="worst at ({index})",
+    size="size",
+    median_time="Median time",
+    report_title="Formula check report",
+    summary="{count} blocks",
+    tally="{count} {name}",
+    blocks="Blocks",
+    page="Page",
+    oracle="Oracle",
+    status="Status",
+    block="Block",
+)
+"""The default language."""
+
+CHINESE = Labels(
+    language="zh",
+    separator="，",
+    colon="：",
+    verified="已验证",
+    mismatch="不一致",
+    error="错误",
+    timeout="超时",
+    skipped="已跳过",
+    expected_failure="预期失败",
+    unexpected_pass="意外通过",  # noqa: S106  (a badge, not a password)
+    expected_other="预期结果：{expect}",
+    any_failure="失败",
+    nonfinite="{count} 个非有限值",
+    cached="缓存结果",
+    compared="比较的输出",
+    shapes="张量形状",
+    timings="运行耗时",
+    error_heading="错误",
+    where_they_differ="差异位置",
+    scaling="耗时随规模变化",
+    figures="热力图",
+    notes="备注",
+    printed_output="打印输出",
+    traceback="调用栈",
+    inputs="输入",
+    weights="权重",
+    outputs="输出",
+    output_column="输出",
+    max_abs_column="最大 |Δ|",
+    atol_column="atol",
+    worst_column="最大误差位置",
+    bad_column="超出容差",
+    expected_got="预期 {expected}，实际 {actual}",
+    ok_mark="✓",
+    line="第 {line} 行",
+    repeats="{count} 次运行",
+    first_call="首次调用 {time}",
+    timing_names=(
+        ("eager", "即时执行（eager）"),
+        ("function", "tf.function"),
+        ("tf.function", "tf.function"),
+        ("trace", "图追踪（首次调用）"),
+        ("oracle", "NumPy 参考实现"),
+    ),
+    environment="运行环境",
+    device="设备",
+    threads="{count} 个线程",
+    attention_weights="注意力权重",
+    positional_encoding="位置编码",
+    ffn_hidden="前馈网络隐藏层激活",
+    abs_difference="|实际值 − 预期值|",
+    scaling_plot="中位耗时与规模的关系（双对数坐标），附 O(n²) 参考线",
+    batch="批次 {index}",
+    heads="{count} 个注意力头",
+    worst="最大误差位于 ({index})",
+    size="规模",
+    median_time="中位耗时",
+    report_title="公式检查报告",
+    summary="共 {count} 个公式块",
+    tally="{name} {count}",
+    blocks="公式块",
+    page="页面",
+    oracle="参考实现",
+    status="状态",
+    block="块",
+)
+"""Simplified Chinese; also used for ``zh-TW`` until a Traditional table exists."""
+
+_BY_LANGUAGE = {"en": ENGLISH, "zh": CHINESE}
+
+
+def labels_for(language: str | None) -> Labels:
+    """The labels for a Material-style language code (``zh``, ``zh-CN``, ``zh_TW``, ``en``).
+
+    Only the primary subtag counts; an unknown language gets English, because a theme's
+    language setting covers far more languages than we translate and must not fail a build.
+    """
+    primary = (language or "en").replace("_", "-").split("-", 1)[0].strip().lower()
+    return _BY_LANGUAGE.get(primary, ENGLISH)
+
+
+def outcome_key(result: CheckResult) -> str:
+    """Which of :data:`OUTCOME_KEYS` a result shows as its badge.
+
+    A block marked as expected to fail shows ``expected_failure`` when it failed as promised
+    and ``unexpected_pass`` when it verified; any other surprise shows the real status.
+    """
+    if result.expected_failure:
+        if result.outcome_ok:
+            return "expected_failure"
+        if result.status is Status.VERIFIED:
+            return "unexpected_pass"
+    return result.status.value

@@ -1,0 +1,69 @@
+"""The worker process: imports TensorFlow once, then runs snippets on request.
+
+Run as ``python -m formula_check.worker.child PROJECT_ROOT``. It reads requests on stdin and
+answers on a private copy of stdout; the snippet's own prints go to a buffer returned with
+the answer. This is the only module of the package that imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+# Pinned before TensorFlow is imported: oneDNN changes the bits, and its notice is noise.
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from . import protocol  # noqa: E402  (environment first)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve requests until stdin closes or a ``shutdown`` request arrives."""
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]).resolve() if args else Path.cwd()
+    answers = _private_stdout()
+    requests = sys.stdin.buffer
+    try:
+        from .execution import Session, describe_environment, run_check  # noqa: PLC0415
+    except ImportError as exc:  # TensorFlow missing: say so instead of dying
+        protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
+        return 3
+    warnings.simplefilter("ignore")
+    session = Session(root)
+    protocol.write_message(answers, {"op": "hello", "ok": True, **describe_environment()})
+    return _serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
+
+
+def _serve(
+    requests: IO[bytes],
+    answers: IO[bytes],
+    handle: Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]],
+) -> int:
+    while True:
+        try:
+            header, arrays = protocol.read_message(requests)
+        except EOFError:
+            return 0
+        if header.get("op") == "shutdown":
+            return 0
+        reply, out_arrays = handle(header, arrays)
+        protocol.write_message(answers, reply, out_arrays)
+
+
+def _private_stdout() -> IO[bytes]:
+    """Keep fd 1 for answers only; anything else printed to it goes to stderr instead."""
+    private = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
+    return private
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

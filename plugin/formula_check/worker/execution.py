@@ -1,0 +1,365 @@
+"""Inside the worker: load a snippet, call its entry, read weights back, time it.
+
+Requests are concrete: the parent has already generated every array and decided every
+argument, so nothing here knows about oracles. Imported only by the worker process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import os
+import platform
+import re
+import sys
+import time
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_MAX_TEXT = 4000
+
+
+@dataclass
+class Session:
+    """State the worker keeps between checks."""
+
+    root: Path
+    counter: int = 0
+    baseline_modules: set[str] = field(default_factory=lambda: set(sys.modules))
+
+
+class SnippetRaised(Exception):
+    """Wraps an exception from user code with the phase it happened in."""
+
+    def __init__(self, phase: str, error: BaseException) -> None:
+        super().__init__(phase)
+        self.phase = phase
+        self.error = error
+
+
+def describe_environment() -> dict[str, Any]:
+    """TensorFlow and Keras versions, the device used, and the thread count."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        device = f"GPU: {details.get('device_name', gpus[0].name)}"
+    else:
+        device = f"CPU: {_cpu_model()}"
+    threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count() or 1
+    return {
+        "tf_version": tf.__version__,
+        "keras_version": getattr(tf.keras, "__version__", ""),
+        "device": device,
+        "threads": threads,
+    }
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def run_check(
+    session: Session, request: dict[str, Any], arrays: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Answer one ``check`` request: outputs, weights, timings; or the snippet's error."""
+    session.counter += 1
+    stdout = io.StringIO()
+    before = set(sys.modules)
+    _prepare_path(session, request)
+    tf.keras.utils.set_random_seed(int(request.get("seed", 0)))
+    try:
+        with contextlib.redirect_stdout(stdout):
+            reply, out = _run(session, request, arrays)
+    except SnippetRaised as raised:
+        reply, out = _failure(raised, request), {}
+    reply["stdout"] = stdout.getvalue()[-_MAX_TEXT:]
+    reply["local_files"] = _forget_local_modules(session, before)
+    return reply, out
+
+
+def _prepare_path(session: Session, request: dict[str, Any]) -> None:
+    for extra in [str(session.root), *request.get("search_paths", [])]:
+        if extra not in sys.path:
+            sys.path.insert(0, extra)
+
+
+def _run(
+    session: Session, request: dict[str, Any], arrays: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    entry = _load_entry(session, request)
+    kind = _resolve_kind(entry, request)
+    runner = _bind(entry, kind, request, arrays, request.get("init", {}))
+    with _phase("call"):
+        result = runner()
+    if kind != "function" and request.get("weights") is not None:
+        if request.get("perturb", True):
+            _perturb(runner.layer, int(request.get("seed", 0)))
+            with _phase("call"):
+                result = runner()
+    out = _outputs(result)
+    weights = _read_weights(runner.layer, request.get("weights") or {}) if kind != "function" else {}
+    timings = _time_all(entry, kind, request, arrays) if request.get("timing") else []
+    reply = {"ok": True, "kind": kind, "outputs": len(out), "timings": timings}
+    reply["output_types"] = [type(r).__name__ for r in _as_sequence(result)]
+    return reply, {**{f"out/{i}": a for i, a in enumerate(out)}, **{f"w/{k}": v for k, v in weights.items()}}
+
+
+@contextlib.contextmanager
+def _phase(name: str) -> Any:
+    try:
+        yield
+    except SnippetRaised:
+        raise
+    except BaseException as exc:  # user code may raise anything, SystemExit included
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise SnippetRaised(name, exc) from exc
+
+
+def _load_entry(session: Session, request: dict[str, Any]) -> Any:
+    if request.get("module"):
+        with _phase("import"):
+            module = importlib.import_module(request["module"])
+    else:
+        module = _exec_source(session, request["source"], request["filename"])
+    name = request.get("entry")
+    if name:
+        with _phase("entry"):
+            if not hasattr(module, name):
+                raise LookupError(f"the snippet defines no {name!r}")
+            return getattr(module, name)
+    return _last_definition(module)
+
+
+def _exec_source(session: Session, source: str, filename: str) -> types.ModuleType:
+    name = f"formula_snippet_{session.counter}"
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    sys.modules[name] = module
+    with _phase("load"):
+        code = compile(source, filename, "exec")
+        exec(code, module.__dict__)  # noqa: S102  (running the user's snippet is the point)
+    return module
+
+
+def _last_definition(module: types.ModuleType) -> Any:
+    defined = [
+        value
+        for value in vars(module).values()
+        if (inspect.isfunction(value) or inspect.isclass(value))
+        and getattr(value, "__module__", None) == module.__name__
+    ]
+    if not defined:
+        with _phase("entry"):
+            raise LookupError("the snippet defines no function or class to check")
+    return defined[-1]
+
+
+def _resolve_kind(entry: Any, request: dict[str, Any]) -> str:
+    kind = str(request.get("kind", "auto"))
+    if kind != "auto":
+        return kind
+    if inspect.isclass(entry):
+        return "layer"
+    if request.get("init"):
+        return "factory"
+    with contextlib.suppress(TypeError, ValueError):
+        params = inspect.signature(entry).parameters.values()
+        required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not required:
+            return "factory"
+    return "function"
+
+
+class _Runner:
+    """A zero-argument callable that runs the entry once on fixed arguments."""
+
+    def __init__(self, target: Any, args: list[Any], kwargs: dict[str, Any], layer: Any) -> None:
+        self.target = target
+        self.args = args
+        self.kwargs = kwargs
+        self.layer = layer
+
+    def __call__(self) -> Any:
+        return self.target(*self.args, **self.kwargs)
+
+
+def _bind(entry: Any, kind: str, request: dict[str, Any], arrays: dict[str, Any], init: dict[str, Any], prefix: str = "") -> _Runner:
+    plan = request["function_call" if kind == "function" else "layer_call"]
+    args = [_value(ref, arrays, prefix) for ref in plan["args"]]
+    kwargs = {key: _value(ref, arrays, prefix) for key, ref in plan["kwargs"].items()}
+    if kind == "function":
+        return _Runner(entry, args, kwargs, None)
+    with _phase("construct"):
+        layer = entry(**init)
+    return _Runner(layer, args, kwargs, layer)
+
+
+def _value(ref: dict[str, Any], arrays: dict[str, Any], prefix: str) -> Any:
+    if "array" in ref:
+        return tf.constant(arrays[prefix + ref["array"]])
+    return ref["value"]
+
+
+def _perturb(layer: Any, seed: int) -> None:
+    """Move every weight off its initial value, so zero biases and unit gains are exercised."""
+    rng = np.random.default_rng(seed + 7919)
+    for variable in getattr(layer, "trainable_weights", []):
+        current = np.asarray(variable.numpy())
+        noise = 0.1 * rng.standard_normal(current.shape).astype(current.dtype)
+        variable.assign(current + noise)
+
+
+def _read_weights(layer: Any, mapping: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, path in mapping.items():
+        with _phase(f"weight {name}={path}"):
+            value = _follow(layer, path)
+            values[name] = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+    return values
+
+
+_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[-?\d+\])*)")
+
+
+def _follow(obj: Any, path: str) -> Any:
+    """Walk ``wq.kernel`` or ``ffn.layers[0].bias`` through attributes and indexes only."""
+    for part in path.split("."):
+        match = _STEP.fullmatch(part)
+        if match is None:
+            raise ValueError(f"bad weight path {path!r}")
+        obj = getattr(obj, match.group(1))
+        for index in re.findall(r"-?\d+", match.group(2)):
+            obj = obj[int(index)]
+    return obj
+
+
+def _as_sequence(result: Any) -> list[Any]:
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    if isinstance(result, dict):
+        return list(result.values())
+    return [result]
+
+
+def _outputs(result: Any) -> list[Any]:
+    out = []
+    for index, item in enumerate(_as_sequence(result)):
+        with _phase("output"):
+            value = np.asarray(item.numpy() if hasattr(item, "numpy") else item)
+            if value.dtype.kind not in "biuf":
+                raise TypeError(f"returned value {index} is a {type(item).__name__}, not a tensor")
+        out.append(value)
+    return out
+
+
+def _time_all(entry: Any, kind: str, request: dict[str, Any], arrays: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = request["timing"]
+    results = []
+    for run in spec["runs"]:
+        runner = _bind(entry, kind, run, arrays, run.get("init", {}), prefix=run["prefix"])
+        results.append(_time_runner(runner, run["label"], spec, eager_only=run.get("eager_only", False)))
+    return results
+
+
+def _time_runner(runner: _Runner, label: str, spec: dict[str, Any], *, eager_only: bool) -> dict[str, Any]:
+    warmup, repeats = int(spec.get("warmup", 1)), max(int(spec.get("repeats", 5)), 3)
+    timing: dict[str, Any] = {"label": label, "eager": _repeat(runner, warmup, repeats)}
+    if eager_only:
+        return timing
+    compiled = tf.function(runner.target)
+    traced = _Runner(compiled, runner.args, runner.kwargs, runner.layer)
+    try:
+        start = time.perf_counter()
+        _sync(traced())
+        timing["trace"] = time.perf_counter() - start
+        timing["graph"] = _repeat(traced, warmup, repeats)
+    except Exception as exc:  # code that cannot be traced still has its eager timing
+        timing["graph_error"] = _clean(f"{type(exc).__name__}: {exc}")[:300]
+    return timing
+
+
+def _repeat(runner: _Runner, warmup: int, repeats: int) -> list[float]:
+    with _phase("timing"):
+        for _ in range(warmup):
+            _sync(runner())
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            _sync(runner())
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _sync(result: Any) -> None:
+    """Force the computation to finish (pull results to host), so the clock is honest."""
+    for item in _as_sequence(result):
+        if hasattr(item, "numpy"):
+            item.numpy()
+
+
+def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
+    error = raised.error
+    filename = request.get("filename") or ""
+    file, line = _snippet_line(error, filename, session_root(request))
+    frames = traceback.format_exception(type(error), error, error.__traceback__)
+    return {
+        "ok": False,
+        "phase": raised.phase,
+        "type": type(error).__name__,
+        "message": _clean(str(error)) or type(error).__name__,
+        "line": line,
+        "file": file,
+        "traceback": _clean("".join(frames[-6:]))[-_MAX_TEXT:],
+    }
+
+
+def session_root(request: dict[str, Any]) -> str:
+    """The project root the parent sent (frames under it belong to the user)."""
+    return str(request.get("root", ""))
+
+
+def _snippet_line(error: BaseException, filename: str, root: str) -> tuple[str, int]:
+    """The innermost frame in the snippet (or, for a module, in the project's own files)."""
+    def ours(name: str) -> bool:
+        if filename:
+            return name == filename
+        return bool(root) and name.startswith(root + os.sep) and "site-packages" not in name
+
+    if isinstance(error, SyntaxError) and error.filename and ours(error.filename):
+        return error.filename, int(error.lineno or 0)
+    found = ("", 0)
+    for frame in traceback.extract_tb(error.__traceback__):
+        if ours(frame.filename):
+            found = (frame.filename, frame.lineno or 0)
+    return found
+
+
+def _clean(text: str) -> str:
+    return ANSI.sub("", text)[:_MAX_TEXT]
+
+
+def _forget_local_modules(session: Session, before: set[str]) -> list[str]:
+    """Report project files imported by this check, then unload them so edits are seen."""
+    root = str(session.root) + os.sep
+    files = []
+    for name in set(sys.modules) - before:
+        path = getattr(sys.modules.get(name), "__file__", None) or ""
+        if name.startswith("formula_snippet_") or path.startswith(root):
+            if path.startswith(root) and os.path.exists(path):
+                files.append(os.path.relpath(path, session.root))
+            del sys.modules[name]
+    return sorted(files)

@@ -1,0 +1,235 @@
+"""Worker processes seen from the parent: start, ask, time out, kill, replace."""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import MissingTensorFlowError, WorkerError
+from ..model import Array
+from . import protocol
+
+STARTUP_TIMEOUT = 120.0
+_POLL = 0.1
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back for one request: an answer, or why none came."""
+
+    outcome: str  # "ok" | "timeout" | "crash"
+    header: Mapping[str, Any]
+    arrays: Mapping[str, Array]
+    detail: str = ""
+
+
+class Worker:
+    """One child process that keeps TensorFlow imported between requests."""
+
+    def __init__(self, root: Path, python: str | None = None, memory_limit_mb: int = 0) -> None:
+        self.root = root
+        self.python = python or sys.executable
+        self.memory_limit_mb = memory_limit_mb
+        self.process: subprocess.Popen[bytes] | None = None
+        self.environment: dict[str, Any] = {}
+        self.started_at = 0.0
+        self.peak_rss_kb = 0
+        self.stderr_log: IO[bytes] | None = None
+
+    @property
+    def alive(self) -> bool:
+        """Is the process running?"""
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> None:
+        """Spawn the process and wait for its hello (TensorFlow imported)."""
+        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+        package_parent = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [self.python, "-m", "formula_check.worker.child", str(self.root)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr_log(),
+            cwd=self.root, env=env, start_new_session=True,
+        )
+        self.started_at = time.monotonic()
+        reply = self._receive(STARTUP_TIMEOUT)
+        if reply.outcome != "ok":
+            self.kill()
+            raise WorkerError(f"the TensorFlow worker did not start: {reply.detail}\n{self.stderr_tail()}")
+        if not reply.header.get("ok"):
+            self.kill()
+            raise MissingTensorFlowError(self.python)
+        self.environment = {k: v for k, v in reply.header.items() if k not in {"op", "ok"}}
+
+    def _stderr_log(self) -> IO[bytes]:
+        """A fresh scratch file for the worker's stderr, read back when it dies."""
+        if self.stderr_log is not None:
+            self.stderr_log.close()
+        self.stderr_log = tempfile.TemporaryFile()
+        return self.stderr_log
+
+    def stderr_tail(self, limit: int = 1500) -> str:
+        """The end of what the worker wrote to stderr (TensorFlow noise filtered out)."""
+        if self.stderr_log is None:
+            return ""
+        self.stderr_log.seek(0)
+        lines = self.stderr_log.read().decode("utf-8", "replace").splitlines()
+        useful = [line for line in lines if line.strip() and " I tensorflow/" not in line and "W0000" not in line]
+        return "\n".join(useful)[-limit:]
+
+    def request(self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float) -> Reply:
+        """Send one request and wait up to ``timeout`` seconds for its answer."""
+        if not self.alive:
+            self.start()
+        assert self.process is not None and self.process.stdin is not None
+        try:
+            protocol.write_message(self.process.stdin, header, arrays)
+        except (BrokenPipeError, OSError) as exc:
+            return self._crashed(f"the worker stopped accepting requests ({exc})")
+        return self._receive(timeout)
+
+    def _receive(self, timeout: float) -> Reply:
+        assert self.process is not None and self.process.stdout is not None
+        stream: IO[bytes] = self.process.stdout
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                return Reply("timeout", {}, {}, f"no answer within {timeout:g} s; worker restarted")
+            ready, _, _ = select.select([stream], [], [], min(_POLL, remaining))
+            if ready:
+                break
+            if self._over_memory():
+                self.kill()
+                return Reply("crash", {}, {}, f"worker exceeded the memory limit of {self.memory_limit_mb} MiB")
+        try:
+            header, arrays = protocol.read_message(stream)
+        except (EOFError, protocol.ProtocolError):
+            return self._crashed("the worker died")
+        self._over_memory()
+        return Reply("ok", header, arrays)
+
+    def _over_memory(self) -> bool:
+        rss = self.rss_kb()
+        self.peak_rss_kb = max(self.peak_rss_kb, rss)
+        return bool(self.memory_limit_mb) and rss > self.memory_limit_mb * 1024
+
+    def rss_kb(self) -> int:
+        """Resident memory of the worker now (0 when unknown)."""
+        if self.process is None:
+            return 0
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def _crashed(self, what: str) -> Reply:
+        assert self.process is not None
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.process.returncode
+        self.process = None
+        tail = self.stderr_tail(600)
+        said = f"; it said: {tail}" if tail else ""
+        return Reply("crash", {}, {}, f"{what} ({_describe_exit(code)}){said}; a fresh worker takes the next check")
+
+    def kill(self) -> None:
+        """Stop the process group at once (a snippet may have started children)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self.process = None
+
+    def close(self) -> None:
+        """Ask politely, then kill."""
+        if self.alive:
+            assert self.process is not None and self.process.stdin is not None
+            try:
+                protocol.write_message(self.process.stdin, {"op": "shutdown"})
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class WorkerPool:
+    """N workers, started lazily, shared by threads; each request borrows one idle worker."""
+
+    def __init__(self, root: Path, size: int = 1, python: str | None = None, memory_limit_mb: int = 0) -> None:
+        if size < 1:
+            raise WorkerError(f"workers must be at least 1, got {size}")
+        self.root = root
+        self.size = size
+        self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
+        for _ in range(size):
+            self._idle.put(Worker(root, python, memory_limit_mb))
+        self._all = list(self._idle.queue)
+        self._lock = threading.Lock()
+
+    def request(self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float) -> tuple[Reply, dict[str, Any]]:
+        """Run one request on an idle worker; also return that worker's environment."""
+        worker = self._idle.get()
+        try:
+            reply = worker.request(header, arrays, timeout)
+            return reply, dict(worker.environment)
+        finally:
+            self._idle.put(worker)
+
+    def warm_up(self) -> None:
+        """Start every worker now (in parallel) instead of on first use."""
+        threads = [threading.Thread(target=w.start) for w in self._all if not w.alive]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    @property
+    def peak_rss_kb(self) -> int:
+        """The largest resident size any worker reached."""
+        return max((w.peak_rss_kb for w in self._all), default=0)
+
+    def alive_pids(self) -> list[int]:
+        """Process ids of the running workers (for tests and diagnostics)."""
+        return [w.process.pid for w in self._all if w.process is not None and w.alive]
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for worker in self._all:
+            worker.close()

@@ -1,0 +1,117 @@
+"""The wire format between the checker and its worker, also used for cache files.
+
+A message is ``MAGIC, version, header length, header (JSON), array bytes``. Arrays travel as
+raw little-endian buffers described in the header (dtype restricted to numbers and bools),
+so nothing made by user code is ever unpickled by the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from typing import IO, Any
+
+import numpy as np
+
+from ..model import Array
+
+MAGIC = b"FCK1"
+VERSION = 1
+_PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
+_ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
+
+
+class ProtocolError(Exception):
+    """A message is truncated, from another version, or describes a forbidden array."""
+
+
+def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None) -> bytes:
+    """Serialise ``header`` (JSON-able) and named numeric ``arrays`` into one message."""
+    described: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    offset = 0
+    for name, value in (arrays or {}).items():
+        array = np.ascontiguousarray(value)
+        if array.dtype.kind not in _ALLOWED_KINDS:
+            raise ProtocolError(f"array {name!r} has unsupported dtype {array.dtype}")
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        described.append(
+            {"name": name, "dtype": array.dtype.str.lstrip("<>|="), "shape": list(array.shape),
+             "offset": offset, "size": len(data)}
+        )
+        chunks.append(data)
+        offset += len(data)
+    head = json.dumps({"header": header, "arrays": described}, separators=(",", ":")).encode()
+    return _PREFIX.pack(MAGIC, VERSION, len(head), offset) + head + b"".join(chunks)
+
+
+def decode(message: bytes) -> tuple[dict[str, Any], dict[str, Array]]:
+    """Parse a whole message produced by :func:`encode`."""
+    head_len, payload_len = _check_prefix(message[: _PREFIX.size])
+    expected = _PREFIX.size + head_len + payload_len
+    if len(message) != expected:
+        raise ProtocolError(f"message is {len(message)} bytes, expected {expected}")
+    head = message[_PREFIX.size : _PREFIX.size + head_len]
+    return _unpack(head, memoryview(message)[_PREFIX.size + head_len :])
+
+
+def write_message(stream: IO[bytes], header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None) -> None:
+    """Write one message and flush."""
+    stream.write(encode(header, arrays))
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], dict[str, Array]]:
+    """Read exactly one message; :class:`EOFError` if the stream closed before one began."""
+    prefix = _read_exact(stream, _PREFIX.size, allow_eof=True)
+    head_len, payload_len = _check_prefix(prefix)
+    head = _read_exact(stream, head_len)
+    payload = _read_exact(stream, payload_len)
+    return _unpack(head, memoryview(payload))
+
+
+def _check_prefix(prefix: bytes) -> tuple[int, int]:
+    if len(prefix) != _PREFIX.size:
+        raise ProtocolError("truncated message prefix")
+    magic, version, head_len, payload_len = _PREFIX.unpack(prefix)
+    if magic != MAGIC:
+        raise ProtocolError("not a formula-check message")
+    if version != VERSION:
+        raise ProtocolError(f"protocol version {version}, this checker speaks {VERSION}")
+    return int(head_len), int(payload_len)
+
+
+def _read_exact(stream: IO[bytes], size: int, *, allow_eof: bool = False) -> bytes:
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            if allow_eof and remaining == size:
+                raise EOFError("stream closed")
+            raise ProtocolError(f"stream closed {remaining} bytes before the end of a message")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str, Array]]:
+    try:
+        meta = json.loads(head)
+    except ValueError as exc:
+        raise ProtocolError(f"unreadable message header: {exc}") from exc
+    arrays: dict[str, Array] = {}
+    for item in meta.get("arrays", []):
+        dtype = np.dtype(item["dtype"]).newbyteorder("<")
+        if dtype.kind not in _ALLOWED_KINDS:
+            raise ProtocolError(f"array {item['name']!r} has forbidden dtype {dtype}")
+        start, size = int(item["offset"]), int(item["size"])
+        if start + size > len(payload):
+            raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
+        flat = np.frombuffer(payload[start : start + size], dtype=dtype)
+        arrays[item["name"]] = flat.reshape(item["shape"]).astype(dtype.newbyteorder("="))
+    header = meta.get("header")
+    if not isinstance(header, dict):
+        raise ProtocolError("message header is not an object")
+    return header, arrays
