@@ -44,7 +44,7 @@ def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> Snippet
     phase = str(header.get("phase", ""))
     message = str(header.get("message", ""))
     if phase and phase not in {"call", "load"}:
-        message = f"{message} (while {phase.replace('_', ' ')})"
+        message = f"{message} (while {phase})"
     return SnippetFailure(str(header.get("type", "Error")), message, location, str(header.get("traceback", "")))
 
 
@@ -52,6 +52,12 @@ def evaluate(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array],
     """Compare the code's outputs with the oracle's and build the result."""
     spec, oracle = plan.spec, plan.oracle
     outputs = [arrays[f"out/{i}"] for i in range(int(header.get("outputs", 0)))]
+    unused = [_unused(plan, name) for name in header.get("unused_weights", [])]
+    if unused:  # the oracle cannot even be evaluated without those weights
+        return CheckResult(
+            block_id=spec.block_id, location=spec.location, oracle=oracle.name, status=Status.MISMATCH,
+            expect=spec.expect, verdicts=tuple(unused), environment=env, stdout=str(header.get("stdout", "")),
+        )
     weights, extra_params = _weights(plan, header, arrays)
     params = {**plan.params, **extra_params}
     oracle_arrays = {**plan.inputs, **weights}
@@ -119,6 +125,16 @@ def _fit(name: str, value: Array, shape: tuple[int, ...], where: Location) -> Ar
     if value.ndim != len(shape) and value.size == int(np.prod(shape)):
         return value.reshape(shape)  # per-head kernels -> concatenated heads
     raise SpecError(f"weights: {name} has shape {value.shape}, the oracle expects {shape}", where)
+
+
+def _unused(plan: Plan, name: str) -> Verdict:
+    """A mapped weight whose layer the code never called: the formula uses it, the code not."""
+    path = plan.spec.weights.get(name, "?")
+    tensor = plan.oracle.tensor(name)
+    return Verdict(
+        name=name, ok=False, dims=tensor.dims, expected_shape=tensor.shape(plan.sizes), actual_shape=(),
+        problem=f"the formula uses {name} but the code never calls the layer holding {path}",
+    )
 
 
 def _output_names(plan: Plan, count: int) -> list[str]:

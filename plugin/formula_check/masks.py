@@ -9,7 +9,7 @@ Two conventions are common in the wild:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -31,14 +31,16 @@ def keep_mask(kind: MaskKind, b: int, n: int, m: int, rng: np.random.Generator) 
     return keep
 
 
-def snippet_mask(
-    keep: Array, convention: MaskConvention, dims: Sequence[str], sizes: Mapping[str, int]
-) -> Array:
-    """``keep`` reshaped to ``dims`` (e.g. ``(b, 1, n, m)``) in the code's convention."""
-    core = [d for d in dims if not d.isdigit()]
-    if [*core] != ["b", "n", "m"]:
-        raise SpecError(f"mask dims must be b, n, m plus literal 1s, got ({', '.join(dims)})")
-    shape = tuple(1 if d.isdigit() else sizes.get(d, keep.shape[("b", "n", "m").index(d)]) for d in dims)
+def snippet_mask(keep: Array, convention: MaskConvention, dims: Sequence[str]) -> Array:
+    """``keep`` reshaped to ``dims`` (e.g. ``(b, 1, n, m)``) in the code's convention.
+
+    Digits in ``dims`` are literal size-1 axes; the three named ones take ``keep``'s sizes.
+    """
+    named = [d for d in dims if not d.isdigit()]
+    if len(named) != 3:
+        raise SpecError(f"mask dims need three named axes (batch, query, key), got ({', '.join(dims)})")
+    sizes_in_order = iter(keep.shape)
+    shape = tuple(1 if d.isdigit() else next(sizes_in_order) for d in dims)
     reshaped = keep.reshape(shape)
     if convention == "additive":
         return (~reshaped).astype(np.float32)

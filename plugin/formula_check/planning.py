@@ -50,7 +50,7 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
     if keep is not None:
         dims = _mask_dims(spec, oracle)
-        arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, dims, sizes)
+        arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, dims)
     header: dict[str, Any] = {
         "op": "check",
         "root": root,
@@ -179,7 +179,7 @@ def _timing_runs(
                 **{f"wt/{k}": v for k, v in oracle.make_weights(sizes, rng).items()}}
         keep = _keep_mask(spec, oracle, sizes, rng)
         if keep is not None:
-            made["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, _mask_dims(spec, oracle), sizes)
+            made["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, _mask_dims(spec, oracle))
         arrays.update({prefix + k: np.asarray(v).astype(np.float32) if np.asarray(v).dtype.kind == "f" else v for k, v in made.items()})
         runs.append({"label": label, "prefix": prefix, "eager_only": eager_only,
                      "init": resolve_init(spec.init, sizes),

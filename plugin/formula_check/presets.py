@@ -33,8 +33,10 @@ _KERAS_MHA: Mapping[str, Any] = {
 
 _KERAS_LAYER_NORM: Mapping[str, Any] = {
     "kind": "layer",
-    "weights": {"gamma": "gamma", "beta": "beta", "epsilon": "epsilon"},
+    "weights": {"gamma": "gamma", "beta": "beta"},
 }
+"""epsilon is deliberately not read from the layer: the formula's ε (``params="epsilon=…"``,
+default 1e-6) is part of what is checked, and Keras' own default is 1e-3."""
 
 _KERAS_DENSE: Mapping[str, Any] = {
     "kind": "layer",

@@ -253,7 +253,7 @@ def _environment(environment: Environment, labels: Labels) -> str:
         parts.append(labels.threads.format(count=environment.threads))
     if not parts:
         return ""
-    return f'<p class="fc-env">{_esc(labels.environment)}: {_esc(" · ".join(parts))}</p>'
+    return f'<p class="fc-env">{_esc(labels.environment + labels.colon + " · ".join(parts))}</p>'
 
 
 def _timings(timings: tuple[TimingStats, ...], environment: Environment, labels: Labels) -> str:

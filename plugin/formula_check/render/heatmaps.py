@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
+import matplotlib.style
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.image import AxesImage
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 from ..model import Array, CheckResult, SweepPoint, Verdict
 from .labels import Labels
@@ -38,8 +39,8 @@ _DPI = 100
 _MAX_WIDTH_IN = 6.0
 _HEAD_COLUMNS = 4
 # A white figure with dark text reads the same on Material's light and slate palettes;
-# a transparent one would put black tick labels on a near-black page. Every key is pinned
-# so a user's matplotlibrc cannot change the bytes, and image text stays ASCII/DejaVu
+# a transparent one would put black tick labels on a near-black page (the stylesheet adds a
+# thin border so the white edge looks deliberate on slate). Image text stays ASCII/DejaVu
 # because the bundled font has no CJK glyphs: localized words go in captions and alt text.
 _STYLE: dict[str, Any] = {
     "figure.facecolor": "white",
@@ -55,6 +56,7 @@ _STYLE: dict[str, Any] = {
     "axes.titlesize": 9,
     "image.interpolation": "nearest",
 }
+
 Draw = Callable[[MplFigure], None]
 
 _MARKER_COLOUR = "#00e5ff"  # cyan: far from every colour of magma, so the worst cell stands out
@@ -122,7 +124,8 @@ def _finish(figure: MplFigure, name: str, title: str, alt: str) -> Figure:
 
 
 def _render(name: str, title: str, alt: str, draw: Draw, *, size: tuple[float, float]) -> Figure:
-    with matplotlib.rc_context(_STYLE):
+    # "default" first: a user's matplotlibrc (savefig.bbox, transparency...) must not leak in.
+    with matplotlib.style.context(["default", _STYLE]):
         figure = _new_figure(*size)
         draw(figure)
         return _finish(figure, name, title, alt)
@@ -312,6 +315,9 @@ def _sweep_figure(points: Sequence[SweepPoint], labels: Labels, sweep_dim: str) 
         axes.plot(sizes, guide, linestyle="--", color="#757575", label="O(n²) guide")
         axes.set_xscale("log")
         axes.set_yscale("log")
+        # Tick exactly the measured sizes: "2×10¹" says less than "16, 32, 64".
+        axes.set_xticks(sizes, labels=[str(p.size) for p in usable])
+        axes.xaxis.set_minor_locator(NullLocator())
         axes.set_xlabel(sweep_dim)
         axes.set_ylabel("median time (s)")
         axes.grid(True, which="both", color="#e0e0e0", linewidth=0.5)

@@ -110,9 +110,9 @@ def _run(
             with _phase("call"):
                 result = runner()
     out = _outputs(result)
-    weights = _read_weights(runner.layer, request.get("weights") or {}) if kind != "function" else {}
+    weights, unused = ({}, []) if kind == "function" else _read_weights(runner.layer, request.get("weights") or {})
     timings = _time_all(entry, kind, request, arrays) if request.get("timing") else []
-    reply = {"ok": True, "kind": kind, "outputs": len(out), "timings": timings}
+    reply = {"ok": True, "kind": kind, "outputs": len(out), "timings": timings, "unused_weights": unused}
     reply["output_types"] = [type(r).__name__ for r in _as_sequence(result)]
     return reply, {**{f"out/{i}": a for i, a in enumerate(out)}, **{f"w/{k}": v for k, v in weights.items()}}
 
@@ -223,13 +223,36 @@ def _perturb(layer: Any, seed: int) -> None:
         variable.assign(current + noise)
 
 
-def _read_weights(layer: Any, mapping: dict[str, str]) -> dict[str, Any]:
+def _read_weights(layer: Any, mapping: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The mapped weights' values, and the names of those the code never built (never used)."""
     values: dict[str, Any] = {}
+    unused: list[str] = []
     for name, path in mapping.items():
-        with _phase(f"weight {name}={path}"):
-            value = _follow(layer, path)
+        with _phase(f"reading weight {name}={path}"):
+            try:
+                value = _follow(layer, path)
+            except (AttributeError, ValueError):
+                if not _unbuilt_on_path(layer, path):
+                    raise
+                unused.append(name)  # a sub-layer never called has no weights to show
+                continue
+            if value is None:
+                raise ValueError(f"{path} is None (a layer built with use_bias=False has no bias)")
             values[name] = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-    return values
+    return values, unused
+
+
+def _unbuilt_on_path(obj: Any, path: str) -> bool:
+    """Does the path pass through a Keras layer that was never built (so never called)?"""
+    parts = path.split(".")
+    for depth in range(len(parts)):
+        try:
+            current = _follow(obj, ".".join(parts[:depth])) if depth else obj
+        except (AttributeError, ValueError, IndexError, TypeError):
+            return False
+        if getattr(current, "built", True) is False:
+            return True
+    return False
 
 
 _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[-?\d+\])*)")

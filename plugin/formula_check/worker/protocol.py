@@ -32,7 +32,7 @@ def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None)
     chunks: list[bytes] = []
     offset = 0
     for name, value in (arrays or {}).items():
-        array = np.ascontiguousarray(value)
+        array = np.asarray(value, order="C")  # ascontiguousarray would make 0-d arrays 1-d
         if array.dtype.kind not in _ALLOWED_KINDS:
             raise ProtocolError(f"array {name!r} has unsupported dtype {array.dtype}")
         data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
@@ -110,7 +110,7 @@ def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str,
         if start + size > len(payload):
             raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
         flat = np.frombuffer(payload[start : start + size], dtype=dtype)
-        arrays[item["name"]] = flat.reshape(item["shape"]).astype(dtype.newbyteorder("="))
+        arrays[item["name"]] = flat.reshape(tuple(item["shape"])).astype(dtype.newbyteorder("="))
     header = meta.get("header")
     if not isinstance(header, dict):
         raise ProtocolError("message header is not an object")

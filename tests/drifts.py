@@ -1,0 +1,67 @@
+"""The drift matrix: realistic ways code leaves its formula, each as an edit of correct code.
+
+``DRIFTS[name] = (case, old, new, extra_options)``: take the correct implementation
+``implementations.CORRECT[case]``, replace ``old`` by ``new`` (``old`` must occur), check it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
+    # attention
+    "attention: divides by d_k, not sqrt(d_k)": ("attention", "tf.math.sqrt(dk)", "dk", {}),
+    "attention: no scaling": ("attention", "matmul_qk / tf.math.sqrt(dk)", "matmul_qk", {}),
+    "attention: softmax over the query axis": ("attention", "axis=-1", "axis=1", {}),
+    "attention: mask with the wrong sign": ("attention-causal", "mask * -1e9", "mask * 1e9", {}),
+    "attention: mask ignored": ("attention-padding", "+= (mask * -1e9)", "+= 0.0", {}),
+    "attention: keep mask inverted": ("attention-keep-mask", "tf.where(mask, scores", "tf.where(~mask, scores", {}),
+    # multi-head
+    "multihead: split without the transpose": (
+        "multihead-tutorial", "return tf.transpose(x, perm=[0, 2, 1, 3])",
+        "return tf.reshape(x, (batch_size, self.num_heads, -1, self.depth))", {}),
+    "multihead: heads not transposed back before concat": (
+        "multihead-tutorial", "attended = tf.transpose(attended, perm=[0, 2, 1, 3])", "pass", {}),
+    "multihead: output projection forgotten": ("multihead-tutorial", "return self.dense(concat), weights", "return concat, weights", {}),
+    "multihead: values projected with W_k": ("multihead-tutorial", "self.wv(v)", "self.wk(v)", {}),
+    "multihead: mask wrong sign": ("multihead-tutorial-masked-self", "mask * -1e9", "mask * 1e9", {}),
+    # single-head self-attention
+    "self_attention: scaled by sqrt(d_model)": ("self_attention", "float(self.d_k)", "float(x.shape[-1])", {}),
+    "self_attention: K Q swapped": ("self_attention", "tf.matmul(Q, K, transpose_b=True)", "tf.matmul(K, Q, transpose_b=True)", {}),
+    "self_attention: output projection forgotten": ("self_attention", "return self.dense(tf.matmul(weights, V)), weights", "return tf.matmul(weights, V), weights", {}),
+    "self_attention: values projected with W_k": ("self_attention", "self.W_v(x)", "self.W_k(x)", {}),
+    # positional encoding
+    "positional_encoding: sin and cos swapped": ("positional_encoding", "tf.sin(angles) * even + tf.cos(angles)", "tf.cos(angles) * even + tf.sin(angles)", {}),
+    "positional_encoding: exponent i/d instead of 2i/d": ("positional_encoding", "(2 * (i // 2))", "(i // 2)", {}),
+    "positional_encoding: base 1000": ("positional_encoding", "10000.0", "1000.0", {}),
+    "positional_encoding: [sin | cos] halves": (
+        "positional_encoding", "pe = tf.sin(angles) * even + tf.cos(angles) * (1 - even)",
+        "pe = tf.concat([tf.sin(angles[:, 0::2]), tf.cos(angles[:, 1::2])], axis=-1)", {}),
+    "positional_encoding: exponent uses the column index": ("positional_encoding", "(2 * (i // 2))", "i", {}),
+    # feed-forward
+    "ffn: relu replaced by gelu": ("ffn", "tf.nn.relu(", "tf.nn.gelu(", {}),
+    "ffn: missing bias b1": ("ffn", "tf.matmul(x, w1) + b1", "tf.matmul(x, w1)", {}),
+    "ffn: missing bias b2": ("ffn", "tf.matmul(hidden, w2) + b2", "tf.matmul(hidden, w2)", {}),
+    "ffn: no activation": ("ffn", "tf.nn.relu(tf.matmul(x, w1) + b1)", "tf.matmul(x, w1) + b1", {}),
+    "ffn: Sequential layer without relu": ("ffn-keras-sequential", 'Dense(dff, activation="relu")', "Dense(dff)", {}),
+    # softmax
+    "softmax: wrong axis": ("softmax", "axis=-1, keepdims=True)\n", "axis=1, keepdims=True)\n", {}),
+    "softmax: normalised over everything": ("softmax", "tf.reduce_sum(e, axis=-1, keepdims=True)", "tf.reduce_sum(e)", {}),
+    "softmax: log-softmax": ("softmax", "return e / tf.reduce_sum(e, axis=-1, keepdims=True)", "return tf.nn.log_softmax(x)", {}),
+    "softmax: exponent without normalisation": ("softmax", "return e / tf.reduce_sum(e, axis=-1, keepdims=True)", "return e", {}),
+    # layer norm
+    "layer_norm: normalised over the sequence axis": ("layer_norm", "axes=[-1]", "axes=[1]", {}),
+    "layer_norm: gamma and beta swapped": ("layer_norm", "return gamma * (x - mean) / tf.sqrt(variance + eps) + beta", "return beta * (x - mean) / tf.sqrt(variance + eps) + gamma", {}),
+    "layer_norm: beta forgotten": ("layer_norm", "tf.sqrt(variance + eps) + beta", "tf.sqrt(variance + eps)", {}),
+    "layer_norm: Keras default epsilon": ("layer_norm-keras", "epsilon=1e-6", "epsilon=1e-1", {"weights": {"gamma": "gamma", "beta": "beta"}}),
+    # linear
+    "linear: scaled output": ("linear", "return tf.matmul(x, w_q)", "return tf.matmul(x, w_q) / 2.0", {}),
+    "linear: adds a ones bias": ("linear", "return tf.matmul(x, w_q)", "return tf.matmul(x, w_q) + 1.0", {}),
+    "linear: squared input": ("linear", "tf.matmul(x, w_q)", "tf.matmul(x * x, w_q)", {}),
+    "linear: weight columns reversed": ("linear", "tf.matmul(x, w_q)", "tf.matmul(x, w_q[:, ::-1])", {}),
+    # residual + layer norm
+    "sublayer: no residual": ("sublayer-post", "return self.norm(x + self.ffn(x))", "return self.norm(self.ffn(x))", {}),
+    "sublayer: residual outside the norm": ("sublayer-post", "return self.norm(x + self.ffn(x))", "return x + self.norm(self.ffn(x))", {}),
+    "sublayer: pre-LN code, post-LN formula": ("sublayer-pre", "pre_norm=False", "pre_norm=None", {"init": {"d_model": "d_model", "d_ff": "d_ff"}}),
+    "sublayer: Keras default epsilon": ("sublayer-post", "LayerNormalization(epsilon=1e-6)", "LayerNormalization()", {}),
+}

@@ -1,0 +1,44 @@
+"""Helpers shared by the engine tests: one warm engine per test process, spec builders."""
+
+from __future__ import annotations
+
+import atexit
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from formula_check.engine import Engine
+from formula_check.model import CheckResult, CheckSpec, Location, TimingSpec
+from formula_check.snippets import inline_snippet
+
+PROJECT = Path(__file__).resolve().parent / "snippets"
+_ENGINES: dict[tuple[Any, ...], Engine] = {}
+
+
+def shared_engine(root: Path = PROJECT, **options: Any) -> Engine:
+    """An uncached engine kept warm for the whole test process (TensorFlow imports once)."""
+    key = (root, tuple(sorted(options.items())))
+    if key not in _ENGINES:
+        engine = Engine(root, use_cache=False, **options)
+        atexit.register(engine.close)
+        _ENGINES[key] = engine
+    return _ENGINES[key]
+
+
+def spec_for(oracle: str, source: str, *, line: int = 10, timing: bool = False, **fields: Any) -> CheckSpec:
+    """A spec for an inline snippet on ``docs/page.md`` whose fence opens at ``line``."""
+    code = textwrap.dedent(source).strip("\n") + "\n"
+    snippet = inline_snippet(code, Location("docs/page.md", line), entry=fields.pop("entry", None))
+    return CheckSpec(
+        block_id=fields.pop("block_id", oracle),
+        location=Location("docs/page.md", line - 4),
+        oracle=oracle,
+        snippet=snippet,
+        timing=TimingSpec(enabled=timing),
+        **fields,
+    )
+
+
+def run(oracle: str, source: str, **fields: Any) -> CheckResult:
+    """Check one inline snippet on the shared engine."""
+    return shared_engine().check(spec_for(oracle, source, **fields))
