@@ -219,7 +219,7 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
     "layer_norm": ("layer_norm", LAYER_NORM, {}),
     "layer_norm-keras": ("layer_norm", KERAS_LAYER_NORM, {"preset": "keras-layer-norm"}),
     "linear": ("linear", LINEAR, {}),
-    "linear-keras-dense": ("linear", KERAS_DENSE, {"preset": "keras-dense"}),
+    "linear-keras-dense": ("linear", KERAS_DENSE, {"preset": "keras-dense", "entry": "Dense"}),
     "sublayer-post": ("sublayer", SUBLAYER, {
         "init": {"d_model": "d_model", "d_ff": "d_ff"},
         "weights": dict(p.split("=") for p in SUBLAYER_WEIGHTS.split())}),

@@ -29,6 +29,17 @@ from .model import (
 from .planning import Plan
 
 
+_PHASES = {
+    "call": "",
+    "load": "",
+    "entry": "looking up the entry",
+    "import": "importing the module",
+    "construct": "constructing the layer",
+    "output": "reading the outputs",
+    "timing": "timing",
+}
+
+
 def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> SnippetFailure:
     """The snippet's exception, located on the page (inline) or in its file."""
     snippet = plan.spec.snippet
@@ -41,9 +52,9 @@ def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> Snippet
     elif line and header.get("file"):
         path = str(header["file"])
         location = Location(path[len(root) + 1 :] if path.startswith(root + "/") else path, line)
-    phase = str(header.get("phase", ""))
+    phase = _PHASES.get(str(header.get("phase", "")), str(header.get("phase", "")))
     message = str(header.get("message", ""))
-    if phase and phase not in {"call", "load"}:
+    if phase:
         message = f"{message} (while {phase})"
     return SnippetFailure(str(header.get("type", "Error")), message, location, str(header.get("traceback", "")))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import FormulaCheckError, SpecError
@@ -30,10 +30,9 @@ _FALSE = frozenset({"false", "no", "off", "0"})
 _EMPTY = frozenset({"none", "off", "-"})
 
 
-def did_you_mean(word: str, candidates: object) -> str:
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """``; did you mean 'oracle'?`` for a near miss, else an empty string."""
-    names = [str(c) for c in candidates]  # type: ignore[attr-defined]
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import select
@@ -141,20 +142,20 @@ class Worker:
 
     def _crashed(self, what: str) -> Reply:
         assert self.process is not None
-        try:
-            code = self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.process.returncode
-        self.process = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        code = self.kill()
         tail = self.stderr_tail(600)
         said = f"; it said: {tail}" if tail else ""
         return Reply("crash", {}, {}, f"{what} ({_describe_exit(code)}){said}; a fresh worker takes the next check")
 
-    def kill(self) -> None:
-        """Stop the process group at once (a snippet may have started children)."""
+    def kill(self) -> int | None:
+        """Stop the process group at once (a snippet may have started children).
+
+        Returns the exit status; the pipes are closed and the worker is ready to restart.
+        """
         if self.process is None:
-            return
+            return None
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -163,8 +164,11 @@ class Worker:
             self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):
+                    stream.close()
+        code = self.process.returncode
         self.process = None
+        return code
 
     def close(self) -> None:
         """Ask politely, then kill."""
@@ -176,6 +180,9 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
+        if self.stderr_log is not None:
+            self.stderr_log.close()
+            self.stderr_log = None
 
 
 def _describe_exit(code: int | None) -> str:

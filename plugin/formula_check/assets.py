@@ -1,0 +1,120 @@
+"""The files a page with formula cards needs: the card stylesheet and an offline MathJax.
+
+MathJax 3 comes from the PyPI package ``django-static-mathjax`` (its ``es5/`` folder). We ship
+``tex-svg.js``: one self-contained file whose glyphs are SVG paths, so nothing depends on web
+fonts loading (the failure mode seen with CHTML: typeset elements with blank glyphs). The TeX
+extensions folder rides along because MathJax's ``autoload`` fetches e.g. ``\\boldsymbol``
+support on demand, relative to the script's own URL.
+
+A site without the MkDocs plugin (Zensical, plain Markdown) calls :func:`write_assets` once
+and lists the returned names in ``extra_css`` / ``extra_javascript``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .render import STYLESHEET
+
+ASSET_DIR = "assets/formula-check"
+"""Where the assets live, relative to the site root."""
+
+# Our own startup: typeset only arithmatex output (what pymdownx.arithmatex in generic mode
+# writes), and again after Material's instant navigation swaps the page body.
+MATHJAX_CONFIG = """\
+window.MathJax = {
+  tex: {
+    inlineMath: [["\\\\(", "\\\\)"]],
+    displayMath: [["\\\\[", "\\\\]"]],
+    processEscapes: true,
+    processEnvironments: true
+  },
+  options: { ignoreHtmlClass: ".*|", processHtmlClass: "arithmatex" },
+  svg: { fontCache: "global" }
+};
+(function () {
+  function retypeset() {
+    var mj = window.MathJax;
+    if (!mj || !mj.startup || !mj.startup.promise) { return; }
+    mj.startup.promise = mj.startup.promise.then(function () {
+      mj.typesetClear();
+      mj.texReset();
+      return mj.typesetPromise();
+    });
+  }
+  if (typeof window.document$ !== "undefined") { window.document$.subscribe(retypeset); }
+})();
+"""
+
+
+class MissingMathJaxError(RuntimeError):
+    """``django-static-mathjax`` is not installed (and MathJax was asked for)."""
+
+
+@dataclass(frozen=True)
+class Asset:
+    """One file of the site: its name under :data:`ASSET_DIR`, and a source file or text."""
+
+    name: str
+    source: Path | None = None
+    text: str = ""
+
+
+def mathjax_root() -> Path:
+    """The installed MathJax 3 ``es5`` folder."""
+    spec = importlib.util.find_spec("mathjax")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        candidate = Path(location) / "static" / "mathjax" / "es5"
+        if (candidate / "tex-svg.js").is_file():
+            return candidate
+    raise MissingMathJaxError(
+        "MathJax is not installed: `pip install django-static-mathjax` (it ships MathJax 3 "
+        "for offline use), or turn the plugin's `mathjax` option off and load your own"
+    )
+
+
+def _mathjax_assets() -> Iterator[Asset]:
+    root = mathjax_root()
+    yield Asset("mathjax-config.js", text=MATHJAX_CONFIG)
+    yield Asset("mathjax/tex-svg.js", root / "tex-svg.js")
+    for path in sorted((root / "input" / "tex" / "extensions").rglob("*.js")):
+        yield Asset(f"mathjax/{path.relative_to(root).as_posix()}", path)
+
+
+def site_assets(*, mathjax: bool = True) -> list[Asset]:
+    """Every asset a site needs, the stylesheet first."""
+    assets = [Asset("formula-check.css", STYLESHEET)]
+    if mathjax:
+        assets.extend(_mathjax_assets())
+    return assets
+
+
+def stylesheets() -> list[str]:
+    """Site-relative paths for ``extra_css``."""
+    return [f"{ASSET_DIR}/formula-check.css"]
+
+
+def scripts(*, mathjax: bool = True) -> list[str]:
+    """Site-relative paths for ``extra_javascript``, in load order (config before MathJax)."""
+    if not mathjax:
+        return []
+    return [f"{ASSET_DIR}/mathjax-config.js", f"{ASSET_DIR}/mathjax/tex-svg.js"]
+
+
+def write_assets(site_dir: Path, *, mathjax: bool = True) -> list[Path]:
+    """Copy every asset under ``site_dir/assets/formula-check/``; returns the written files."""
+    written = []
+    for asset in site_assets(mathjax=mathjax):
+        target = site_dir / ASSET_DIR / asset.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if asset.source is not None:
+            shutil.copyfile(asset.source, target)
+        else:
+            target.write_text(asset.text, encoding="utf-8")
+        written.append(target)
+    return written

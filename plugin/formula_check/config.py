@@ -1,0 +1,48 @@
+"""The MkDocs plugin's settings (``plugins: - formula-check: {...}`` in ``mkdocs.yml``)."""
+
+from __future__ import annotations
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+
+STATUSES = ("mismatch", "error", "timeout", "skipped", "verified")
+
+
+class FormulaCheckConfig(base.Config):
+    """Every option of the ``formula-check`` plugin."""
+
+    enabled = c.Type(bool, default=True)
+    """Check formulas at all; when off, formula blocks still render (math, no card)."""
+
+    workers = c.Type(int, default=1)
+    """Worker processes running snippets in parallel (each imports TensorFlow: ~0.5 GB)."""
+
+    timeout = c.Type((int, float), default=60)
+    """Seconds a block's snippet may run before it is stopped (a block's ``timeout=`` wins)."""
+
+    cache = c.Type(bool, default=True)
+    """Reuse results of checks whose spec, snippet and imported project files are unchanged."""
+
+    cache_dir = c.Type(str, default=".cache/formula-check")
+    """Result cache folder, relative to the folder holding ``mkdocs.yml``."""
+
+    fail_on = c.ListOfItems(c.Choice(STATUSES), default=["mismatch", "error", "timeout"])
+    """Statuses logged as warnings (so ``mkdocs build --strict`` fails); others are info."""
+
+    oracles = c.ListOfItems(c.Type(str), default=[])
+    """Your own oracles, as ``package.module:attr`` importable from the project folder."""
+
+    language = c.Optional(c.Type(str))
+    """Card language (``en``, ``zh``); default: the theme's ``language``."""
+
+    report = c.Type(bool, default=True)
+    """Add a ``formula-check-report/`` page and a ``formula-check-report.json`` to the site."""
+
+    timing = c.Type(bool, default=True)
+    """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster."""
+
+    memory_limit_mb = c.Type(int, default=0)
+    """Address-space limit per worker in MiB (0: none)."""
+
+    mathjax = c.Type(bool, default=True)
+    """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""

@@ -1,0 +1,224 @@
+"""The Python-Markdown extension: formula fences -> math + a verdict card (the core's face).
+
+Flow per page: a preprocessor (priority 28: after whitespace normalisation at 30, before the
+``meta`` extension at 27 and SuperFences at 25) sees the page with its real line numbers,
+finds every formula block and its python snippet, checks them all in one ``check_many``
+batch, and rewrites each formula fence header to ```` ```formula fc_line="42" ````. SuperFences
+then calls our formatter per block; the header carries the line because SuperFences passes
+formatters no line numbers, and replacing the author's header (rather than adding to it)
+means a malformed header still reaches the formatter and shows its error card. The formatter
+only renders. The python fence is left alone and highlights as usual.
+
+Options (``extension_configs={"formula_check": {...}}``): ``page`` (path shown in messages,
+default ``<page>``), ``root`` (project folder: snippets, cache; default the working folder),
+``language``, ``fail_on`` (statuses that raise ``SuperFencesException``, which is what fails
+a Zensical build; default none), ``image_dir``/``image_url`` (write figures there; default
+inline ``data:`` URIs), ``workers``, ``cache``, ``cache_dir``, ``timeout``, ``timing``,
+``oracles``, ``memory_limit_mb``; ``engine`` (share an :class:`Engine`) and ``session`` (the
+MkDocs plugin's shared :class:`~formula_check.session.FormulaSession`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from markdown import Markdown
+from markdown.extensions import Extension
+from markdown.preprocessors import Preprocessor
+from pymdownx.superfences import SuperFencesCodeExtension, SuperFencesException
+
+from .engine import Engine
+from .errors import FormulaCheckError
+from .model import CheckResult, Location, SnippetFailure, Status
+from .oracles import load_oracle
+from .pages import PageBlock, Settings, page_blocks
+from .render import labels_for, render_card
+from .session import (
+    DataUriImages,
+    DirectoryImages,
+    FormulaSession,
+    PageContext,
+    is_failure,
+    shared_engine,
+)
+
+FENCE_NAME = "formula"
+_OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})")
+_FRONT_MATTER_END = frozenset({"---", "..."})
+
+
+def display_math(latex: str) -> str:
+    """The HTML ``pymdownx.arithmatex`` (generic mode) writes for a ``$$`` block."""
+    escaped = latex.strip().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return f'<div class="arithmatex">\\[\n{escaped.replace(chr(34), "&quot;")}\n\\]</div>'
+
+
+def front_matter(lines: list[str]) -> dict[str, Any] | None:
+    """YAML front matter at the top of ``lines`` (plain Markdown keeps it in the text)."""
+    if not lines or lines[0].strip() != "---":
+        return None
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in _FRONT_MATTER_END), None)
+    if end is None:
+        return None
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError:
+        return None  # not ours to judge; the page's own renderer reports bad YAML
+    return data if isinstance(data, dict) else None
+
+
+class FormulaPreprocessor(Preprocessor):
+    """Finds, checks and tags every formula block of the page (see the module docstring)."""
+
+    def __init__(self, md: Markdown, extension: FormulaCheckExtension) -> None:
+        super().__init__(md)
+        self.extension = extension
+
+    def run(self, lines: list[str]) -> list[str]:
+        """Check the page's blocks in one batch, then rewrite their fence headers."""
+        self.extension.register_fence(self.md)
+        session = self.extension.session
+        page = session.page
+        meta = page.meta if page.meta is not None else front_matter(lines)
+        blocks = page_blocks(
+            lines, page=page.path, line_offset=page.line_offset, meta=meta, settings=session.settings
+        )
+        results = session.results_for(blocks)
+        lines = list(lines)
+        for block, result in zip(blocks, results, strict=True):
+            self.extension.blocks[block.fence.line] = (block, result)
+            opening = _OPENING.match(lines[block.fence.row])
+            assert opening is not None  # the scanner matched this very line
+            lines[block.fence.row] = f'{opening[0]}{FENCE_NAME} fc_line="{block.fence.line}"'
+            if not block.fence.closed:
+                lines.append(opening[0])  # so SuperFences still hands us the block
+        self.extension.failures = [r.headline() for r in results if is_failure(r, session.fail_on)]
+        return lines
+
+
+class FormulaCheckExtension(Extension):
+    """Registers the preprocessor and the ``formula`` SuperFences fence."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        # Object-valued options default to "" because Markdown passes None defaults through
+        # parseBoolValue, which would turn an Engine into True.
+        self.config = {
+            "session": ["", "A FormulaSession shared across pages (the MkDocs plugin's)"],
+            "engine": ["", "An Engine to share (tests, tools); default: one per settings"],
+            "page": ["<page>", "Page path shown in messages"],
+            "root": ["", "Project folder for snippets and the cache; default: working folder"],
+            "language": ["en", "Card language (en, zh)"],
+            "fail_on": [[], "Statuses that raise SuperFencesException (fails Zensical builds)"],
+            "image_dir": ["", "Folder to write figure PNGs to; default: inline data: URIs"],
+            "image_url": ["", "URL prefix of image_dir as seen from the page"],
+            "workers": [1, "Worker processes"],
+            "cache": [True, "Reuse results of unchanged checks"],
+            "cache_dir": ["", "Cache folder (default .cache/formula-check under root)"],
+            "timeout": [60.0, "Default seconds per check"],
+            "timing": [True, "Time snippets (off: faster builds)"],
+            "oracles": [[], "User oracles as package.module:attr"],
+            "memory_limit_mb": [0, "Worker memory limit (0: none)"],
+        }
+        super().__init__(**kwargs)
+        self.blocks: dict[int, tuple[PageBlock, CheckResult]] = {}
+        self.failures: list[str] = []
+        self.session: FormulaSession = self._make_session()
+
+    def extendMarkdown(self, md: Markdown) -> None:  # noqa: N802  (Markdown's API name)
+        """Add the preprocessor (the fence is added on the first run, see register_fence)."""
+        md.registerExtension(self)
+        md.preprocessors.register(FormulaPreprocessor(md, self), "formula_check", 28)
+
+    def reset(self) -> None:
+        """Forget the previous document's blocks (a Markdown instance may convert many)."""
+        self.blocks.clear()
+        self.failures = []
+
+    def register_fence(self, md: Markdown) -> None:
+        """Add our fence to SuperFences, whichever of the two extensions loaded first."""
+        fenced = md.preprocessors["fenced_code_block"] if "fenced_code_block" in md.preprocessors else None
+        superfences = getattr(fenced, "extension", None)
+        if not isinstance(superfences, SuperFencesCodeExtension):
+            raise FormulaCheckError(
+                "formula_check needs pymdownx.superfences: add it to markdown_extensions"
+            )
+        if not any(entry["name"] == FENCE_NAME for entry in superfences.superfences):
+            superfences.extend_super_fences(FENCE_NAME, self.format, self.validate, None)
+
+    def validate(
+        self, language: str, inputs: dict[str, str], options: dict[str, str], attrs: dict[str, str], md: Markdown
+    ) -> bool:
+        """Accept every formula fence: a bad one must show an error card, not plain code."""
+        options["fc_line"] = inputs.get("fc_line", "")
+        return True
+
+    def format(self, src: str, language: str, md: Markdown, options: dict[str, str], **kwargs: Any) -> str:
+        """Math as arithmatex would write it, then the card. Raises only SuperFencesException."""
+        line = options.get("fc_line", "")
+        found = self.blocks.get(int(line)) if line.isdigit() else None
+        if found is None:
+            return display_math(src) + "\n" + self._unseen_card(src)
+        block, result = found
+        if self.failures:
+            raise SuperFencesException("formula checks failed:\n" + "\n".join(self.failures))
+        try:
+            card = self.session.render(result, block)
+        except Exception as exc:  # noqa: BLE001  (SuperFences would swallow it and show plain code)
+            card = self.session.render(_render_failure(result, exc), block)
+        return display_math(block.latex) + "\n" + card
+
+    def _unseen_card(self, src: str) -> str:
+        # Only a fence our scanner could not see gets here (e.g. built by another extension).
+        where = Location(self.session.page.path)
+        failure = SnippetFailure(
+            "SpecError",
+            "formula fence not found by formula_check's preprocessor; write its header as "
+            '```formula oracle="..." on its own line',
+            where,
+        )
+        result = CheckResult("unknown", where, "?", Status.ERROR, failure=failure)
+        return self.session.render(result, None)
+
+    def _make_session(self) -> FormulaSession:
+        given = self.getConfig("session")
+        if isinstance(given, FormulaSession):
+            return given
+        root = Path(self.getConfig("root") or ".").resolve()
+        for reference in self.getConfig("oracles"):
+            load_oracle(reference, root)
+        engine = self.getConfig("engine")
+        settings = Settings(root, float(self.getConfig("timeout")), bool(self.getConfig("timing")))
+        image_dir = self.getConfig("image_dir")
+        images = (
+            DirectoryImages(Path(image_dir), self.getConfig("image_url") or image_dir)
+            if image_dir
+            else DataUriImages()
+        )
+        return FormulaSession(
+            settings=settings,
+            engine=engine if isinstance(engine, Engine) else None,
+            engine_factory=lambda: shared_engine(
+                root,
+                workers=int(self.getConfig("workers")),
+                cache=bool(self.getConfig("cache")),
+                cache_dir=self.getConfig("cache_dir") or None,
+                memory_limit_mb=int(self.getConfig("memory_limit_mb")),
+            ),
+            labels=labels_for(self.getConfig("language")),
+            images=images,
+            fail_on=frozenset(self.getConfig("fail_on")),
+            page=PageContext(self.getConfig("page")),
+        )
+
+
+def _render_failure(result: CheckResult, exc: Exception) -> CheckResult:
+    failure = SnippetFailure(type(exc).__name__, f"could not render this card: {exc}", result.location)
+    return CheckResult(result.block_id, result.location, result.oracle, Status.ERROR, failure=failure)
+
+
+def makeExtension(**kwargs: Any) -> FormulaCheckExtension:  # noqa: N802  (Markdown's API name)
+    """Entry point for ``markdown.Markdown(extensions=["formula_check.markdown_ext"])``."""
+    return FormulaCheckExtension(**kwargs)

@@ -1,0 +1,269 @@
+"""Page text -> formula blocks with true page line numbers -> check specs.
+
+The scanner follows fences the way SuperFences does (a fence runs to a closing run of the
+same character at least as long), so a ```` ```formula ```` shown *inside* a longer
+``````markdown`` fence is an example, not a block. Each formula block is paired with the
+first ```` ```python ```` fence after it and before the next formula block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import parsing
+from .errors import FormulaCheckError, SpecError
+from .model import (
+    CheckResult,
+    CheckSpec,
+    Location,
+    SnippetFailure,
+    Snippet,
+    Status,
+    TimingSpec,
+    frozen_map,
+)
+from .snippets import inline_snippet, resolve_code
+
+_OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_FORMULA = re.compile(r"^[ \t]*\{?[ \t]*\.?formula(?=[\s}]|$)(?P<rest>.*?)\}?[ \t]*$")
+_PYTHON = re.compile(r"^[ \t]*\{?[ \t]*\.?(?:python3?|py)(?=[\s}]|$)")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """One fenced block: ``row`` is its opening line's index in the scanned lines."""
+
+    row: int
+    info: str
+    body: str
+    closed: bool
+
+
+@dataclass(frozen=True)
+class FormulaFence:
+    """A formula block as written: header text, LaTeX and its paired python fence (if any)."""
+
+    row: int
+    line: int
+    index: int
+    header: str
+    latex: str
+    closed: bool
+    snippet: Fence | None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Site-wide facts every block needs: the project root and the site's defaults."""
+
+    root: Path
+    timeout: float = 60.0
+    timing: bool = True
+
+
+@dataclass(frozen=True)
+class PageBlock:
+    """A formula block ready to check (``spec``) or already known to be broken (``error``)."""
+
+    fence: FormulaFence
+    location: Location
+    block_id: str
+    latex: str
+    spec: CheckSpec | None = None
+    error: FormulaCheckError | None = None
+
+    def error_result(self) -> CheckResult:
+        """The ERROR result a broken block shows (its card, its log line)."""
+        assert self.error is not None
+        where = self.error.location or self.location
+        failure = SnippetFailure(type(self.error).__name__, self.error.message, where)
+        oracle = self.spec.oracle if self.spec else "?"
+        return CheckResult(self.block_id, self.location, oracle, Status.ERROR, failure=failure)
+
+
+def _closing(fence: str) -> re.Pattern[str]:
+    return re.compile(rf"^[ \t>]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+
+
+def _dedent(line: str, indent: str) -> str:
+    return line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t>")
+
+
+def scan_fences(lines: Sequence[str]) -> list[Fence]:
+    """Every top-level fenced block of ``lines`` (fences inside fences are content)."""
+    fences: list[Fence] = []
+    row = 0
+    while row < len(lines):
+        match = _OPENING.match(lines[row])
+        if match is None or (match["fence"][0] == "`" and "`" in match["info"]):
+            row += 1
+            continue
+        end = _closing(match["fence"])
+        stop = next((r for r in range(row + 1, len(lines)) if end.match(lines[r])), len(lines))
+        body = "\n".join(_dedent(line, match["indent"]) for line in lines[row + 1 : stop])
+        fences.append(Fence(row, match["info"], body, stop < len(lines)))
+        row = stop + 1
+    return fences
+
+
+def find_formulas(lines: Sequence[str], line_offset: int = 0) -> list[FormulaFence]:
+    """The formula blocks of a page, each with its page line and its paired python fence."""
+    fences = scan_fences(lines)
+    found: list[FormulaFence] = []
+    for position, fence in enumerate(fences):
+        match = _FORMULA.match(fence.info)
+        if match is None:
+            continue
+        snippet = None
+        for later in fences[position + 1 :]:
+            if _FORMULA.match(later.info):
+                break
+            if _PYTHON.match(later.info):
+                snippet = later
+                break
+        line = line_offset + fence.row + 1
+        found.append(
+            FormulaFence(fence.row, line, len(found) + 1, match["rest"], fence.body, fence.closed, snippet)
+        )
+    return found
+
+
+def default_id(page: str, index: int) -> str:
+    """``docs/guide/attention.md``, 2 -> ``attention-2``."""
+    stem = Path(page).stem or "page"
+    return (re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "page") + f"-{index}"
+
+
+def _snippet(
+    options: Mapping[str, Any], formula: FormulaFence, page: str, line_offset: int, root: Path
+) -> Snippet:
+    where = Location(page, formula.line)
+    entry = options.get("entry")
+    if "code" in options:
+        return resolve_code(options["code"], root, where, entry)
+    if formula.snippet is None:
+        raise SpecError(
+            "no ```python fence follows this formula block (before the next one); "
+            'add one, or point at code with code="snippets/file.py:name"',
+            where,
+        )
+    fence_line = line_offset + formula.snippet.row + 1
+    return inline_snippet(formula.snippet.body + "\n", Location(page, fence_line), entry)
+
+
+def _fields(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """Option values -> the CheckSpec fields they set (names differ in a few places)."""
+    fields: dict[str, Any] = {}
+    for key in ("kind", "mask", "mask_convention", "call", "returns", "atol", "rtol", "seed"):
+        if key in options:
+            fields[key] = options[key]
+    for key in ("expect", "heatmaps", "sweep", "sweep_dim", "preset", "timeout"):
+        if key in options:
+            fields[key] = options[key]
+    for key in ("dims", "init", "weights", "params"):
+        if key in options:
+            fields[key] = frozen_map(options[key])
+    if "perturb" in options:
+        fields["perturb_weights"] = options["perturb"]
+    enabled, warmup, repeats = options.get("timing", (True, TimingSpec.warmup, TimingSpec.repeats))
+    dims = frozen_map(options.get("timing_dims", {}))
+    fields["timing"] = TimingSpec(enabled and settings.timing, warmup, repeats, dims)
+    fields.setdefault("timeout", settings.timeout)
+    return fields
+
+
+def build_spec(
+    formula: FormulaFence,
+    defaults: Mapping[str, Any],
+    *,
+    page: str,
+    line_offset: int,
+    settings: Settings,
+) -> CheckSpec:
+    """One block's :class:`CheckSpec` (page defaults under the block's own options)."""
+    where = Location(page, formula.line)
+    if not formula.closed:
+        raise SpecError("this formula fence is never closed", where)
+    options = {**defaults, **parsing.parse_options(parsing.parse_header(formula.header, where), where)}
+    if "oracle" not in options:
+        raise SpecError('formula block needs an oracle, e.g. oracle="attention"', where)
+    snippet = _snippet(options, formula, page, line_offset, settings.root)
+    block = options.get("id") or default_id(page, formula.index)
+    return CheckSpec(
+        block_id=block,
+        location=where,
+        oracle=options["oracle"],
+        snippet=snippet,
+        latex=formula.latex.strip(),
+        **_fields(options, settings),
+    )
+
+
+def _page_defaults(meta: Mapping[str, Any] | None, page: str) -> dict[str, Any]:
+    front = Location(page, 1)
+    return parsing.parse_options(parsing.page_defaults(meta, front), front)
+
+
+def page_blocks(
+    lines: Sequence[str],
+    *,
+    page: str,
+    line_offset: int = 0,
+    meta: Mapping[str, Any] | None = None,
+    settings: Settings,
+) -> list[PageBlock]:
+    """Every formula block of a page, each with a spec or the error that stopped it."""
+    formulas = find_formulas(lines, line_offset)
+    try:
+        defaults: dict[str, Any] = _page_defaults(meta, page) if formulas else {}
+        page_error = None
+    except FormulaCheckError as exc:
+        defaults, page_error = {}, exc
+    blocks: list[PageBlock] = []
+    first_use: dict[str, int] = {}
+    for formula in formulas:
+        block = _page_block(formula, defaults, page_error, page, line_offset, settings)
+        if block.spec is not None and block.block_id in first_use:
+            message = f"duplicate id {block.block_id!r} (first used at line {first_use[block.block_id]})"
+            block = dataclasses.replace(block, spec=None, error=SpecError(message, block.location))
+        first_use.setdefault(block.block_id, formula.line)
+        blocks.append(block)
+    return blocks
+
+
+def _page_block(
+    formula: FormulaFence,
+    defaults: Mapping[str, Any],
+    page_error: FormulaCheckError | None,
+    page: str,
+    line_offset: int,
+    settings: Settings,
+) -> PageBlock:
+    where = Location(page, formula.line)
+    fallback_id = default_id(page, formula.index)
+    if page_error is not None:
+        error = SpecError(f"front matter formula_check: {page_error.message}", where)
+        return PageBlock(formula, where, fallback_id, formula.latex, error=error)
+    try:
+        spec = build_spec(formula, defaults, page=page, line_offset=line_offset, settings=settings)
+    except FormulaCheckError as exc:
+        return PageBlock(formula, where, _declared_id(formula) or fallback_id, formula.latex, error=exc)
+    return PageBlock(formula, where, spec.block_id, formula.latex, spec=spec)
+
+
+def _declared_id(formula: FormulaFence) -> str | None:
+    """The id a broken header still names, so its card and log line carry it."""
+    match = re.search(r"""(?:^|\s)id=["']?([A-Za-z0-9][\w.-]*)""", formula.header)
+    return match.group(1) if match else None
+
+
+def front_matter_lines(raw: str, markdown: str) -> int:
+    """How many lines MkDocs stripped from the top of ``raw`` to get ``markdown``."""
+    if not markdown or not raw.endswith(markdown):
+        return 0 if not markdown else raw.count("\n") - markdown.count("\n")
+    return raw[: len(raw) - len(markdown)].count("\n")

@@ -1,0 +1,149 @@
+"""Hostile and broken snippets: each gets the right status and a located message, and the
+checks after it still run on a healthy worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from implementations import SDPA
+from support import PROJECT, run, shared_engine, spec_for
+
+from formula_check.errors import SnippetError
+from formula_check.model import Location, Status
+from formula_check.snippets import resolve_code
+
+pytestmark = pytest.mark.tf
+
+
+def assert_still_healthy() -> None:
+    assert run("attention", SDPA).status is Status.VERIFIED
+
+
+def test_infinite_loop_times_out_and_the_next_check_runs() -> None:
+    engine = shared_engine()
+    before = engine.pool.alive_pids()
+    result = engine.check(spec_for("attention", "def f(q, k, v):\n    while True:\n        pass\n", timeout=1.5))
+    assert result.status is Status.TIMEOUT
+    assert "no answer within 1.5 s; worker restarted" in result.headline()
+    assert_still_healthy()
+    assert engine.pool.alive_pids() != before
+
+
+@pytest.mark.parametrize(
+    ("code", "what"),
+    [
+        ("import os\ndef f(q, k, v):\n    os._exit(7)\n", "exit code 7"),
+        ("import os, signal\ndef f(q, k, v):\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "killed by SIGSEGV"),
+    ],
+)
+def test_crash_is_reported_and_a_fresh_worker_takes_over(code: str, what: str) -> None:
+    result = run("attention", code)
+    assert result.status is Status.ERROR
+    assert "worker crashed" in result.message and what in result.message
+    assert_still_healthy()
+
+
+def test_memory_exhaustion_is_a_crash_not_a_hang() -> None:
+    engine = shared_engine(memory_limit_mb=1500)
+    code = "import numpy as np\ndef f(q, k, v):\n    blocks = [np.ones(10**8) for _ in range(40)]\n    return blocks\n"
+    result = engine.check(spec_for("attention", code, timeout=60))
+    assert result.status is Status.ERROR
+    assert "exceeded the memory limit of 1500 MiB" in result.message
+    assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
+
+
+def test_exception_text_is_kept_verbatim_with_its_page_line() -> None:
+    code = 'def f(q, k, v):\n    x = 1\n    raise ValueError("<script>alert(1)</script> \\x1b[1mbold\\x1b[0m")\n'
+    result = run("attention", code, line=20)
+    assert result.status is Status.ERROR
+    assert result.failure is not None
+    assert result.failure.type == "ValueError"
+    assert result.failure.message == "<script>alert(1)</script> bold"  # ANSI stripped; escaping is the renderer's job
+    assert result.failure.location == Location("docs/page.md", 23)
+
+
+def test_nan_output_never_passes() -> None:
+    code = SDPA.replace("return output, attention_weights", "return output * float('nan'), attention_weights")
+    result = run("attention", code)
+    assert result.status is Status.MISMATCH
+    bad = result.verdicts[0]
+    assert bad.nonfinite == bad.n_total and "NaN/Inf" in result.headline()
+
+
+def test_wrong_shape_names_dims() -> None:
+    code = "import tensorflow as tf\ndef f(q, k, v):\n    return tf.matmul(q, k, transpose_b=True)\n"
+    result = run("attention", code)
+    assert result.status is Status.MISMATCH
+    assert "expected (b, n, d_v) = (2, 5, 4), got (2, 5, 7)" in result.headline()
+
+
+def test_syntax_error_points_at_the_line() -> None:
+    result = run("attention", "import tensorflow as tf\n\ndef f(q, k, v)\n    return q\n", line=40)
+    assert result.status is Status.ERROR
+    assert result.failure is not None and result.failure.type == "SyntaxError"
+    assert result.failure.location == Location("docs/page.md", 43)
+
+
+def test_import_error_is_located() -> None:
+    result = run("attention", "import tensorflow as tf\nimport no_such_module_here\n", line=5)
+    assert result.status is Status.ERROR
+    assert result.failure is not None and result.failure.type == "ModuleNotFoundError"
+    assert result.failure.location == Location("docs/page.md", 7)
+    assert "no_such_module_here" in result.failure.message
+
+
+def test_error_inside_a_helper_points_at_the_helper_call_chain() -> None:
+    code = "def helper(x):\n    return x.no_such_attribute\n\ndef f(q, k, v):\n    return helper(q)\n"
+    result = run("attention", code, line=100)
+    assert result.failure is not None and result.failure.location == Location("docs/page.md", 102)
+
+
+def test_non_tensor_return_is_an_error() -> None:
+    result = run("attention", "def f(q, k, v):\n    return 'hello'\n")
+    assert result.status is Status.ERROR
+    assert "not a tensor" in result.detail()
+
+
+def test_missing_entry_is_named() -> None:
+    result = run("attention", SDPA, entry="nope")
+    assert result.status is Status.ERROR
+    assert "the snippet defines no 'nope'" in result.detail()
+
+
+def test_printed_output_is_captured_not_mixed_into_the_protocol() -> None:
+    code = SDPA.replace("    return output, attention_weights", "    print('hello from the snippet')\n    return output, attention_weights")
+    result = run("attention", code)
+    assert result.status is Status.VERIFIED
+    assert "hello from the snippet" in result.stdout
+
+
+@pytest.mark.parametrize("reference", ["../outside.py:f", "/etc/passwd:f", "snippets/../../x.py:f"])
+def test_paths_escaping_the_project_are_refused(reference: str) -> None:
+    with pytest.raises(SnippetError, match="outside the project") as caught:
+        resolve_code(reference, PROJECT, Location("docs/page.md", 3))
+    assert str(caught.value).startswith("docs/page.md:3: ")
+
+
+def test_escaping_path_through_a_symlink_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("def f(q, k, v):\n    return q\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "link.py").symlink_to(outside)
+    with pytest.raises(SnippetError, match="outside the project"):
+        resolve_code("link.py:f", project, Location("docs/page.md", 3))
+
+
+def test_many_failures_in_a_row_then_success() -> None:
+    engine = shared_engine()
+    specs = [
+        spec_for("attention", "def f(q, k, v):\n    raise RuntimeError('one')\n", block_id="a"),
+        spec_for("attention", "import os\ndef f(q, k, v):\n    os._exit(1)\n", block_id="b"),
+        spec_for("nonexistent", SDPA, block_id="c"),
+        spec_for("attention", SDPA, block_id="d"),
+    ]
+    results = engine.check_many(specs)
+    assert [r.block_id for r in results] == ["a", "b", "c", "d"]
+    assert [r.status for r in results] == [Status.ERROR, Status.ERROR, Status.ERROR, Status.VERIFIED]
+    assert "unknown oracle 'nonexistent'" in results[2].detail()
