@@ -1,0 +1,298 @@
+"""The MkDocs face: lifecycle, a site-wide batch of checks, logging, assets and the report.
+
+The hooks are glue. What they add to the Markdown extension alone:
+
+* one warm :class:`Engine` for the life of ``mkdocs serve`` (``on_startup``/``on_shutdown``
+  make MkDocs keep this plugin instance across rebuilds);
+* every block of every page checked in one ``check_many`` batch in ``on_files``, before any
+  page renders, so ``workers: 2`` parallelises across the whole site;
+* each failing result logged as a WARNING ``docs/page.md:LINE [id]: status: detail``, so
+  ``--strict`` fails and lists them all. The line goes to the plugin logger's underlying
+  ``mkdocs.plugins.*`` logger without the ``formula_check:`` prefix, so it starts with the
+  clickable ``page:line``;
+* figures written once under ``assets/formula-check/`` (content-hashed names), the stylesheet,
+  an offline MathJax, and a report page plus ``formula-check-report.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.livereload import LiveReloadServer
+from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
+from mkdocs.utils.meta import get_data
+
+from . import assets
+from .config import FormulaCheckConfig
+from .engine import Engine
+from .errors import FormulaCheckError
+from .model import CheckResult
+from .oracles import load_oracle
+from .pages import PageBlock, Settings, front_matter_lines, page_blocks
+from .render import Figure, Labels, labels_for, report_json, report_markdown
+from .session import FormulaSession, PageContext, figure_name, is_failure
+
+log = get_plugin_logger(__name__).logger
+REPORT_PAGE = "formula-check-report.md"
+REPORT_JSON = "formula-check-report.json"
+
+
+class SiteImages:
+    """Collects figures while pages render; ``on_post_build`` writes them into the site."""
+
+    def __init__(self) -> None:
+        self.pngs: dict[str, bytes] = {}
+
+    def url(self, figure: Figure, page: PageContext) -> str:
+        """Remember the PNG and link to it relative to the page."""
+        name = figure_name(figure)
+        self.pngs[name] = figure.png
+        return get_relative_url(f"{assets.ASSET_DIR}/{name}", page.url)
+
+    def write(self, site_dir: Path) -> None:
+        """Write every collected figure under ``site_dir``."""
+        folder = site_dir / assets.ASSET_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, png in self.pngs.items():
+            (folder / name).write_bytes(png)
+
+
+class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):
+    """``plugins: [formula-check]``: verify every formula block of the site."""
+
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
+        self.engine_key: tuple[Any, ...] = ()
+        self.session: FormulaSession | None = None
+        self.images = SiteImages()
+        self.results: list[CheckResult] = []
+        self.watch: set[Path] = set()
+        self.serving = False
+
+    # -- lifecycle: one instance and one warm engine across `mkdocs serve` rebuilds ------------
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        """Remember whether we serve (user oracle modules are re-imported on each rebuild)."""
+        self.serving = command == "serve"
+
+    def on_shutdown(self) -> None:
+        """Stop the workers."""
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+    # -- configuration --------------------------------------------------------------------
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
+        """Validate options, load user oracles, register the extension and the assets."""
+        if not self.config.enabled:
+            return config
+        root = Path(config.config_file_path or ".").resolve().parent
+        self._validate_options()
+        self._load_oracles(root)
+        self.session = self._make_session(root, config)
+        _register_extension(config, self.session)
+        self._register_assets(config)
+        return config
+
+    def _validate_options(self) -> None:
+        checks = {
+            "workers": self.config.workers >= 1,
+            "timeout": self.config.timeout > 0,
+            "memory_limit_mb": self.config.memory_limit_mb >= 0,
+        }
+        for option, ok in checks.items():
+            if not ok:
+                value = getattr(self.config, option)
+                raise PluginError(f"formula-check: option '{option}' has a bad value {value!r}")
+
+    def _load_oracles(self, root: Path) -> None:
+        for reference in self.config.oracles:
+            module = reference.partition(":")[0]
+            if self.serving:
+                sys.modules.pop(module, None)  # pick up edits made while serving
+            try:
+                load_oracle(reference, root)
+            except FormulaCheckError as exc:
+                raise PluginError(f"formula-check: option 'oracles': {exc.message}") from None
+            self.watch.update(_module_files(module, root))
+
+    def _make_session(self, root: Path, config: MkDocsConfig) -> FormulaSession:
+        language = self.config.language or config.theme.get("language") or "en"
+        settings = Settings(root, float(self.config.timeout), self.config.timing)
+        self.images = SiteImages()
+        fail_on = frozenset(self.config.fail_on)
+        return FormulaSession(
+            settings=settings,
+            labels=labels_for(language),
+            images=self.images,
+            engine_factory=lambda: self._engine(root),
+            fail_on=frozenset(),  # the plugin logs failures; the extension must not raise
+            on_result=lambda result: _log_result(result, fail_on),
+        )
+
+    def _engine(self, root: Path) -> Engine:
+        key = (root, self.config.workers, self.config.cache, self.config.cache_dir, self.config.memory_limit_mb)
+        if self.engine is None or key != self.engine_key:
+            self.on_shutdown()
+            cache_dir = root / self.config.cache_dir
+            self.engine = Engine(
+                root,
+                workers=self.config.workers,
+                cache_dir=cache_dir,
+                use_cache=self.config.cache,
+                memory_limit_mb=self.config.memory_limit_mb,
+            )
+            self.engine_key = key
+        return self.engine
+
+    def _register_assets(self, config: MkDocsConfig) -> None:
+        if self.config.mathjax:
+            try:
+                assets.mathjax_root()
+            except assets.MissingMathJaxError as exc:
+                raise PluginError(f"formula-check: option 'mathjax': {exc}") from None
+        for path in assets.stylesheets():
+            if path not in config.extra_css:
+                config.extra_css.append(path)
+        for path in assets.scripts(mathjax=self.config.mathjax):
+            if path not in [str(script) for script in config.extra_javascript]:
+                config.extra_javascript.append(path)
+
+    # -- the site-wide batch ---------------------------------------------------------------
+
+    def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
+        """Add the assets, then check every block of every page at once."""
+        if self.session is None:
+            return files
+        for asset in assets.site_assets(mathjax=self.config.mathjax):
+            _add_asset(files, config, asset)
+        self.session.known.clear()
+        blocks = [block for file in files.documentation_pages() for block in self._blocks(file)]
+        self.results = self.session.results_for(blocks)
+        self.watch.update(_snippet_files(blocks, self.session.settings.root))
+        if self.config.report:
+            root = self.session.settings.root
+            files.append(_report_page(files, config, self.results, self.session.labels, root))
+        return files
+
+    def _blocks(self, file: File) -> list[PageBlock]:
+        assert self.session is not None
+        raw = file.content_string
+        markdown, meta = get_data(raw)
+        return page_blocks(
+            markdown.split("\n"),
+            page=_page_path(file, self.session.settings.root),
+            line_offset=front_matter_lines(raw, markdown),
+            meta=meta,
+            settings=self.session.settings,
+        )
+
+    def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str | None:
+        """Tell the extension which page it renders and how many lines MkDocs cut off its top."""
+        if self.session is not None:
+            raw = page.file.content_string
+            self.session.page = PageContext(
+                path=_page_path(page.file, self.session.settings.root),
+                line_offset=front_matter_lines(raw, markdown),
+                meta=dict(page.meta),
+                url=page.url,
+            )
+        return markdown
+
+    # -- output ----------------------------------------------------------------------------
+
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        """Write the figures and the JSON report (every result, including late ones)."""
+        if self.session is None:
+            return
+        site_dir = Path(config.site_dir)
+        self.images.write(site_dir)
+        if self.config.report:
+            results = [result for _, result in self.session.known.values()]
+            (site_dir / REPORT_JSON).write_text(report_json(results), encoding="utf-8")
+
+    def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer | None:
+        """Rebuild when a snippet file or a user oracle module changes."""
+        for path in sorted(self.watch):
+            if path.exists():
+                server.watch(str(path))
+        return server
+
+
+def _log_result(result: CheckResult, fail_on: frozenset[str]) -> None:
+    if is_failure(result, fail_on):
+        log.warning(result.headline())
+    elif not result.outcome_ok or result.expected_failure:
+        log.info(result.headline())
+    else:
+        log.debug(result.headline())
+
+
+def _register_extension(config: MkDocsConfig, session: FormulaSession) -> None:
+    names = [ext if isinstance(ext, str) else str(ext) for ext in config.markdown_extensions]
+    if "pymdownx.superfences" not in names:
+        config.markdown_extensions.append("pymdownx.superfences")
+    if "formula_check" not in names:
+        config.markdown_extensions.append("formula_check")
+    config.mdx_configs["formula_check"] = {"session": session}
+
+
+def _page_path(file: File, root: Path) -> str:
+    """The page as messages name it: relative to the project folder (``docs/attention.md``)."""
+    if file.abs_src_path:
+        path = Path(file.abs_src_path).resolve()
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+    return file.src_uri
+
+
+def _add_asset(files: Files, config: MkDocsConfig, asset: assets.Asset) -> None:
+    uri = f"{assets.ASSET_DIR}/{asset.name}"
+    if files.get_file_from_path(uri) is not None:
+        return  # the author ships their own copy: theirs wins
+    if asset.source is not None:
+        files.append(File.generated(config, uri, abs_src_path=str(asset.source)))
+    else:
+        files.append(File.generated(config, uri, content=asset.text))
+
+
+def _report_page(
+    files: Files, config: MkDocsConfig, results: list[CheckResult], labels: Labels, root: Path
+) -> File:
+    """A generated page listing every block; links are relative because the table is raw HTML."""
+    report = File.generated(config, REPORT_PAGE, content="")
+    urls = {_page_path(f, root): f.url for f in files.documentation_pages()}
+
+    def page_url(result: CheckResult) -> str:
+        target = get_relative_url(urls.get(result.location.path, ""), report.url)
+        return (target if not target.endswith("..") else target + "/") + f"#fc-{result.block_id}"
+
+    report.content_string = report_markdown(results, labels, page_url)
+    return report
+
+
+def _snippet_files(blocks: list[PageBlock], root: Path) -> set[Path]:
+    paths: set[Path] = set()
+    for block in blocks:
+        snippet = block.spec.snippet if block.spec else None
+        if snippet is not None and snippet.origin == "file":
+            paths.add(root / snippet.location.path)
+        elif snippet is not None and snippet.module:
+            paths.update(_module_files(snippet.module, root))
+    return paths
+
+
+def _module_files(module: str, root: Path) -> set[Path]:
+    """The project file or package folder a module comes from (its top-level package, since
+    it may import siblings); nothing for installed modules, which do not change while serving."""
+    top = module.split(".", 1)[0]
+    candidates = (root / top, root / f"{top}.py")
+    return {path for path in candidates if path.exists()}

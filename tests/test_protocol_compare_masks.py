@@ -1,0 +1,98 @@
+"""Pure pieces: the wire protocol, the comparison, the masks."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from formula_check.compare import compare, squeeze_leading
+from formula_check.errors import SpecError
+from formula_check.masks import keep_mask, snippet_mask
+from formula_check.worker import protocol
+
+
+def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:
+    arrays = {"f": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([True, False]),
+              "i": np.array(7, dtype=np.int64), "e": np.zeros((0, 4))}
+    header, back = protocol.decode(protocol.encode({"x": [1, "two"]}, arrays))
+    assert header == {"x": [1, "two"]}
+    for name, value in arrays.items():
+        assert back[name].dtype == value.dtype and back[name].shape == value.shape
+        assert np.array_equal(back[name], value)
+
+
+def test_protocol_refuses_objects_and_foreign_versions() -> None:
+    with pytest.raises(protocol.ProtocolError, match="unsupported dtype"):
+        protocol.encode({}, {"o": np.array([object()])})
+    message = bytearray(protocol.encode({}, {}))
+    message[4] = 99
+    with pytest.raises(protocol.ProtocolError, match="protocol version 99"):
+        protocol.decode(bytes(message))
+    with pytest.raises(protocol.ProtocolError, match="not a formula-check message"):
+        protocol.decode(b"PICKLE" + bytes(30))
+
+
+def test_protocol_stream_reads_one_message_at_a_time() -> None:
+    stream = io.BytesIO(protocol.encode({"n": 1}) + protocol.encode({"n": 2}, {"a": np.ones(3)}))
+    assert protocol.read_message(stream)[0] == {"n": 1}
+    assert protocol.read_message(stream)[0] == {"n": 2}
+    with pytest.raises(EOFError):
+        protocol.read_message(stream)
+    with pytest.raises(protocol.ProtocolError, match="stream closed"):
+        protocol.read_message(io.BytesIO(protocol.encode({"n": 3})[:-2]))
+
+
+def test_compare_is_absolute_dominated() -> None:
+    expected = np.array([1e-9, 1.0, -2.0])
+    ok = compare("o", expected + 5e-7, expected, ("n",), atol=1e-5, rtol=1e-5)
+    assert ok.ok and ok.max_rel > 100  # huge relative error near zero is fine
+    bad = compare("o", expected + np.array([0, 0, 1e-3]), expected, ("n",), atol=1e-5, rtol=1e-5)
+    assert not bad.ok and bad.worst_index == (2,) and bad.n_bad == 1 and bad.n_total == 3
+    assert bad.worst_expected == -2.0 and abs(bad.max_abs - 1e-3) < 1e-12
+    assert "max |Δ| = 0.001 > atol 1e-05 at (2)" in bad.summary()
+
+
+def test_compare_nonfinite_and_shapes() -> None:
+    expected = np.ones((2, 3))
+    nan = compare("o", np.full((2, 3), np.nan), expected, ("b", "n"), 1e-5, 1e-5)
+    assert not nan.ok and nan.nonfinite == 6
+    inf = compare("o", np.full((2, 3), np.inf), expected, ("b", "n"), 1e-5, 1e-5)
+    assert not inf.ok
+    shape = compare("o", np.ones((3, 2)), expected, ("b", "n"), 1e-5, 1e-5)
+    assert shape.problem == "shape mismatch: expected (b, n) = (2, 3), got (3, 2) — read as (n, b)"
+    rank = compare("o", np.ones((2, 3, 1)), expected, ("b", "n"), 1e-5, 1e-5)
+    assert rank.problem == "shape mismatch: expected (b, n) = (2, 3), got (2, 3, 1)"
+
+
+def test_compare_per_position_tolerance() -> None:
+    expected = np.zeros((3, 2))
+    atol = np.array([[1e-5], [1e-3], [1e-1]])
+    actual = np.array([[0, 0], [5e-4, 0], [5e-2, 0]])
+    assert compare("pe", actual, expected, ("n", "d"), atol, 0.0).ok
+    actual[0, 0] = 5e-4
+    verdict = compare("pe", actual, expected, ("n", "d"), atol, 0.0)
+    assert not verdict.ok and verdict.worst_index == (0, 0)
+
+
+def test_squeeze_leading_only_drops_size_one() -> None:
+    assert squeeze_leading(np.ones((1, 5, 4)), 2).shape == (5, 4)
+    assert squeeze_leading(np.ones((2, 5, 4)), 2).shape == (2, 5, 4)
+
+
+def test_masks() -> None:
+    rng = np.random.default_rng(0)
+    causal = keep_mask("causal", 2, 4, 4, rng)
+    assert np.array_equal(causal[0], np.tril(np.ones((4, 4), dtype=bool)))
+    padding = keep_mask("padding", 3, 4, 6, rng)
+    assert padding.any(axis=-1).all() and not padding.all()
+    both = keep_mask("both", 2, 5, 7, rng)
+    assert both.any(axis=-1).all()
+    additive = snippet_mask(causal, "additive", ("b", "1", "n", "m"))
+    assert additive.shape == (2, 1, 4, 4) and additive.dtype == np.float32
+    assert np.array_equal(additive[:, 0] == 1.0, ~causal)
+    assert snippet_mask(causal, "keep", ("b", "n", "m")).dtype == bool
+    assert snippet_mask(causal, "keep-float", ("b", "n", "m")).dtype == np.float32
+    with pytest.raises(SpecError, match="three named axes"):
+        snippet_mask(causal, "keep", ("b", "n"))
