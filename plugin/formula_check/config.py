@@ -8,7 +8,8 @@ from mkdocs.config import config_options as c
 STATUSES = ("mismatch", "error", "timeout", "skipped", "verified")
 
 
-class FormulaCheckConfig(base.Config):
+# mkdocs' Config.__init_subclass__ is untyped; the ignore is for that call only.
+class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Every option of the ``formula-check`` plugin."""
 
     enabled = c.Type(bool, default=True)

@@ -35,7 +35,7 @@ from .errors import FormulaCheckError
 from .model import CheckResult, Location, SnippetFailure, Status
 from .oracles import load_oracle
 from .pages import PageBlock, Settings, page_blocks
-from .render import labels_for, render_card
+from .render import labels_for
 from .session import (
     DataUriImages,
     DirectoryImages,
@@ -84,7 +84,11 @@ class FormulaPreprocessor(Preprocessor):
         page = session.page
         meta = page.meta if page.meta is not None else front_matter(lines)
         blocks = page_blocks(
-            lines, page=page.path, line_offset=page.line_offset, meta=meta, settings=session.settings
+            lines,
+            page=page.path,
+            line_offset=page.line_offset,
+            meta=meta,
+            settings=session.settings,
         )
         results = session.results_for(blocks)
         lines = list(lines)
@@ -139,7 +143,10 @@ class FormulaCheckExtension(Extension):
 
     def register_fence(self, md: Markdown) -> None:
         """Add our fence to SuperFences, whichever of the two extensions loaded first."""
-        fenced = md.preprocessors["fenced_code_block"] if "fenced_code_block" in md.preprocessors else None
+        try:
+            fenced = md.preprocessors["fenced_code_block"]
+        except KeyError:
+            fenced = None
         superfences = getattr(fenced, "extension", None)
         if not isinstance(superfences, SuperFencesCodeExtension):
             raise FormulaCheckError(
@@ -149,13 +156,20 @@ class FormulaCheckExtension(Extension):
             superfences.extend_super_fences(FENCE_NAME, self.format, self.validate, None)
 
     def validate(
-        self, language: str, inputs: dict[str, str], options: dict[str, str], attrs: dict[str, str], md: Markdown
+        self,
+        language: str,
+        inputs: dict[str, str],
+        options: dict[str, str],
+        attrs: dict[str, str],
+        md: Markdown,
     ) -> bool:
         """Accept every formula fence: a bad one must show an error card, not plain code."""
         options["fc_line"] = inputs.get("fc_line", "")
         return True
 
-    def format(self, src: str, language: str, md: Markdown, options: dict[str, str], **kwargs: Any) -> str:
+    def format(
+        self, src: str, language: str, md: Markdown, options: dict[str, str], **kwargs: Any
+    ) -> str:
         """Math as arithmatex would write it, then the card. Raises only SuperFencesException."""
         line = options.get("fc_line", "")
         found = self.blocks.get(int(line)) if line.isdigit() else None
@@ -166,7 +180,7 @@ class FormulaCheckExtension(Extension):
             raise SuperFencesException("formula checks failed:\n" + "\n".join(self.failures))
         try:
             card = self.session.render(result, block)
-        except Exception as exc:  # noqa: BLE001  (SuperFences would swallow it and show plain code)
+        except Exception as exc:
             card = self.session.render(_render_failure(result, exc), block)
         return display_math(block.latex) + "\n" + card
 
@@ -215,8 +229,12 @@ class FormulaCheckExtension(Extension):
 
 
 def _render_failure(result: CheckResult, exc: Exception) -> CheckResult:
-    failure = SnippetFailure(type(exc).__name__, f"could not render this card: {exc}", result.location)
-    return CheckResult(result.block_id, result.location, result.oracle, Status.ERROR, failure=failure)
+    failure = SnippetFailure(
+        type(exc).__name__, f"could not render this card: {exc}", result.location
+    )
+    return CheckResult(
+        result.block_id, result.location, result.oracle, Status.ERROR, failure=failure
+    )
 
 
 def makeExtension(**kwargs: Any) -> FormulaCheckExtension:  # noqa: N802  (Markdown's API name)

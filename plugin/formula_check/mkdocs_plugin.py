@@ -64,7 +64,7 @@ class SiteImages:
             (folder / name).write_bytes(png)
 
 
-class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):
+class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-untyped-call]
     """``plugins: [formula-check]``: verify every formula block of the site."""
 
     def __init__(self) -> None:
@@ -139,7 +139,13 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):
         )
 
     def _engine(self, root: Path) -> Engine:
-        key = (root, self.config.workers, self.config.cache, self.config.cache_dir, self.config.memory_limit_mb)
+        key = (
+            root,
+            self.config.workers,
+            self.config.cache,
+            self.config.cache_dir,
+            self.config.memory_limit_mb,
+        )
         if self.engine is None or key != self.engine_key:
             self.on_shutdown()
             cache_dir = root / self.config.cache_dir
@@ -195,7 +201,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):
             settings=self.session.settings,
         )
 
-    def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str | None:
+    def on_page_markdown(
+        self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files
+    ) -> str | None:
         """Tell the extension which page it renders and how many lines MkDocs cut off its top."""
         if self.session is not None:
             raw = page.file.content_string
@@ -219,7 +227,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):
             results = [result for _, result in self.session.known.values()]
             (site_dir / REPORT_JSON).write_text(report_json(results), encoding="utf-8")
 
-    def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer | None:
+    def on_serve(
+        self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any
+    ) -> LiveReloadServer | None:
         """Rebuild when a snippet file or a user oracle module changes."""
         for path in sorted(self.watch):
             if path.exists():

@@ -21,8 +21,8 @@ from .model import (
     CheckResult,
     CheckSpec,
     Location,
-    SnippetFailure,
     Snippet,
+    SnippetFailure,
     Status,
     TimingSpec,
     frozen_map,
@@ -80,7 +80,8 @@ class PageBlock:
     def error_result(self) -> CheckResult:
         """The ERROR result a broken block shows (its card, its log line)."""
         assert self.error is not None
-        where = self.error.location or self.location
+        # The card and log line already say the block's page:line; repeat only a different one.
+        where = self.error.location if self.error.location != self.location else None
         failure = SnippetFailure(type(self.error).__name__, self.error.message, where)
         oracle = self.spec.oracle if self.spec else "?"
         return CheckResult(self.block_id, self.location, oracle, Status.ERROR, failure=failure)
@@ -128,7 +129,9 @@ def find_formulas(lines: Sequence[str], line_offset: int = 0) -> list[FormulaFen
                 break
         line = line_offset + fence.row + 1
         found.append(
-            FormulaFence(fence.row, line, len(found) + 1, match["rest"], fence.body, fence.closed, snippet)
+            FormulaFence(
+                fence.row, line, len(found) + 1, match["rest"], fence.body, fence.closed, snippet
+            )
         )
     return found
 
@@ -136,7 +139,7 @@ def find_formulas(lines: Sequence[str], line_offset: int = 0) -> list[FormulaFen
 def default_id(page: str, index: int) -> str:
     """``docs/guide/attention.md``, 2 -> ``attention-2``."""
     stem = Path(page).stem or "page"
-    return (re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "page") + f"-{index}"
+    return (re.sub(r"[\W_]+", "-", stem.lower()).strip("-") or "page") + f"-{index}"
 
 
 def _snippet(
@@ -189,7 +192,10 @@ def build_spec(
     where = Location(page, formula.line)
     if not formula.closed:
         raise SpecError("this formula fence is never closed", where)
-    options = {**defaults, **parsing.parse_options(parsing.parse_header(formula.header, where), where)}
+    options = {
+        **defaults,
+        **parsing.parse_options(parsing.parse_header(formula.header, where), where),
+    }
     if "oracle" not in options:
         raise SpecError('formula block needs an oracle, e.g. oracle="attention"', where)
     snippet = _snippet(options, formula, page, line_offset, settings.root)
@@ -227,9 +233,13 @@ def page_blocks(
     blocks: list[PageBlock] = []
     first_use: dict[str, int] = {}
     for formula in formulas:
-        block = _page_block(formula, defaults, page_error, page, line_offset, settings)
+        block = _page_block(
+            formula, defaults, page_error, page=page, line_offset=line_offset, settings=settings
+        )
         if block.spec is not None and block.block_id in first_use:
-            message = f"duplicate id {block.block_id!r} (first used at line {first_use[block.block_id]})"
+            message = (
+                f"duplicate id {block.block_id!r} (first used at line {first_use[block.block_id]})"
+            )
             block = dataclasses.replace(block, spec=None, error=SpecError(message, block.location))
         first_use.setdefault(block.block_id, formula.line)
         blocks.append(block)
@@ -240,6 +250,7 @@ def _page_block(
     formula: FormulaFence,
     defaults: Mapping[str, Any],
     page_error: FormulaCheckError | None,
+    *,
     page: str,
     line_offset: int,
     settings: Settings,
@@ -252,13 +263,15 @@ def _page_block(
     try:
         spec = build_spec(formula, defaults, page=page, line_offset=line_offset, settings=settings)
     except FormulaCheckError as exc:
-        return PageBlock(formula, where, _declared_id(formula) or fallback_id, formula.latex, error=exc)
+        return PageBlock(
+            formula, where, _declared_id(formula) or fallback_id, formula.latex, error=exc
+        )
     return PageBlock(formula, where, spec.block_id, formula.latex, spec=spec)
 
 
 def _declared_id(formula: FormulaFence) -> str | None:
     """The id a broken header still names, so its card and log line carry it."""
-    match = re.search(r"""(?:^|\s)id=["']?([A-Za-z0-9][\w.-]*)""", formula.header)
+    match = re.search(r"""(?:^|\s)id=["']?([^\W_][\w.-]*)""", formula.header)
     return match.group(1) if match else None
 
 

@@ -22,7 +22,7 @@ from .render.heatmaps import VALUE_HEATMAPS
 Validator = Callable[[str], Any]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_BLOCK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_BLOCK_ID = re.compile(r"[^\W_][\w.-]*")  # any script's letters: ids may be Chinese
 _WEIGHT_PATH = re.compile(r"[A-Za-z_]\w*(?:\[-?\d+\])*(?:\.[A-Za-z_]\w*(?:\[-?\d+\])*)*")
 _PAIR = re.compile(r"""([A-Za-z_][\w-]*)=(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)""")
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -49,7 +49,7 @@ def parse_header(text: str, where: Location) -> dict[str, str]:
         if match is None:
             rest = text[position:]
             raise SpecError(
-                f"malformed formula header near {rest[:40]!r}: write options as key=\"value\"",
+                f'malformed formula header near {rest[:40]!r}: write options as key="value"',
                 where,
             )
         key = match.group(1)
@@ -70,9 +70,11 @@ def name(value: str) -> str:
 
 
 def block_id(value: str) -> str:
-    """A block id: letters, digits, ``_ . -``; it becomes the card's HTML id ``fc-<id>``."""
+    """A block id: letters (any script), digits, ``_ . -``; the card's HTML id is ``fc-<id>``."""
     if not _BLOCK_ID.fullmatch(value):
-        raise ValueError("expected letters, digits, '_', '.' or '-', starting with a letter or digit")
+        raise ValueError(
+            "expected letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
     return value
 
 
@@ -161,7 +163,9 @@ def sizes(value: str) -> dict[str, int]:
         try:
             result[key] = integer(item, minimum=1)
         except ValueError:
-            raise ValueError(f"size of {key} must be a positive whole number, got {item!r}") from None
+            raise ValueError(
+                f"size of {key} must be a positive whole number, got {item!r}"
+            ) from None
     return result
 
 
@@ -191,9 +195,9 @@ def words(value: str) -> tuple[str, ...]:
 def returns(value: str) -> tuple[str, ...]:
     """``output weights`` -> names of what the code returns, in order; ``_`` skips one."""
     tokens = words(value)
-    for token in tokens:
-        if token != "_" and not _NAME.fullmatch(token):
-            raise ValueError(f"{token!r} is not an output name (use '_' to skip a value)")
+    for word in tokens:
+        if word != "_" and not _NAME.fullmatch(word):
+            raise ValueError(f"{word!r} is not an output name (use '_' to skip a value)")
     return tokens
 
 
@@ -205,7 +209,9 @@ def heatmaps(value: str) -> tuple[str, ...]:
     for token in tokens:
         if token not in VALUE_HEATMAPS:
             hint = did_you_mean(token, VALUE_HEATMAPS)
-            raise ValueError(f"unknown heatmap {token!r}{hint} (known: {', '.join(VALUE_HEATMAPS)})")
+            raise ValueError(
+                f"unknown heatmap {token!r}{hint} (known: {', '.join(VALUE_HEATMAPS)})"
+            )
     return tokens
 
 

@@ -100,7 +100,11 @@ def shared_engine(
             atexit.register(_close_engines)
         directory = Path(cache_dir) if cache_dir else None
         _ENGINES[key] = Engine(
-            root, workers=workers, cache_dir=directory, use_cache=cache, memory_limit_mb=memory_limit_mb
+            root,
+            workers=workers,
+            cache_dir=directory,
+            use_cache=cache,
+            memory_limit_mb=memory_limit_mb,
         )
     return _ENGINES[key]
 

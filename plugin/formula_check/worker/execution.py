@@ -99,6 +99,7 @@ def _prepare_path(session: Session, request: dict[str, Any]) -> None:
 def _run(
     session: Session, request: dict[str, Any], arrays: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    started = time.perf_counter()
     entry = _load_entry(session, request)
     kind = _resolve_kind(entry, request)
     runner = _bind(entry, kind, request, arrays, request.get("init", {}))
@@ -110,9 +111,11 @@ def _run(
             with _phase("call"):
                 result = runner()
     out = _outputs(result)
+    snippet_seconds = time.perf_counter() - started
     weights, unused = ({}, []) if kind == "function" else _read_weights(runner.layer, request.get("weights") or {})
     timings = _time_all(entry, kind, request, arrays) if request.get("timing") else []
-    reply = {"ok": True, "kind": kind, "outputs": len(out), "timings": timings, "unused_weights": unused}
+    reply = {"ok": True, "kind": kind, "outputs": len(out), "timings": timings, "unused_weights": unused,
+             "snippet_seconds": snippet_seconds}
     reply["output_types"] = [type(r).__name__ for r in _as_sequence(result)]
     return reply, {**{f"out/{i}": a for i, a in enumerate(out)}, **{f"w/{k}": v for k, v in weights.items()}}
 

@@ -1,0 +1,308 @@
+"""Header tokenising, option validators, page scanning and spec building (pure: no TF)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from formula_check import parsing
+from formula_check.errors import SnippetError, SpecError
+from formula_check.model import Location
+from formula_check.pages import (
+    Settings,
+    build_spec,
+    default_id,
+    find_formulas,
+    front_matter_lines,
+    page_blocks,
+    scan_fences,
+)
+
+HERE = Location("docs/page.md", 7)
+
+
+# -- parse_header ------------------------------------------------------------------------------
+
+
+def test_header_accepts_double_single_and_bare_values() -> None:
+    header = """ id="sdpa" oracle='attention'  seed=3 dims="b=2 n=5" """
+    assert parsing.parse_header(header, HERE) == {
+        "id": "sdpa",
+        "oracle": "attention",
+        "seed": "3",
+        "dims": "b=2 n=5",
+    }
+
+
+def test_header_empty_is_no_options() -> None:
+    assert parsing.parse_header("   ", HERE) == {}
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ('id="sdpa" oracle="attention', "malformed formula header near 'oracle=\"attention'"),
+        ("perturb", "malformed formula header near 'perturb'"),
+        ('id="a" id="b"', "option 'id' is given twice"),
+    ],
+)
+def test_header_errors_name_the_line(header: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parsing.parse_header(header, HERE)
+    assert caught.value.message.startswith(message)
+    assert str(caught.value).startswith("docs/page.md:7: ")
+
+
+# -- validators --------------------------------------------------------------------------------
+
+
+def test_sizes() -> None:
+    assert parsing.sizes("b=2 n=5, d_k=16") == {"b": 2, "n": 5, "d_k": 16}
+    with pytest.raises(ValueError, match="size of n must be a positive whole number, got '0'"):
+        parsing.sizes("n=0")
+    with pytest.raises(ValueError, match="expected name=value pairs separated by spaces, got 'b'"):
+        parsing.sizes("b")
+    with pytest.raises(ValueError, match="b given twice"):
+        parsing.sizes("b=1 b=2")
+
+
+def test_assignments_type_their_values() -> None:
+    assert parsing.assignments("d_model=d_model num_heads=4 rate=0.1 use_bias=false") == {
+        "d_model": "d_model",
+        "num_heads": 4,
+        "rate": 0.1,
+        "use_bias": False,
+    }
+
+
+def test_weight_map() -> None:
+    assert parsing.weight_map("W_q=wq.kernel b=layers[0].bias") == {
+        "W_q": "wq.kernel",
+        "b": "layers[0].bias",
+    }
+    with pytest.raises(ValueError, match="weight path 'wq..kernel' must look like"):
+        parsing.weight_map("W_q=wq..kernel")
+
+
+def test_words_and_returns() -> None:
+    assert parsing.words("q k v mask=mask") == ("q", "k", "v", "mask=mask")
+    assert parsing.returns("output _") == ("output", "_")
+    with pytest.raises(ValueError, match="'2x' is not an output name"):
+        parsing.returns("output 2x")
+    with pytest.raises(ValueError, match="expected at least one word"):
+        parsing.words(" ")
+
+
+def test_numbers_and_booleans() -> None:
+    assert parsing.number("1e-5") == 1e-5
+    assert parsing.integer("3") == 3
+    assert parsing.boolean("off") is False
+    assert parsing.boolean("Yes") is True
+    with pytest.raises(ValueError, match="expected a number such as 1e-5"):
+        parsing.number("tiny")
+    with pytest.raises(ValueError, match="expected a number >= 0"):
+        parsing.number("-1")
+    with pytest.raises(ValueError, match="expected a positive number"):
+        parsing.number("0", positive=True)
+    with pytest.raises(ValueError, match="expected a whole number >= 0"):
+        parsing.integer("-2")
+    with pytest.raises(ValueError, match="expected true or false"):
+        parsing.boolean("maybe")
+
+
+def test_choice_suggests_the_near_miss() -> None:
+    validate = parsing.choice("none", "padding", "causal", "both")
+    assert validate("causal") == "causal"
+    with pytest.raises(ValueError, match="expected one of none, padding, causal, both; did you mean 'causal'"):
+        validate("casual")
+
+
+def test_heatmaps_timing_sweep() -> None:
+    assert parsing.heatmaps("none") == ()
+    assert parsing.heatmaps("weights hidden") == ("weights", "hidden")
+    with pytest.raises(ValueError, match="unknown heatmap 'weight'; did you mean 'weights'"):
+        parsing.heatmaps("weight")
+    assert parsing.timing("off") == (False, 1, 5)
+    assert parsing.timing("repeats=7 warmup=2") == (True, 2, 7)
+    with pytest.raises(ValueError, match="unknown timing setting 'repeat'"):
+        parsing.timing("repeat=7")
+    assert parsing.sweep("64 128 256") == (64, 128, 256)
+    with pytest.raises(ValueError, match="expected positive whole numbers"):
+        parsing.sweep("64 big")
+
+
+def test_ids_and_names() -> None:
+    assert parsing.block_id("sdpa-2.b") == "sdpa-2.b"
+    assert parsing.block_id("注意力") == "注意力"
+    with pytest.raises(ValueError, match="expected letters, digits"):
+        parsing.block_id("a b")
+    with pytest.raises(ValueError, match="expected a name"):
+        parsing.name("2x")
+
+
+def test_oracle_name_knows_the_catalog() -> None:
+    assert parsing.oracle_name("attention") == "attention"
+    with pytest.raises(ValueError, match="unknown oracle 'atention'; did you mean 'attention'"):
+        parsing.oracle_name("atention")
+
+
+# -- parse_options and page defaults -----------------------------------------------------------
+
+
+def test_parse_options_unknown_option_did_you_mean() -> None:
+    with pytest.raises(SpecError) as caught:
+        parsing.parse_options({"oracel": "attention"}, HERE)
+    assert str(caught.value) == "docs/page.md:7: unknown option 'oracel'; did you mean 'oracle'?"
+
+
+def test_parse_options_bad_value_names_option_and_value() -> None:
+    with pytest.raises(SpecError) as caught:
+        parsing.parse_options({"mask": "casual"}, HERE)
+    assert caught.value.message.startswith("option mask='casual': expected one of")
+
+
+def test_page_defaults_turn_yaml_into_header_text() -> None:
+    meta = {"formula_check": {"timing": False, "dims": {"b": 2, "n": 5}, "sweep": [64, 128]}}
+    assert parsing.page_defaults(meta, HERE) == {
+        "timing": "false",
+        "dims": "b=2 n=5",
+        "sweep": "64 128",
+    }
+    assert parsing.page_defaults({"title": "x"}, HERE) == {}
+    with pytest.raises(SpecError, match="must be a mapping"):
+        parsing.page_defaults({"formula_check": "atol=1"}, HERE)
+    with pytest.raises(SpecError, match="cannot set 'id'"):
+        parsing.page_defaults({"formula_check": {"id": "x"}}, HERE)
+
+
+# -- scanning pages ----------------------------------------------------------------------------
+
+PAGE = """\
+# Title
+
+```formula id="a" oracle="softmax"
+x
+```
+
+````markdown
+```formula oracle="softmax"
+an example of the syntax, not a block
+```
+````
+
+```python
+def f(x):
+    return x
+```
+
+!!! note
+    ```formula oracle="attention"
+    y
+    ```
+
+    ```py
+    def g(q, k, v):
+        return q
+    ```
+
+```formula oracle="softmax"
+z
+```
+"""
+
+
+def test_scan_skips_fences_inside_longer_fences() -> None:
+    fences = scan_fences(PAGE.split("\n"))
+    assert [f.info.strip() for f in fences] == [
+        'formula id="a" oracle="softmax"',
+        "markdown",
+        "python",
+        'formula oracle="attention"',
+        "py",
+        'formula oracle="softmax"',
+    ]
+
+
+def test_find_formulas_pairs_snippets_and_counts_lines() -> None:
+    formulas = find_formulas(PAGE.split("\n"), line_offset=10)
+    assert [(f.line, f.index, f.latex) for f in formulas] == [(13, 1, "x"), (29, 2, "y"), (38, 3, "z")]
+    assert formulas[0].snippet is not None
+    assert formulas[0].snippet.body == "def f(x):\n    return x"
+    assert formulas[1].snippet is not None
+    assert formulas[1].snippet.body == "def g(q, k, v):\n    return q"  # dedented out of the note
+    assert formulas[2].snippet is None
+
+
+def test_page_blocks_specs_and_errors(tmp_path: Path) -> None:
+    blocks = page_blocks(PAGE.split("\n"), page="docs/p.md", settings=Settings(tmp_path))
+    first, second, third = blocks
+    assert first.spec is not None
+    assert first.spec.block_id == "a"
+    assert first.spec.snippet.location == Location("docs/p.md", 13)
+    assert first.spec.snippet.line_offset == 13
+    assert second.spec is not None
+    assert second.block_id == "p-2"
+    assert third.spec is None
+    assert third.error is not None
+    assert third.error.message.startswith("no ```python fence follows this formula block")
+    result = third.error_result()
+    assert result.headline().startswith("docs/p.md:28 [p-3]: error: SpecError: no ```python fence")
+
+
+def test_duplicate_ids_are_errors(tmp_path: Path) -> None:
+    text = '```formula id="x" oracle="softmax"\na\n```\n```python\nf=1\n```\n' * 2
+    blocks = page_blocks(text.split("\n"), page="docs/d.md", settings=Settings(tmp_path))
+    assert blocks[0].spec is not None
+    assert blocks[1].error is not None
+    assert blocks[1].error.message == "duplicate id 'x' (first used at line 1)"
+
+
+def test_front_matter_defaults_apply_and_block_wins(tmp_path: Path) -> None:
+    text = '```formula oracle="softmax" seed=4\na\n```\n```python\nf=1\n```'
+    meta = {"formula_check": {"seed": 9, "atol": "1e-4", "timing": "off"}}
+    (block,) = page_blocks(text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path))
+    assert block.spec is not None
+    assert (block.spec.seed, block.spec.atol, block.spec.timing.enabled) == (4, 1e-4, False)
+
+
+def test_bad_front_matter_breaks_every_block_of_the_page(tmp_path: Path) -> None:
+    text = '```formula oracle="softmax"\na\n```\n```python\nf=1\n```'
+    meta = {"formula_check": {"mask": "casual"}}
+    (block,) = page_blocks(text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path))
+    assert block.error is not None
+    assert block.error.message.startswith("front matter formula_check: option mask='casual'")
+
+
+def test_missing_oracle_and_unclosed_fence(tmp_path: Path) -> None:
+    blocks = page_blocks(["```formula", "a", "```", "", "```formula oracle='softmax'", "b"], page="p.md", settings=Settings(tmp_path))
+    assert blocks[0].error is not None
+    assert blocks[0].error.message == 'formula block needs an oracle, e.g. oracle="attention"'
+    assert blocks[1].error is not None
+    assert blocks[1].error.message == "this formula fence is never closed"
+
+
+def test_code_option_resolves_files_inside_the_project_only(tmp_path: Path) -> None:
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "sm.py").write_text("def f(x):\n    return x\n")
+    formula = find_formulas(['```formula oracle="softmax" code="snippets/sm.py:f"', "a", "```"])[0]
+    spec = build_spec(formula, {}, page="docs/p.md", line_offset=0, settings=Settings(tmp_path))
+    assert (spec.snippet.origin, spec.snippet.entry) == ("file", "f")
+    outside = find_formulas(['```formula oracle="softmax" code="../x.py:f"', "a", "```"])[0]
+    with pytest.raises(SnippetError, match="outside the project"):
+        build_spec(outside, {}, page="docs/p.md", line_offset=0, settings=Settings(tmp_path))
+
+
+def test_site_settings_give_defaults(tmp_path: Path) -> None:
+    formula = find_formulas(['```formula oracle="softmax"', "a", "```", "```python", "f=1", "```"])[0]
+    settings = Settings(tmp_path, timeout=12.0, timing=False)
+    spec = build_spec(formula, {}, page="docs/p.md", line_offset=0, settings=settings)
+    assert (spec.timeout, spec.timing.enabled) == (12.0, False)
+
+
+def test_default_id_and_front_matter_offset() -> None:
+    assert default_id("docs/guide/Scaled Attention.md", 2) == "scaled-attention-2"
+    assert default_id("docs/注意力.md", 1) == "注意力-1"
+    raw = "---\ntitle: x\n---\n\n# Body\n"
+    assert front_matter_lines(raw, "# Body\n") == 4
+    assert front_matter_lines("# Body\n", "# Body\n") == 0
