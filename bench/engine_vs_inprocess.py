@@ -76,10 +76,16 @@ def main() -> None:
     engine_cold, floor_cold = statistics.median(engine_times), statistics.median(floor_times)
     overhead, own, rss = warm_overhead(args.repeats)
     print(f"blocks checked per run           : {len(blocks())}")
-    print(f"engine, cold (process + worker)  : {engine_cold:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in engine_times)})")
-    print(f"in-process floor, cold           : {floor_cold:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in floor_times)})")
+    print(
+        f"engine, cold (process + worker)  : {engine_cold:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in engine_times)})"
+    )
+    print(
+        f"in-process floor, cold           : {floor_cold:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in floor_times)})"
+    )
     print(f"ratio engine / floor             : {engine_cold / floor_cold:.2f}  (target <= 1.25)")
-    print(f"warm overhead per check (median) : {overhead * 1e3:.1f} ms beyond the snippet's own {own * 1e3:.1f} ms (target <= 20 ms)")
+    print(
+        f"warm overhead per check (median) : {overhead * 1e3:.1f} ms beyond the snippet's own {own * 1e3:.1f} ms (target <= 20 ms)"
+    )
     print(f"worker peak RSS                  : {rss / 1024:.0f} MiB")
 
 

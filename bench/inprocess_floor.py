@@ -12,24 +12,29 @@ import sys
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from workload import blocks  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-from formula_check.planning import plan_check  # noqa: E402
+from formula_check.planning import plan_check
+from workload import blocks
 
 
 def run_block(spec) -> bool:
     plan = plan_check(spec, ".", with_timing=False)
     namespace: dict = {"__name__": "snippet"}
-    exec(compile(spec.snippet.source, "<snippet>", "exec"), namespace)  # noqa: S102
+    exec(compile(spec.snippet.source, "<snippet>", "exec"), namespace)
     defined = [v for v in namespace.values() if getattr(v, "__module__", None) == "snippet"]
     entry = namespace[spec.snippet.entry] if spec.snippet.entry else defined[-1]
     header, arrays = plan.header, plan.arrays
-    is_layer = isinstance(entry, type) or bool(header["init"]) or header["kind"] in {"layer", "factory"}
+    is_layer = (
+        isinstance(entry, type) or bool(header["init"]) or header["kind"] in {"layer", "factory"}
+    )
     call = header["layer_call" if is_layer else "function_call"]
     args = [tf.constant(arrays[r["array"]]) if "array" in r else r["value"] for r in call["args"]]
-    kwargs = {k: tf.constant(arrays[r["array"]]) if "array" in r else r["value"] for k, r in call["kwargs"].items()}
+    kwargs = {
+        k: tf.constant(arrays[r["array"]]) if "array" in r else r["value"]
+        for k, r in call["kwargs"].items()
+    }
     target = entry(**header["init"]) if is_layer else entry
     out = target(*args, **kwargs)
     first = out[0] if isinstance(out, (tuple, list)) else out

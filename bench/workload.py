@@ -8,10 +8,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugin"), str(ROOT / "tests")]
 
+from formula_check.model import CheckSpec  # noqa: E402
 from implementations import CORRECT  # noqa: E402
 from support import spec_for  # noqa: E402
-
-from formula_check.model import CheckSpec  # noqa: E402
 
 
 def blocks(count: int = 20) -> list[CheckSpec]:

@@ -10,8 +10,6 @@ import pytest
 
 from formula_check.engine import Engine
 
-FIXTURE_SITES = Path(__file__).resolve().parent.parent / "fixtures" / "sites"
-
 # Material prints a notice about MkDocs 2 on every build; it is noise in asserted logs.
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 

@@ -33,7 +33,9 @@ def attention(q, k, v, mask=None):
     return tf.einsum("bnm,bmd->bnd", weights, v), weights
 """
 
-TUTORIAL_MHA = SDPA + """
+TUTORIAL_MHA = (
+    SDPA
+    + """
 
 class MultiHeadAttention(tf.keras.layers.Layer):
     def __init__(self, d_model, num_heads):
@@ -61,6 +63,7 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         concat = tf.reshape(attended, (batch_size, -1, self.d_model))
         return self.dense(concat), weights
 """
+)
 
 MHA_WEIGHTS = (
     "W_q=wq.kernel b_q=wq.bias W_k=wk.kernel b_k=wk.bias "
@@ -197,33 +200,72 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
     "attention-causal": ("attention", SDPA, {"mask": "causal"}),
     "attention-padding": ("attention", SDPA, {"mask": "padding"}),
     "attention-keep-mask": ("attention", SDPA_KEEP, {"mask": "both", "mask_convention": "keep"}),
-    "multihead-tutorial": ("multihead", TUTORIAL_MHA, {
-        "entry": "MultiHeadAttention", "init": {"d_model": "d_model", "num_heads": "h"},
-        "weights": dict(p.split("=") for p in MHA_WEIGHTS.split())}),
-    "multihead-tutorial-masked-self": ("multihead", TUTORIAL_MHA, {
-        "entry": "MultiHeadAttention", "init": {"d_model": "d_model", "num_heads": "h"},
-        "weights": dict(p.split("=") for p in MHA_WEIGHTS.split()),
-        "mask": "causal", "params": {"variant": "self"}}),
+    "multihead-tutorial": (
+        "multihead",
+        TUTORIAL_MHA,
+        {
+            "entry": "MultiHeadAttention",
+            "init": {"d_model": "d_model", "num_heads": "h"},
+            "weights": dict(p.split("=") for p in MHA_WEIGHTS.split()),
+        },
+    ),
+    "multihead-tutorial-masked-self": (
+        "multihead",
+        TUTORIAL_MHA,
+        {
+            "entry": "MultiHeadAttention",
+            "init": {"d_model": "d_model", "num_heads": "h"},
+            "weights": dict(p.split("=") for p in MHA_WEIGHTS.split()),
+            "mask": "causal",
+            "params": {"variant": "self"},
+        },
+    ),
     "multihead-keras": ("multihead", KERAS_MHA_FACTORY, {"preset": "keras-mha", "mask": "padding"}),
-    "self_attention": ("self_attention", SELF_ATTENTION, {
-        "init": {"d_k": "d_k", "d_v": "d_v", "d_model": "d_model"},
-        "weights": dict(p.split("=") for p in SELF_ATTENTION_WEIGHTS.split())}),
+    "self_attention": (
+        "self_attention",
+        SELF_ATTENTION,
+        {
+            "init": {"d_k": "d_k", "d_v": "d_v", "d_model": "d_model"},
+            "weights": dict(p.split("=") for p in SELF_ATTENTION_WEIGHTS.split()),
+        },
+    ),
     "positional_encoding": ("positional_encoding", PE, {}),
     "positional_encoding-long": ("positional_encoding", PE, {"dims": {"n": 2048, "d_model": 64}}),
     "ffn": ("ffn", FFN, {}),
-    "ffn-keras-sequential": ("ffn", FFN_LAYER, {
-        "kind": "factory", "init": {"d_model": "d_model", "dff": "d_ff"},
-        "weights": {"W_1": "layers[0].kernel", "b_1": "layers[0].bias",
-                    "W_2": "layers[1].kernel", "b_2": "layers[1].bias"}}),
+    "ffn-keras-sequential": (
+        "ffn",
+        FFN_LAYER,
+        {
+            "kind": "factory",
+            "init": {"d_model": "d_model", "dff": "d_ff"},
+            "weights": {
+                "W_1": "layers[0].kernel",
+                "b_1": "layers[0].bias",
+                "W_2": "layers[1].kernel",
+                "b_2": "layers[1].bias",
+            },
+        },
+    ),
     "softmax": ("softmax", SOFTMAX, {}),
     "layer_norm": ("layer_norm", LAYER_NORM, {}),
     "layer_norm-keras": ("layer_norm", KERAS_LAYER_NORM, {"preset": "keras-layer-norm"}),
     "linear": ("linear", LINEAR, {}),
     "linear-keras-dense": ("linear", KERAS_DENSE, {"preset": "keras-dense", "entry": "Dense"}),
-    "sublayer-post": ("sublayer", SUBLAYER, {
-        "init": {"d_model": "d_model", "d_ff": "d_ff"},
-        "weights": dict(p.split("=") for p in SUBLAYER_WEIGHTS.split())}),
-    "sublayer-pre": ("sublayer", SUBLAYER, {
-        "init": {"d_model": "d_model", "d_ff": "d_ff", "pre_norm": True},
-        "weights": dict(p.split("=") for p in SUBLAYER_WEIGHTS.split()), "params": {"norm": "pre"}}),
+    "sublayer-post": (
+        "sublayer",
+        SUBLAYER,
+        {
+            "init": {"d_model": "d_model", "d_ff": "d_ff"},
+            "weights": dict(p.split("=") for p in SUBLAYER_WEIGHTS.split()),
+        },
+    ),
+    "sublayer-pre": (
+        "sublayer",
+        SUBLAYER,
+        {
+            "init": {"d_model": "d_model", "d_ff": "d_ff", "pre_norm": True},
+            "weights": dict(p.split("=") for p in SUBLAYER_WEIGHTS.split()),
+            "params": {"norm": "pre"},
+        },
+    ),
 }

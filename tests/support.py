@@ -25,7 +25,9 @@ def shared_engine(root: Path = PROJECT, **options: Any) -> Engine:
     return _ENGINES[key]
 
 
-def spec_for(oracle: str, source: str, *, line: int = 10, timing: bool = False, **fields: Any) -> CheckSpec:
+def spec_for(
+    oracle: str, source: str, *, line: int = 10, timing: bool = False, **fields: Any
+) -> CheckSpec:
     """A spec for an inline snippet on ``docs/page.md`` whose fence opens at ``line``."""
     code = textwrap.dedent(source).strip("\n") + "\n"
     snippet = inline_snippet(code, Location("docs/page.md", line), entry=fields.pop("entry", None))

@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from implementations import SDPA
-from support import PROJECT, spec_for
 
 from formula_check.cache import ResultCache, cache_key
 from formula_check.engine import Engine
 from formula_check.model import CheckResult, Location, Status
 from formula_check.snippets import resolve_code
+from implementations import SDPA
+from support import PROJECT, spec_for
 
 TF = "tensorflow-cpu==2.21.0"
 
@@ -34,8 +34,28 @@ def sample_result() -> CheckResult:
     from formula_check.model import ShapeInfo, TimingStats, Verdict, frozen_map
 
     return CheckResult(
-        block_id="b", location=Location("docs/page.md", 3), oracle="attention", status=Status.MISMATCH,
-        verdicts=(Verdict("output", False, ("b", "n"), (2, 3), (2, 3), 0.5, 1.0, (1, 2), 0.1, 0.6, 3, 6, 1e-5, 1e-5),),
+        block_id="b",
+        location=Location("docs/page.md", 3),
+        oracle="attention",
+        status=Status.MISMATCH,
+        verdicts=(
+            Verdict(
+                "output",
+                False,
+                ("b", "n"),
+                (2, 3),
+                (2, 3),
+                0.5,
+                1.0,
+                (1, 2),
+                0.1,
+                0.6,
+                3,
+                6,
+                1e-5,
+                1e-5,
+            ),
+        ),
         shapes=(ShapeInfo("q", "input", (2, 3), ("b", "n")),),
         timings=(TimingStats("eager", 0.001, 0.0001, 5),),
         arrays=frozen_map({"weights": np.arange(6, dtype=np.float32).reshape(2, 3)}),
@@ -52,11 +72,19 @@ def test_round_trip_and_damage(tmp_path: Path) -> None:
     cache.put("ab" * 32, result, [])
     loaded = cache.get("ab" * 32, spec)
     assert loaded is not None and loaded.cached
-    assert loaded.verdicts == result.verdicts and loaded.shapes == result.shapes and loaded.timings == result.timings
+    assert (
+        loaded.verdicts == result.verdicts
+        and loaded.shapes == result.shapes
+        and loaded.timings == result.timings
+    )
     assert np.array_equal(loaded.arrays["weights"], result.arrays["weights"])
     assert loaded.location == spec.location  # relocated to the block that asked
     [path] = list((tmp_path / "cache").glob("*/*.fcr"))
-    for damage in (lambda b: b[: len(b) // 2], lambda b: b[:40] + bytes([b[40] ^ 1]) + b[41:], lambda b: b""):
+    for damage in (
+        lambda b: b[: len(b) // 2],
+        lambda b: b[:40] + bytes([b[40] ^ 1]) + b[41:],
+        lambda b: b"",
+    ):
         path.write_bytes(damage(path.read_bytes()) if path.exists() else b"")
         assert cache.get("ab" * 32, spec) is None
         assert not path.exists(), "a damaged entry is removed"
@@ -77,16 +105,25 @@ def test_editing_an_imported_helper_invalidates(tmp_path: Path) -> None:
     shutil.copytree(PROJECT, project)
     here = Location("docs/page.md", 4)
     with Engine(project) as engine:
-        spec = dataclasses.replace(spec_for("attention", SDPA), snippet=resolve_code("team_model.layers:attention", project, here))
+        spec = dataclasses.replace(
+            spec_for("attention", SDPA),
+            snippet=resolve_code("team_model.layers:attention", project, here),
+        )
         first = engine.check(spec)
         assert first.status is Status.VERIFIED and not first.cached
         again = engine.check(spec)
         assert again.cached and engine.executed == 1
         helper = project / "team_model" / "math_utils.py"
-        helper.write_text(helper.read_text().replace("tf.math.sqrt(tf.cast(depth, tf.float32))", "tf.cast(depth, tf.float32)"))
+        helper.write_text(
+            helper.read_text().replace(
+                "tf.math.sqrt(tf.cast(depth, tf.float32))", "tf.cast(depth, tf.float32)"
+            )
+        )
         edited = engine.check(spec)
         assert not edited.cached and engine.executed == 2
-        assert edited.status is Status.MISMATCH, "the worker must import the edited helper, not a stale copy"
+        assert edited.status is Status.MISMATCH, (
+            "the worker must import the edited helper, not a stale copy"
+        )
 
 
 @pytest.mark.tf
@@ -97,7 +134,9 @@ def test_bypass_and_timeouts_are_not_cached(tmp_path: Path) -> None:
         assert engine.executed == 2
         assert not (tmp_path / ".cache").exists()
     with Engine(tmp_path) as engine:
-        hang = spec_for("attention", "def f(q, k, v):\n    while True:\n        pass\n", timeout=1.0)
+        hang = spec_for(
+            "attention", "def f(q, k, v):\n    while True:\n        pass\n", timeout=1.0
+        )
         assert engine.check(hang).status is Status.TIMEOUT
         assert engine.check(hang).status is Status.TIMEOUT
         assert engine.executed == 2
@@ -109,14 +148,16 @@ def test_user_oracle_registers_with_metadata() -> None:
     oracle = load_oracle("team_oracles:rms_norm", PROJECT)
     assert get_oracle("rms_norm") is oracle
     assert oracle.source.startswith("team_oracles:rms_norm@")
-    assert oracle.signature() == "rms_norm(x: (b, n, d_model), gain: (d_model)) -> output: (b, n, d_model)"
+    assert (
+        oracle.signature()
+        == "rms_norm(x: (b, n, d_model), gain: (d_model)) -> output: (b, n, d_model)"
+    )
 
 
 @pytest.mark.tf
 def test_user_oracle_checks_code() -> None:
-    from support import run
-
     from formula_check.oracles import load_oracle
+    from support import run
 
     load_oracle("team_oracles:rms_norm", PROJECT)
     code = (
@@ -127,7 +168,9 @@ def test_user_oracle_checks_code() -> None:
     assert run("rms_norm", code.replace("x * x", "tf.abs(x)")).status is Status.MISMATCH
 
 
-@pytest.mark.parametrize("reference", ["no_colon", "team_oracles:missing", "no_such_pkg_zz:thing", "team_oracles:np"])
+@pytest.mark.parametrize(
+    "reference", ["no_colon", "team_oracles:missing", "no_such_pkg_zz:thing", "team_oracles:np"]
+)
 def test_bad_user_oracle_references(reference: str) -> None:
     from formula_check.errors import OracleError
     from formula_check.oracles import load_oracle

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+
 from drifts import DRIFTS
+from formula_check.model import Status
 from implementations import CORRECT
 from support import run
-
-from formula_check.model import Status
 
 pytestmark = pytest.mark.tf
 
@@ -42,10 +42,15 @@ def test_drift_is_caught(name: str) -> None:
 
 def test_transposed_shape_is_named_in_dims() -> None:
     oracle, source, options = CORRECT["attention"]
-    wrong = source.replace("return output, attention_weights", "return tf.transpose(output, [0, 2, 1]), attention_weights")
+    wrong = source.replace(
+        "return output, attention_weights",
+        "return tf.transpose(output, [0, 2, 1]), attention_weights",
+    )
     result = run(oracle, wrong, **options)
     assert result.status is Status.MISMATCH
-    assert "expected (b, n, d_v) = (2, 5, 4), got (2, 4, 5) — read as (b, d_v, n)" in result.headline()
+    assert (
+        "expected (b, n, d_v) = (2, 5, 4), got (2, 4, 5) — read as (b, d_v, n)" in result.headline()
+    )
 
 
 def test_expected_failure_is_honoured() -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from implementations import SDPA
-from support import PROJECT, run, shared_engine, spec_for
 
 from formula_check.errors import SnippetError
 from formula_check.model import Location, Status
 from formula_check.snippets import resolve_code
+from implementations import SDPA
+from support import PROJECT, run, shared_engine, spec_for
 
 pytestmark = pytest.mark.tf
 
@@ -23,7 +23,9 @@ def assert_still_healthy() -> None:
 def test_infinite_loop_times_out_and_the_next_check_runs() -> None:
     engine = shared_engine()
     before = engine.pool.alive_pids()
-    result = engine.check(spec_for("attention", "def f(q, k, v):\n    while True:\n        pass\n", timeout=1.5))
+    result = engine.check(
+        spec_for("attention", "def f(q, k, v):\n    while True:\n        pass\n", timeout=1.5)
+    )
     assert result.status is Status.TIMEOUT
     assert "no answer within 1.5 s; worker restarted" in result.headline()
     assert_still_healthy()
@@ -34,7 +36,10 @@ def test_infinite_loop_times_out_and_the_next_check_runs() -> None:
     ("code", "what"),
     [
         ("import os\ndef f(q, k, v):\n    os._exit(7)\n", "exit code 7"),
-        ("import os, signal\ndef f(q, k, v):\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "killed by SIGSEGV"),
+        (
+            "import os, signal\ndef f(q, k, v):\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
+            "killed by SIGSEGV",
+        ),
     ],
 )
 def test_crash_is_reported_and_a_fresh_worker_takes_over(code: str, what: str) -> None:
@@ -59,12 +64,16 @@ def test_exception_text_is_kept_verbatim_with_its_page_line() -> None:
     assert result.status is Status.ERROR
     assert result.failure is not None
     assert result.failure.type == "ValueError"
-    assert result.failure.message == "<script>alert(1)</script> bold"  # ANSI stripped; escaping is the renderer's job
+    assert (
+        result.failure.message == "<script>alert(1)</script> bold"
+    )  # ANSI stripped; escaping is the renderer's job
     assert result.failure.location == Location("docs/page.md", 23)
 
 
 def test_nan_output_never_passes() -> None:
-    code = SDPA.replace("return output, attention_weights", "return output * float('nan'), attention_weights")
+    code = SDPA.replace(
+        "return output, attention_weights", "return output * float('nan'), attention_weights"
+    )
     result = run("attention", code)
     assert result.status is Status.MISMATCH
     bad = result.verdicts[0]
@@ -72,7 +81,9 @@ def test_nan_output_never_passes() -> None:
 
 
 def test_wrong_shape_names_dims() -> None:
-    code = "import tensorflow as tf\ndef f(q, k, v):\n    return tf.matmul(q, k, transpose_b=True)\n"
+    code = (
+        "import tensorflow as tf\ndef f(q, k, v):\n    return tf.matmul(q, k, transpose_b=True)\n"
+    )
     result = run("attention", code)
     assert result.status is Status.MISMATCH
     assert "expected (b, n, d_v) = (2, 5, 4), got (2, 5, 7)" in result.headline()
@@ -94,7 +105,9 @@ def test_import_error_is_located() -> None:
 
 
 def test_error_inside_a_helper_points_at_the_helper_call_chain() -> None:
-    code = "def helper(x):\n    return x.no_such_attribute\n\ndef f(q, k, v):\n    return helper(q)\n"
+    code = (
+        "def helper(x):\n    return x.no_such_attribute\n\ndef f(q, k, v):\n    return helper(q)\n"
+    )
     result = run("attention", code, line=100)
     assert result.failure is not None and result.failure.location == Location("docs/page.md", 102)
 
@@ -112,7 +125,10 @@ def test_missing_entry_is_named() -> None:
 
 
 def test_printed_output_is_captured_not_mixed_into_the_protocol() -> None:
-    code = SDPA.replace("    return output, attention_weights", "    print('hello from the snippet')\n    return output, attention_weights")
+    code = SDPA.replace(
+        "    return output, attention_weights",
+        "    print('hello from the snippet')\n    return output, attention_weights",
+    )
     result = run("attention", code)
     assert result.status is Status.VERIFIED
     assert "hello from the snippet" in result.stdout
@@ -145,5 +161,10 @@ def test_many_failures_in_a_row_then_success() -> None:
     ]
     results = engine.check_many(specs)
     assert [r.block_id for r in results] == ["a", "b", "c", "d"]
-    assert [r.status for r in results] == [Status.ERROR, Status.ERROR, Status.ERROR, Status.VERIFIED]
+    assert [r.status for r in results] == [
+        Status.ERROR,
+        Status.ERROR,
+        Status.ERROR,
+        Status.VERIFIED,
+    ]
     assert "unknown oracle 'nonexistent'" in results[2].detail()

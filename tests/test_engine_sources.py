@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from support import PROJECT, shared_engine, spec_for
 
 from formula_check.model import CheckSpec, Location, Status, TimingSpec
 from formula_check.snippets import resolve_code
+from support import PROJECT, shared_engine, spec_for
 
 pytestmark = pytest.mark.tf
 HERE = Location("docs/page.md", 12)
@@ -19,7 +19,9 @@ def code_spec(reference: str, oracle: str, **fields: object) -> CheckSpec:
 
 
 def test_module_snippet_is_verified_and_reports_its_files() -> None:
-    result = shared_engine().check(code_spec("team_model.layers:attention", "attention", mask="padding"))
+    result = shared_engine().check(
+        code_spec("team_model.layers:attention", "attention", mask="padding")
+    )
     assert result.status is Status.VERIFIED, result.headline()
 
 
@@ -42,7 +44,7 @@ def test_file_snippet_right_and_wrong() -> None:
 def test_missing_file_is_a_clear_error() -> None:
     from formula_check.errors import SnippetError
 
-    with pytest.raises(SnippetError, match="snippet file 'code/nope.py' does not exist"):
+    with pytest.raises(SnippetError, match=r"snippet file 'code/nope\.py' does not exist"):
         resolve_code("code/nope.py:f", PROJECT, HERE)
 
 
@@ -50,7 +52,9 @@ def test_timings_shapes_and_environment() -> None:
     from implementations import SDPA
 
     spec = spec_for("attention", SDPA, timing=True, mask="causal")
-    spec = dataclasses.replace(spec, timing=TimingSpec(repeats=5, dims={"n": 64, "m": 64, "d_k": 32, "d_v": 32}))
+    spec = dataclasses.replace(
+        spec, timing=TimingSpec(repeats=5, dims={"n": 64, "m": 64, "d_k": 32, "d_v": 32})
+    )
     result = shared_engine().check(spec)
     assert result.status is Status.VERIFIED
     labels = [t.label for t in result.timings]
@@ -70,8 +74,12 @@ def test_timings_shapes_and_environment() -> None:
 def test_sweep_times_each_size() -> None:
     from implementations import SDPA
 
-    spec = dataclasses.replace(spec_for("attention", SDPA, timing=True), sweep=(16, 32, 64), sweep_dim="n",
-                               timing=TimingSpec(repeats=3))
+    spec = dataclasses.replace(
+        spec_for("attention", SDPA, timing=True),
+        sweep=(16, 32, 64),
+        sweep_dim="n",
+        timing=TimingSpec(repeats=3),
+    )
     result = shared_engine().check(spec)
     assert [p.size for p in result.sweep] == [16, 32, 64]
     assert all(p.median > 0 for p in result.sweep)
@@ -80,7 +88,9 @@ def test_sweep_times_each_size() -> None:
 def test_keras_mha_weights_reshaped_per_head() -> None:
     from implementations import KERAS_MHA_FACTORY
 
-    result = shared_engine().check(spec_for("multihead", KERAS_MHA_FACTORY, preset="keras-mha", mask="causal"))
+    result = shared_engine().check(
+        spec_for("multihead", KERAS_MHA_FACTORY, preset="keras-mha", mask="causal")
+    )
     assert result.status is Status.VERIFIED, result.headline()
     shapes = {s.name: s.shape for s in result.shapes}
     assert shapes["W_q"] == (12, 12) and shapes["W_o"] == (12, 12)

@@ -81,7 +81,7 @@ def test_weight_map() -> None:
         "W_q": "wq.kernel",
         "b": "layers[0].bias",
     }
-    with pytest.raises(ValueError, match="weight path 'wq..kernel' must look like"):
+    with pytest.raises(ValueError, match=r"weight path 'wq\.\.kernel' must look like"):
         parsing.weight_map("W_q=wq..kernel")
 
 
@@ -114,7 +114,9 @@ def test_numbers_and_booleans() -> None:
 def test_choice_suggests_the_near_miss() -> None:
     validate = parsing.choice("none", "padding", "causal", "both")
     assert validate("causal") == "causal"
-    with pytest.raises(ValueError, match="expected one of none, padding, causal, both; did you mean 'causal'"):
+    with pytest.raises(
+        ValueError, match="expected one of none, padding, causal, both; did you mean 'causal'"
+    ):
         validate("casual")
 
 
@@ -226,7 +228,11 @@ def test_scan_skips_fences_inside_longer_fences() -> None:
 
 def test_find_formulas_pairs_snippets_and_counts_lines() -> None:
     formulas = find_formulas(PAGE.split("\n"), line_offset=10)
-    assert [(f.line, f.index, f.latex) for f in formulas] == [(13, 1, "x"), (29, 2, "y"), (38, 3, "z")]
+    assert [(f.line, f.index, f.latex) for f in formulas] == [
+        (13, 1, "x"),
+        (29, 2, "y"),
+        (38, 3, "z"),
+    ]
     assert formulas[0].snippet is not None
     assert formulas[0].snippet.body == "def f(x):\n    return x"
     assert formulas[1].snippet is not None
@@ -261,7 +267,9 @@ def test_duplicate_ids_are_errors(tmp_path: Path) -> None:
 def test_front_matter_defaults_apply_and_block_wins(tmp_path: Path) -> None:
     text = '```formula oracle="softmax" seed=4\na\n```\n```python\nf=1\n```'
     meta = {"formula_check": {"seed": 9, "atol": "1e-4", "timing": "off"}}
-    (block,) = page_blocks(text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path))
+    (block,) = page_blocks(
+        text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path)
+    )
     assert block.spec is not None
     assert (block.spec.seed, block.spec.atol, block.spec.timing.enabled) == (4, 1e-4, False)
 
@@ -269,13 +277,19 @@ def test_front_matter_defaults_apply_and_block_wins(tmp_path: Path) -> None:
 def test_bad_front_matter_breaks_every_block_of_the_page(tmp_path: Path) -> None:
     text = '```formula oracle="softmax"\na\n```\n```python\nf=1\n```'
     meta = {"formula_check": {"mask": "casual"}}
-    (block,) = page_blocks(text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path))
+    (block,) = page_blocks(
+        text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path)
+    )
     assert block.error is not None
     assert block.error.message.startswith("front matter formula_check: option mask='casual'")
 
 
 def test_missing_oracle_and_unclosed_fence(tmp_path: Path) -> None:
-    blocks = page_blocks(["```formula", "a", "```", "", "```formula oracle='softmax'", "b"], page="p.md", settings=Settings(tmp_path))
+    blocks = page_blocks(
+        ["```formula", "a", "```", "", "```formula oracle='softmax'", "b"],
+        page="p.md",
+        settings=Settings(tmp_path),
+    )
     assert blocks[0].error is not None
     assert blocks[0].error.message == 'formula block needs an oracle, e.g. oracle="attention"'
     assert blocks[1].error is not None
@@ -294,7 +308,9 @@ def test_code_option_resolves_files_inside_the_project_only(tmp_path: Path) -> N
 
 
 def test_site_settings_give_defaults(tmp_path: Path) -> None:
-    formula = find_formulas(['```formula oracle="softmax"', "a", "```", "```python", "f=1", "```"])[0]
+    formula = find_formulas(['```formula oracle="softmax"', "a", "```", "```python", "f=1", "```"])[
+        0
+    ]
     settings = Settings(tmp_path, timeout=12.0, timing=False)
     spec = build_spec(formula, {}, page="docs/p.md", line_offset=0, settings=settings)
     assert (spec.timeout, spec.timing.enabled) == (12.0, False)

@@ -14,8 +14,12 @@ from formula_check.worker import protocol
 
 
 def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:
-    arrays = {"f": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([True, False]),
-              "i": np.array(7, dtype=np.int64), "e": np.zeros((0, 4))}
+    arrays = {
+        "f": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "b": np.array([True, False]),
+        "i": np.array(7, dtype=np.int64),
+        "e": np.zeros((0, 4)),
+    }
     header, back = protocol.decode(protocol.encode({"x": [1, "two"]}, arrays))
     assert header == {"x": [1, "two"]}
     for name, value in arrays.items():

@@ -42,7 +42,13 @@ from .snippets import file_digest
 from .worker import protocol
 
 SCHEMA = 1
-_TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-macos", "tf-nightly")
+_TF_DISTRIBUTIONS = (
+    "tensorflow",
+    "tensorflow-cpu",
+    "tensorflow-intel",
+    "tensorflow-macos",
+    "tf-nightly",
+)
 
 
 def tensorflow_version() -> str:
@@ -103,7 +109,9 @@ class ResultCache:
             self.misses += 1
             return None
         self.hits += 1
-        return dataclasses.replace(result, block_id=spec.block_id, location=spec.location, cached=True)
+        return dataclasses.replace(
+            result, block_id=spec.block_id, location=spec.location, cached=True
+        )
 
     def put(self, key: str, result: CheckResult, local_files: list[str]) -> None:
         """Store ``result`` atomically along with the hashes of the project files it imported."""
@@ -160,7 +168,10 @@ def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> Chec
         verdicts=tuple(_verdict(v) for v in data["verdicts"]),
         failure=_failure(failure) if failure else None,
         message=data["message"],
-        shapes=tuple(ShapeInfo(s["name"], s["role"], tuple(s["shape"]), tuple(s["dims"])) for s in data["shapes"]),
+        shapes=tuple(
+            ShapeInfo(s["name"], s["role"], tuple(s["shape"]), tuple(s["dims"]))
+            for s in data["shapes"]
+        ),
         timings=tuple(TimingStats(**t) for t in data["timings"]),
         environment=Environment(**data["environment"]),
         arrays=frozen_map(arrays),
@@ -173,9 +184,12 @@ def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> Chec
 
 def _verdict(data: Mapping[str, Any]) -> Verdict:
     tuples = {"dims", "expected_shape", "actual_shape", "worst_index"}
-    return Verdict(**{k: tuple(v) if k in tuples else v for k, v in data.items()})
+    fields: dict[str, Any] = {k: tuple(v) if k in tuples else v for k, v in data.items()}
+    return Verdict(**fields)
 
 
 def _failure(data: Mapping[str, Any]) -> SnippetFailure:
     location = data.get("location")
-    return SnippetFailure(data["type"], data["message"], Location(**location) if location else None, data["traceback"])
+    return SnippetFailure(
+        data["type"], data["message"], Location(**location) if location else None, data["traceback"]
+    )

@@ -7,6 +7,7 @@ dominates on purpose: float32 attention outputs carry ~1e-6 absolute error, whil
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,12 +41,19 @@ def compare(
     """Compare one array; never passes NaN/Inf, a wrong shape or a wrong dtype kind."""
     actual = np.asarray(actual)
     expected = np.asarray(expected, dtype=np.float64)
-    base = {"name": name, "dims": tuple(dims), "expected_shape": expected.shape,
-            "actual_shape": actual.shape, "rtol": rtol, "atol": float(np.max(atol))}
+    verdict = functools.partial(
+        Verdict,
+        name=name,
+        dims=tuple(dims),
+        expected_shape=expected.shape,
+        actual_shape=actual.shape,
+        rtol=rtol,
+        atol=float(np.max(atol)),
+    )
     if actual.dtype.kind not in "biuf":
-        return Verdict(ok=False, problem=f"got a {actual.dtype} array, expected numbers", **base)
+        return verdict(ok=False, problem=f"got a {actual.dtype} array, expected numbers")
     if actual.shape != expected.shape:
-        return Verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape), **base)
+        return verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape))
     actual64 = actual.astype(np.float64)
     nonfinite = int(np.count_nonzero(~np.isfinite(actual64)))
     delta = np.abs(actual64 - expected)
@@ -54,7 +62,7 @@ def compare(
     bad = ~(delta <= allowed)
     worst = _worst_index(delta, allowed)
     rel = delta / np.maximum(np.abs(expected), np.finfo(np.float64).tiny)
-    verdict = Verdict(
+    return verdict(
         ok=not bad.any() and nonfinite == 0,
         max_abs=float(delta.max()) if delta.size else 0.0,
         max_rel=float(rel.max()) if rel.size else 0.0,
@@ -65,9 +73,7 @@ def compare(
         n_total=int(delta.size),
         nonfinite=nonfinite,
         problem=f"{nonfinite} NaN/Inf values in the result" if nonfinite else "",
-        **base,
     )
-    return verdict
 
 
 def delta_array(actual: Array, expected: Array) -> Array | None:
@@ -95,7 +101,11 @@ def _shape_problem(dims: Sequence[str], expected: tuple[int, ...], actual: tuple
 
 def _transpose_hint(dims: Sequence[str], expected: tuple[int, ...], actual: tuple[int, ...]) -> str:
     """Name the dims the code seems to have swapped, when the sizes say so unambiguously."""
-    if len(expected) != len(actual) or len(dims) != len(expected) or sorted(expected) != sorted(actual):
+    if (
+        len(expected) != len(actual)
+        or len(dims) != len(expected)
+        or sorted(expected) != sorted(actual)
+    ):
         return ""
     size_to_dim = {size: dim for dim, size in zip(dims, expected, strict=True)}
     if len(size_to_dim) != len(dims):

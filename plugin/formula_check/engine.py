@@ -38,7 +38,9 @@ class Engine:
         self.root = root.resolve()
         self.pool = WorkerPool(self.root, workers, python, memory_limit_mb)
         directory = cache_dir if cache_dir is not None else self.root / DEFAULT_CACHE_DIR
-        self.cache = ResultCache(directory if directory.is_absolute() else self.root / directory, self.root)
+        self.cache = ResultCache(
+            directory if directory.is_absolute() else self.root / directory, self.root
+        )
         self.use_cache = use_cache
         self.tf_version = tensorflow_version()
         self.executed = 0
@@ -91,7 +93,13 @@ class Engine:
         plan = plan_check(spec, str(self.root))
         reply, env_fields = self.pool.request(plan.header, plan.arrays, spec.timeout)
         self.executed += 1
-        env = Environment(**{k: env_fields[k] for k in ("tf_version", "keras_version", "device", "threads") if k in env_fields})
+        env = Environment(
+            **{
+                k: env_fields[k]
+                for k in ("tf_version", "keras_version", "device", "threads")
+                if k in env_fields
+            }
+        )
         if reply.outcome == "timeout":
             return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), []
         if reply.outcome == "crash":
@@ -100,7 +108,11 @@ class Engine:
         local_files = [str(f) for f in header.get("local_files", [])]
         if not header.get("ok"):
             failure = snippet_failure(plan, header, str(self.root))
-            result = dataclasses.replace(_bare(spec, Status.ERROR, "", env), failure=failure, stdout=str(header.get("stdout", "")))
+            result = dataclasses.replace(
+                _bare(spec, Status.ERROR, "", env),
+                failure=failure,
+                stdout=str(header.get("stdout", "")),
+            )
             return result, local_files
         return evaluate(plan, header, reply.arrays, env), local_files
 
@@ -119,13 +131,22 @@ class Engine:
         self.close()
 
 
-def _bare(spec: CheckSpec, status: Status, message: str, env: Environment | None = None) -> CheckResult:
+def _bare(
+    spec: CheckSpec, status: Status, message: str, env: Environment | None = None
+) -> CheckResult:
     return CheckResult(
-        block_id=spec.block_id, location=spec.location, oracle=spec.oracle, status=status,
-        expect=spec.expect, message=message, environment=env or Environment(),
+        block_id=spec.block_id,
+        location=spec.location,
+        oracle=spec.oracle,
+        status=status,
+        expect=spec.expect,
+        message=message,
+        environment=env or Environment(),
     )
 
 
 def error_result(spec: CheckSpec, kind: str, message: str) -> CheckResult:
     """A result for a block that could not be checked at all (its spec is unusable)."""
-    return dataclasses.replace(_bare(spec, Status.ERROR, ""), failure=SnippetFailure(kind, message, spec.location))
+    return dataclasses.replace(
+        _bare(spec, Status.ERROR, ""), failure=SnippetFailure(kind, message, spec.location)
+    )

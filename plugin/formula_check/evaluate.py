@@ -28,7 +28,6 @@ from .model import (
 )
 from .planning import Plan
 
-
 _PHASES = {
     "call": "",
     "load": "",
@@ -56,18 +55,28 @@ def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> Snippet
     message = str(header.get("message", ""))
     if phase:
         message = f"{message} (while {phase})"
-    return SnippetFailure(str(header.get("type", "Error")), message, location, str(header.get("traceback", "")))
+    return SnippetFailure(
+        str(header.get("type", "Error")), message, location, str(header.get("traceback", ""))
+    )
 
 
-def evaluate(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array], env: Environment) -> CheckResult:
+def evaluate(
+    plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array], env: Environment
+) -> CheckResult:
     """Compare the code's outputs with the oracle's and build the result."""
     spec, oracle = plan.spec, plan.oracle
     outputs = [arrays[f"out/{i}"] for i in range(int(header.get("outputs", 0)))]
     unused = [_unused(plan, name) for name in header.get("unused_weights", [])]
     if unused:  # the oracle cannot even be evaluated without those weights
         return CheckResult(
-            block_id=spec.block_id, location=spec.location, oracle=oracle.name, status=Status.MISMATCH,
-            expect=spec.expect, verdicts=tuple(unused), environment=env, stdout=str(header.get("stdout", "")),
+            block_id=spec.block_id,
+            location=spec.location,
+            oracle=oracle.name,
+            status=Status.MISMATCH,
+            expect=spec.expect,
+            verdicts=tuple(unused),
+            environment=env,
+            stdout=str(header.get("stdout", "")),
         )
     weights, extra_params = _weights(plan, header, arrays)
     params = {**plan.params, **extra_params}
@@ -79,7 +88,10 @@ def evaluate(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array],
     except OracleError:
         raise
     except Exception as exc:
-        raise OracleError(f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}", spec.location) from exc
+        raise OracleError(
+            f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}",
+            spec.location,
+        ) from exc
     names = _output_names(plan, len(outputs))
     verdicts, shown = _verdicts(plan, names, outputs, expected)
     status = Status.VERIFIED if verdicts and all(v.ok for v in verdicts) else Status.MISMATCH
@@ -103,7 +115,9 @@ def evaluate(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array],
     )
 
 
-def _weights(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array]) -> tuple[dict[str, Array], dict[str, Any]]:
+def _weights(
+    plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array]
+) -> tuple[dict[str, Array], dict[str, Any]]:
     """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
     if header.get("kind") == "function":
         return dict(plan.weights), {}
@@ -117,15 +131,25 @@ def _weights(plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array])
             if np.ndim(value) == 0:
                 scalars[name] = float(value)
                 continue
-            raise SpecError(f"weights: {name!r} is not a weight of oracle {oracle.name!r} "
-                            f"(its weights: {', '.join(declared) or 'none'})", spec.location)
-        weights[name] = _fit(name, np.asarray(value, dtype=np.float64), declared[name].shape(plan.sizes), spec.location)
+            raise SpecError(
+                f"weights: {name!r} is not a weight of oracle {oracle.name!r} "
+                f"(its weights: {', '.join(declared) or 'none'})",
+                spec.location,
+            )
+        weights[name] = _fit(
+            name,
+            np.asarray(value, dtype=np.float64),
+            declared[name].shape(plan.sizes),
+            spec.location,
+        )
     for name, tensor in declared.items():
         if name not in weights:
             if not tensor.optional:
                 raise SpecError(
-                    f"weights: the layer's {name!r} is needed by oracle {oracle.name!r}; map it, e.g. "
-                    f"weights=\"{name}=attribute.path\"", spec.location)
+                    f"weights: the layer's {name!r} is needed by oracle {oracle.name!r}; "
+                    f'map it, e.g. weights="{name}=attribute.path"',
+                    spec.location,
+                )
             weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
     return weights, scalars
 
@@ -143,7 +167,11 @@ def _unused(plan: Plan, name: str) -> Verdict:
     path = plan.spec.weights.get(name, "?")
     tensor = plan.oracle.tensor(name)
     return Verdict(
-        name=name, ok=False, dims=tensor.dims, expected_shape=tensor.shape(plan.sizes), actual_shape=(),
+        name=name,
+        ok=False,
+        dims=tensor.dims,
+        expected_shape=tensor.shape(plan.sizes),
+        actual_shape=(),
         problem=f"the formula uses {name} but the code never calls the layer holding {path}",
     )
 
@@ -155,7 +183,9 @@ def _output_names(plan: Plan, count: int) -> list[str]:
     return declared[:count]
 
 
-def _verdicts(plan: Plan, names: Sequence[str], outputs: Sequence[Array], expected: Mapping[str, Array]) -> tuple[list[Verdict], dict[str, Array]]:
+def _verdicts(
+    plan: Plan, names: Sequence[str], outputs: Sequence[Array], expected: Mapping[str, Array]
+) -> tuple[list[Verdict], dict[str, Array]]:
     spec, oracle = plan.spec, plan.oracle
     atol = spec.atol if spec.atol is not None else oracle.atol
     rtol = spec.rtol if spec.rtol is not None else oracle.rtol
@@ -164,11 +194,15 @@ def _verdicts(plan: Plan, names: Sequence[str], outputs: Sequence[Array], expect
         if name in {"_", ""}:
             continue
         if name not in expected:
-            raise SpecError(f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location)
+            raise SpecError(
+                f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location
+            )
         want = expected[name]
         got = squeeze_leading(np.asarray(actual), np.ndim(want))
         dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
-        verdicts.append(compare(name, got, want, dims, oracle.tolerances(name, plan.sizes, atol), rtol))
+        verdicts.append(
+            compare(name, got, want, dims, oracle.tolerances(name, plan.sizes, atol), rtol)
+        )
         shown[name] = got
     return verdicts, shown
 
@@ -176,29 +210,50 @@ def _verdicts(plan: Plan, names: Sequence[str], outputs: Sequence[Array], expect
 def _notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:
     notes = []
     if len(outputs) > len(names):
-        notes.append(f"the code returned {len(outputs)} values; compared the first {len(names)} ({', '.join(names)})")
+        notes.append(
+            f"the code returned {len(outputs)} values; "
+            f"compared the first {len(names)} ({', '.join(names)})"
+        )
     for name, actual in zip(names, outputs, strict=False):
         if np.asarray(actual).dtype != np.float32 and name not in {"_", ""}:
             notes.append(f"{name} came back as {np.asarray(actual).dtype}, not float32")
     return notes
 
 
-def _shapes(plan: Plan, weights: Mapping[str, Array], names: Sequence[str], outputs: Sequence[Array]) -> tuple[ShapeInfo, ...]:
+def _shapes(
+    plan: Plan, weights: Mapping[str, Array], names: Sequence[str], outputs: Sequence[Array]
+) -> tuple[ShapeInfo, ...]:
     oracle = plan.oracle
-    shapes = [ShapeInfo(t.name, "input", np.shape(plan.inputs[t.name]), t.dims) for t in oracle.inputs if t.name in plan.inputs]
-    shapes += [ShapeInfo(t.name, "weight", np.shape(weights[t.name]), t.dims) for t in oracle.weights if t.name in weights]
+    shapes = [
+        ShapeInfo(t.name, "input", np.shape(plan.inputs[t.name]), t.dims)
+        for t in oracle.inputs
+        if t.name in plan.inputs
+    ]
+    shapes += [
+        ShapeInfo(t.name, "weight", np.shape(weights[t.name]), t.dims)
+        for t in oracle.weights
+        if t.name in weights
+    ]
     declared = {t.name: t.dims for t in oracle.outputs}
-    shapes += [ShapeInfo(n, "output", np.shape(o), declared.get(n, ())) for n, o in zip(names, outputs, strict=False)]
+    shapes += [
+        ShapeInfo(n, "output", np.shape(o), declared.get(n, ()))
+        for n, o in zip(names, outputs, strict=False)
+    ]
     return tuple(shapes)
 
 
-def _heatmap_arrays(plan: Plan, expected: Mapping[str, Array], shown: Mapping[str, Array], verdicts: Sequence[Verdict]) -> dict[str, Array]:
+def _heatmap_arrays(
+    plan: Plan,
+    expected: Mapping[str, Array],
+    shown: Mapping[str, Array],
+    verdicts: Sequence[Verdict],
+) -> dict[str, Array]:
     wanted = plan.spec.heatmaps if plan.spec.heatmaps is not None else plan.oracle.heatmaps
     picked: dict[str, Array] = {}
     for name in wanted:
-        source = shown.get(name)
-        if source is None or np.shape(source) != np.shape(expected.get(name)):
-            source = expected.get(name)
+        source, reference = shown.get(name), expected.get(name)
+        if source is None or (reference is not None and np.shape(source) != np.shape(reference)):
+            source = reference
         if source is not None:
             picked[name] = np.asarray(source, dtype=np.float32)
     for verdict in verdicts:
@@ -225,7 +280,9 @@ def _timings(runs: Sequence[Mapping[str, Any]]) -> list[TimingStats]:
         suffix = "" if run.get("label") == "check" else f" ({run.get('label')})"
         stats.append(_stats(f"eager{suffix}", run["eager"]))
         if "graph" in run:
-            stats.append(_stats(f"tf.function{suffix}", run["graph"], first=float(run.get("trace", 0.0))))
+            stats.append(
+                _stats(f"tf.function{suffix}", run["graph"], first=float(run.get("trace", 0.0)))
+            )
     return stats
 
 
@@ -239,7 +296,9 @@ def _sweep(runs: Sequence[Mapping[str, Any]]) -> tuple[SweepPoint, ...]:
     return tuple(points)
 
 
-def _oracle_timing(plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5) -> TimingStats:
+def _oracle_timing(
+    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5
+) -> TimingStats:
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -38,7 +38,9 @@ def snippet_mask(keep: Array, convention: MaskConvention, dims: Sequence[str]) -
     """
     named = [d for d in dims if not d.isdigit()]
     if len(named) != 3:
-        raise SpecError(f"mask dims need three named axes (batch, query, key), got ({', '.join(dims)})")
+        raise SpecError(
+            f"mask dims need three named axes (batch, query, key), got ({', '.join(dims)})"
+        )
     sizes_in_order = iter(keep.shape)
     shape = tuple(1 if d.isdigit() else next(sizes_in_order) for d in dims)
     reshaped = keep.reshape(shape)

@@ -253,9 +253,8 @@ class CheckResult:
         if self.expected_failure:
             if self.outcome_ok:
                 return f"{where}: expected failure ({self.status.value}): {self.detail()}"
-            return (
-                f"{where}: expected {self.expect} but got {self.status.value}"
-                + (f": {self.detail()}" if self.status is not Status.VERIFIED else "")
+            return f"{where}: expected {self.expect} but got {self.status.value}" + (
+                f": {self.detail()}" if self.status is not Status.VERIFIED else ""
             )
         return f"{where}: {self.status.value}: {self.detail()}"
 

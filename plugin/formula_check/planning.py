@@ -82,7 +82,9 @@ def _round32(arrays: Mapping[str, Array]) -> dict[str, Array]:
     return {k: np.asarray(v, dtype=np.float32).astype(np.float64) for k, v in arrays.items()}
 
 
-def _keep_mask(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], rng: np.random.Generator) -> Array | None:
+def _keep_mask(
+    spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], rng: np.random.Generator
+) -> Array | None:
     if spec.mask == "none":
         return None
     if oracle.mask_dims is None:
@@ -104,7 +106,9 @@ def resolve_init(init: Mapping[str, Scalar], sizes: Mapping[str, int]) -> dict[s
     return {k: sizes[v] if isinstance(v, str) and v in sizes else v for k, v in init.items()}
 
 
-def call_plans(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], *, has_mask: bool) -> dict[str, Any]:
+def call_plans(
+    spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], *, has_mask: bool
+) -> dict[str, Any]:
     """How to call a function entry and a layer entry: positional and keyword references."""
     names = {t.name for t in oracle.inputs} | {t.name for t in oracle.weights} | set(sizes)
     if spec.call is not None:
@@ -135,10 +139,12 @@ def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> d
     return {"args": args, "kwargs": kwargs}
 
 
-def _reference(token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec) -> dict[str, Any]:
+def _reference(
+    token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec
+) -> dict[str, Any]:
     if token in sizes:
         return {"value": sizes[token]}
-    if token == "mask":
+    if token == "mask":  # noqa: S105  (a call token, not a password)
         return {"array": "in/mask"}
     if token in names:
         oracle = get_oracle(spec.oracle)
@@ -167,21 +173,52 @@ def _timing_runs(
     if spec.timing.dims:
         variants.append(("timing", dict(spec.timing.dims), False))
     for size in spec.sweep:
-        variants.append((f"sweep {spec.sweep_dim}={size}", {**spec.dims, **spec.timing.dims, spec.sweep_dim: size}, True))
+        variants.append(
+            (
+                f"sweep {spec.sweep_dim}={size}",
+                {**spec.dims, **spec.timing.dims, spec.sweep_dim: size},
+                True,
+            )
+        )
     if not spec.timing.dims:
-        runs.append({"label": "check", "prefix": "", "init": header["init"],
-                     "function_call": header["function_call"], "layer_call": header["layer_call"]})
+        runs.append(
+            {
+                "label": "check",
+                "prefix": "",
+                "init": header["init"],
+                "function_call": header["function_call"],
+                "layer_call": header["layer_call"],
+            }
+        )
     for index, (label, dims, eager_only) in enumerate(variants):
         sizes = oracle.resolve_dims(dims, params)
         rng = np.random.default_rng(spec.seed + 1 + index)
         prefix = f"t{index}/"
-        made = {**{f"in/{k}": v for k, v in oracle.make_inputs(sizes, rng, params).items()},
-                **{f"wt/{k}": v for k, v in oracle.make_weights(sizes, rng).items()}}
+        made = {
+            **{f"in/{k}": v for k, v in oracle.make_inputs(sizes, rng, params).items()},
+            **{f"wt/{k}": v for k, v in oracle.make_weights(sizes, rng).items()},
+        }
         keep = _keep_mask(spec, oracle, sizes, rng)
         if keep is not None:
-            made["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, _mask_dims(spec, oracle))
-        arrays.update({prefix + k: np.asarray(v).astype(np.float32) if np.asarray(v).dtype.kind == "f" else v for k, v in made.items()})
-        runs.append({"label": label, "prefix": prefix, "eager_only": eager_only,
-                     "init": resolve_init(spec.init, sizes),
-                     **call_plans(spec, oracle, sizes, has_mask=keep is not None), "size": sizes.get(spec.sweep_dim, 0)})
+            made["in/mask"] = masks.snippet_mask(
+                keep, spec.mask_convention, _mask_dims(spec, oracle)
+            )
+        arrays.update(
+            {
+                prefix + k: np.asarray(v).astype(np.float32)
+                if np.asarray(v).dtype.kind == "f"
+                else v
+                for k, v in made.items()
+            }
+        )
+        runs.append(
+            {
+                "label": label,
+                "prefix": prefix,
+                "eager_only": eager_only,
+                "init": resolve_init(spec.init, sizes),
+                **call_plans(spec, oracle, sizes, has_mask=keep is not None),
+                "size": sizes.get(spec.sweep_dim, 0),
+            }
+        )
     return {"warmup": spec.timing.warmup, "repeats": spec.timing.repeats, "runs": runs}, arrays

@@ -23,10 +23,14 @@ _KERAS_MHA: Mapping[str, Any] = {
     "mask_convention": "keep",
     "params": {"mask_dims": "b n m"},
     "weights": {
-        "W_q": "query_dense.kernel", "b_q": "query_dense.bias",
-        "W_k": "key_dense.kernel", "b_k": "key_dense.bias",
-        "W_v": "value_dense.kernel", "b_v": "value_dense.bias",
-        "W_o": "output_dense.kernel", "b_o": "output_dense.bias",
+        "W_q": "query_dense.kernel",
+        "b_q": "query_dense.bias",
+        "W_k": "key_dense.kernel",
+        "b_k": "key_dense.bias",
+        "W_v": "value_dense.kernel",
+        "b_v": "value_dense.bias",
+        "W_o": "output_dense.kernel",
+        "b_o": "output_dense.bias",
     },
     "init": {"num_heads": "h", "key_dim": "depth"},
 }
@@ -44,11 +48,17 @@ _KERAS_DENSE: Mapping[str, Any] = {
     "init": {"units": "d_k", "use_bias": False},
 }
 
-PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
-    "keras-mha": _KERAS_MHA,
-    "keras-layer-norm": _KERAS_LAYER_NORM,
-    "keras-dense": _KERAS_DENSE,
-})
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "keras-mha": _KERAS_MHA,
+        "keras-layer-norm": _KERAS_LAYER_NORM,
+        "keras-dense": _KERAS_DENSE,
+    }
+)
+
+
+_UNSET: Mapping[str, Any] = {"kind": "auto", "mask_convention": "additive", "call": None}
+"""A block's value for these fields that means "not given", so the preset may fill it."""
 
 
 def apply_preset(spec: CheckSpec) -> CheckSpec:
@@ -59,16 +69,14 @@ def apply_preset(spec: CheckSpec) -> CheckSpec:
         preset = PRESETS[spec.preset]
     except KeyError:
         known = ", ".join(sorted(PRESETS))
-        raise SpecError(f"unknown preset {spec.preset!r}; known presets: {known}", spec.location) from None
+        raise SpecError(
+            f"unknown preset {spec.preset!r}; known presets: {known}", spec.location
+        ) from None
     changes: dict[str, Any] = {}
     for field, value in preset.items():
         current = getattr(spec, field)
         if isinstance(value, Mapping):
             changes[field] = MappingProxyType({**value, **current})
-        elif field == "kind" and current == "auto":
-            changes[field] = value
-        elif field == "mask_convention" and current == "additive":
-            changes[field] = value
-        elif field == "call" and current is None:
+        elif current == _UNSET[field]:
             changes[field] = value
     return dataclasses.replace(spec, **changes)

@@ -35,7 +35,9 @@ def resolve_code(reference: str, root: Path, where: Location, entry: str | None 
         raise SnippetError(f"empty code reference {reference!r}", where)
     if is_module_reference(reference):
         if not attr:
-            raise SnippetError(f"code={reference!r} names a module; add ':Name' for the entry", where)
+            raise SnippetError(
+                f"code={reference!r} names a module; add ':Name' for the entry", where
+            )
         return Snippet("module", "", Location(target), entry=attr, module=target)
     path = confined_path(target, root, where)
     try:

@@ -30,7 +30,7 @@ def _ensure_builtins() -> None:
     global _BUILTINS_LOADED  # noqa: PLW0603  (the catalog registers itself once, lazily)
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from . import catalog  # noqa: F401, PLC0415  (registers on import; kept lazy)
+        from . import catalog  # noqa: F401  (registers on import; kept lazy)
 
 
 def all_oracles() -> list[Oracle]:

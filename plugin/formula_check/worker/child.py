@@ -20,7 +20,7 @@ from typing import IO, Any
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from . import protocol  # noqa: E402  (environment first)
+from . import protocol
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     answers = _private_stdout()
     requests = sys.stdin.buffer
     try:
-        from .execution import Session, describe_environment, run_check  # noqa: PLC0415
+        from .execution import Session, describe_environment, run_check
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
         protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
         return 3

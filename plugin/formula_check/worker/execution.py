@@ -37,7 +37,7 @@ class Session:
     baseline_modules: set[str] = field(default_factory=lambda: set(sys.modules))
 
 
-class SnippetRaised(Exception):
+class SnippetRaised(Exception):  # noqa: N818  (a signal carrying the user error, not an error of ours)
     """Wraps an exception from user code with the phase it happened in."""
 
     def __init__(self, phase: str, error: BaseException) -> None:
@@ -105,19 +105,31 @@ def _run(
     runner = _bind(entry, kind, request, arrays, request.get("init", {}))
     with _phase("call"):
         result = runner()
-    if kind != "function" and request.get("weights") is not None:
-        if request.get("perturb", True):
-            _perturb(runner.layer, int(request.get("seed", 0)))
-            with _phase("call"):
-                result = runner()
+    if kind != "function" and request.get("weights") is not None and request.get("perturb", True):
+        _perturb(runner.layer, int(request.get("seed", 0)))
+        with _phase("call"):
+            result = runner()
     out = _outputs(result)
     snippet_seconds = time.perf_counter() - started
-    weights, unused = ({}, []) if kind == "function" else _read_weights(runner.layer, request.get("weights") or {})
+    weights, unused = (
+        ({}, [])
+        if kind == "function"
+        else _read_weights(runner.layer, request.get("weights") or {})
+    )
     timings = _time_all(entry, kind, request, arrays) if request.get("timing") else []
-    reply = {"ok": True, "kind": kind, "outputs": len(out), "timings": timings, "unused_weights": unused,
-             "snippet_seconds": snippet_seconds}
+    reply = {
+        "ok": True,
+        "kind": kind,
+        "outputs": len(out),
+        "timings": timings,
+        "unused_weights": unused,
+        "snippet_seconds": snippet_seconds,
+    }
     reply["output_types"] = [type(r).__name__ for r in _as_sequence(result)]
-    return reply, {**{f"out/{i}": a for i, a in enumerate(out)}, **{f"w/{k}": v for k, v in weights.items()}}
+    return reply, {
+        **{f"out/{i}": a for i, a in enumerate(out)},
+        **{f"w/{k}": v for k, v in weights.items()},
+    }
 
 
 @contextlib.contextmanager
@@ -181,7 +193,11 @@ def _resolve_kind(entry: Any, request: dict[str, Any]) -> str:
         return "factory"
     with contextlib.suppress(TypeError, ValueError):
         params = inspect.signature(entry).parameters.values()
-        required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        required = [
+            p
+            for p in params
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         if not required:
             return "factory"
     return "function"
@@ -200,7 +216,14 @@ class _Runner:
         return self.target(*self.args, **self.kwargs)
 
 
-def _bind(entry: Any, kind: str, request: dict[str, Any], arrays: dict[str, Any], init: dict[str, Any], prefix: str = "") -> _Runner:
+def _bind(
+    entry: Any,
+    kind: str,
+    request: dict[str, Any],
+    arrays: dict[str, Any],
+    init: dict[str, Any],
+    prefix: str = "",
+) -> _Runner:
     plan = request["function_call" if kind == "function" else "layer_call"]
     args = [_value(ref, arrays, prefix) for ref in plan["args"]]
     kwargs = {key: _value(ref, arrays, prefix) for key, ref in plan["kwargs"].items()}
@@ -292,16 +315,22 @@ def _outputs(result: Any) -> list[Any]:
     return out
 
 
-def _time_all(entry: Any, kind: str, request: dict[str, Any], arrays: dict[str, Any]) -> list[dict[str, Any]]:
+def _time_all(
+    entry: Any, kind: str, request: dict[str, Any], arrays: dict[str, Any]
+) -> list[dict[str, Any]]:
     spec = request["timing"]
     results = []
     for run in spec["runs"]:
         runner = _bind(entry, kind, run, arrays, run.get("init", {}), prefix=run["prefix"])
-        results.append(_time_runner(runner, run["label"], spec, eager_only=run.get("eager_only", False)))
+        results.append(
+            _time_runner(runner, run["label"], spec, eager_only=run.get("eager_only", False))
+        )
     return results
 
 
-def _time_runner(runner: _Runner, label: str, spec: dict[str, Any], *, eager_only: bool) -> dict[str, Any]:
+def _time_runner(
+    runner: _Runner, label: str, spec: dict[str, Any], *, eager_only: bool
+) -> dict[str, Any]:
     warmup, repeats = int(spec.get("warmup", 1)), max(int(spec.get("repeats", 5)), 3)
     timing: dict[str, Any] = {"label": label, "eager": _repeat(runner, warmup, repeats)}
     if eager_only:
@@ -360,6 +389,7 @@ def session_root(request: dict[str, Any]) -> str:
 
 def _snippet_line(error: BaseException, filename: str, root: str) -> tuple[str, int]:
     """The innermost frame in the snippet (or, for a module, in the project's own files)."""
+
     def ours(name: str) -> bool:
         if filename:
             return name == filename

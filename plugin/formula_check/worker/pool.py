@@ -60,14 +60,20 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
             [self.python, "-m", "formula_check.worker.child", str(self.root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr_log(),
-            cwd=self.root, env=env, start_new_session=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr_log(),
+            cwd=self.root,
+            env=env,
+            start_new_session=True,
         )
         self.started_at = time.monotonic()
         reply = self._receive(STARTUP_TIMEOUT)
         if reply.outcome != "ok":
             self.kill()
-            raise WorkerError(f"the TensorFlow worker did not start: {reply.detail}\n{self.stderr_tail()}")
+            raise WorkerError(
+                f"the TensorFlow worker did not start: {reply.detail}\n{self.stderr_tail()}"
+            )
         if not reply.header.get("ok"):
             self.kill()
             raise MissingTensorFlowError(self.python)
@@ -77,7 +83,7 @@ class Worker:
         """A fresh scratch file for the worker's stderr, read back when it dies."""
         if self.stderr_log is not None:
             self.stderr_log.close()
-        self.stderr_log = tempfile.TemporaryFile()
+        self.stderr_log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process)
         return self.stderr_log
 
     def stderr_tail(self, limit: int = 1500) -> str:
@@ -86,10 +92,16 @@ class Worker:
             return ""
         self.stderr_log.seek(0)
         lines = self.stderr_log.read().decode("utf-8", "replace").splitlines()
-        useful = [line for line in lines if line.strip() and " I tensorflow/" not in line and "W0000" not in line]
+        useful = [
+            line
+            for line in lines
+            if line.strip() and " I tensorflow/" not in line and "W0000" not in line
+        ]
         return "\n".join(useful)[-limit:]
 
-    def request(self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float) -> Reply:
+    def request(
+        self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
+    ) -> Reply:
         """Send one request and wait up to ``timeout`` seconds for its answer."""
         if not self.alive:
             self.start()
@@ -114,7 +126,12 @@ class Worker:
                 break
             if self._over_memory():
                 self.kill()
-                return Reply("crash", {}, {}, f"worker exceeded the memory limit of {self.memory_limit_mb} MiB")
+                return Reply(
+                    "crash",
+                    {},
+                    {},
+                    f"worker exceeded the memory limit of {self.memory_limit_mb} MiB",
+                )
         try:
             header, arrays = protocol.read_message(stream)
         except (EOFError, protocol.ProtocolError):
@@ -147,7 +164,12 @@ class Worker:
         code = self.kill()
         tail = self.stderr_tail(600)
         said = f"; it said: {tail}" if tail else ""
-        return Reply("crash", {}, {}, f"{what} ({_describe_exit(code)}){said}; a fresh worker takes the next check")
+        return Reply(
+            "crash",
+            {},
+            {},
+            f"{what} ({_describe_exit(code)}){said}; a fresh worker takes the next check",
+        )
 
     def kill(self) -> int | None:
         """Stop the process group at once (a snippet may have started children).
@@ -196,7 +218,9 @@ def _describe_exit(code: int | None) -> str:
 class WorkerPool:
     """N workers, started lazily, shared by threads; each request borrows one idle worker."""
 
-    def __init__(self, root: Path, size: int = 1, python: str | None = None, memory_limit_mb: int = 0) -> None:
+    def __init__(
+        self, root: Path, size: int = 1, python: str | None = None, memory_limit_mb: int = 0
+    ) -> None:
         if size < 1:
             raise WorkerError(f"workers must be at least 1, got {size}")
         self.root = root
@@ -207,7 +231,9 @@ class WorkerPool:
         self._all = list(self._idle.queue)
         self._lock = threading.Lock()
 
-    def request(self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float) -> tuple[Reply, dict[str, Any]]:
+    def request(
+        self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
+    ) -> tuple[Reply, dict[str, Any]]:
         """Run one request on an idle worker; also return that worker's environment."""
         worker = self._idle.get()
         try:

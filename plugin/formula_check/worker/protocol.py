@@ -37,8 +37,13 @@ def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None)
             raise ProtocolError(f"array {name!r} has unsupported dtype {array.dtype}")
         data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
         described.append(
-            {"name": name, "dtype": array.dtype.str.lstrip("<>|="), "shape": list(array.shape),
-             "offset": offset, "size": len(data)}
+            {
+                "name": name,
+                "dtype": array.dtype.str.lstrip("<>|="),
+                "shape": list(array.shape),
+                "offset": offset,
+                "size": len(data),
+            }
         )
         chunks.append(data)
         offset += len(data)
@@ -56,7 +61,9 @@ def decode(message: bytes) -> tuple[dict[str, Any], dict[str, Array]]:
     return _unpack(head, memoryview(message)[_PREFIX.size + head_len :])
 
 
-def write_message(stream: IO[bytes], header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None) -> None:
+def write_message(
+    stream: IO[bytes], header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None
+) -> None:
     """Write one message and flush."""
     stream.write(encode(header, arrays))
     stream.flush()

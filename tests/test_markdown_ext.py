@@ -1,0 +1,159 @@
+"""The extension alone, under ``markdown.Markdown`` (no MkDocs): cards, math, lines, errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import markdown
+import pytest
+from pymdownx.superfences import SuperFencesException
+
+from formula_check.engine import Engine
+from formula_check.errors import FormulaCheckError
+from formula_check.markdown_ext import FormulaCheckExtension, display_math
+from formula_check.pages import Settings
+from formula_check.render import labels_for
+from formula_check.session import DataUriImages, FormulaSession, PageContext
+
+pytestmark = pytest.mark.tf
+
+SOFTMAX = """\
+```formula id="sm" oracle="softmax" timing="off"
+\\sigma(x) < 1
+```
+
+```python
+import tensorflow as tf
+
+
+def softmax(x):
+    return tf.nn.softmax(x, axis={axis})
+```
+"""
+
+
+def render(text: str, engine: Engine, root: Path, **config: Any) -> str:
+    extensions = [
+        "pymdownx.superfences",
+        "pymdownx.arithmatex",
+        "pymdownx.highlight",
+        "formula_check",
+    ]
+    configs = {
+        "pymdownx.arithmatex": {"generic": True},
+        "formula_check": {"engine": engine, "root": str(root), "page": "docs/page.md", **config},
+    }
+    return markdown.Markdown(extensions=extensions, extension_configs=configs).convert(text)
+
+
+def card_of(html: str, block: str) -> str:
+    match = re.search(
+        rf'<div class="admonition [^"]*" id="fc-{re.escape(block)}".*?\n</div>', html, re.S
+    )
+    assert match is not None, html
+    return match.group(0)
+
+
+def test_verified_block_renders_math_card_and_code(engine: Engine, project_root: Path) -> None:
+    html = render(SOFTMAX.format(axis=-1), engine, project_root)
+    assert html.startswith('<div class="arithmatex">\\[\n\\sigma(x) &lt; 1\n\\]</div>\n')
+    card = card_of(html, "sm")
+    assert 'data-fc-status="verified"' in card
+    assert '<span class="fc-where">docs/page.md:1</span>' in card
+    assert '<span class="kn">import</span>' in html  # the python fence still highlights
+
+
+def test_display_math_matches_arithmatex() -> None:
+    plain = markdown.Markdown(
+        extensions=["pymdownx.arithmatex"],
+        extension_configs={"pymdownx.arithmatex": {"generic": True}},
+    ).convert('$$\na < b & "c"\n$$')
+    assert plain == display_math('a < b & "c"')
+
+
+def test_mismatch_card_has_the_delta_figure_inline(engine: Engine, project_root: Path) -> None:
+    html = render(SOFTMAX.format(axis=1), engine, project_root)
+    card = card_of(html, "sm")
+    assert 'data-fc-status="mismatch"' in card
+    assert '<img src="data:image/png;base64,' in card
+
+
+def test_lines_count_front_matter_in_plain_markdown(engine: Engine, project_root: Path) -> None:
+    text = "---\ntitle: T\nformula_check:\n  seed: 2\n---\n\n" + SOFTMAX.format(axis=-1)
+    html = render(text, engine, project_root)
+    assert '<span class="fc-where">docs/page.md:7</span>' in card_of(html, "sm")
+
+
+def test_lines_add_the_offset_mkdocs_stripped(engine: Engine, project_root: Path) -> None:
+    session = FormulaSession(
+        settings=Settings(project_root),
+        labels=labels_for("en"),
+        images=DataUriImages(),
+        engine=engine,
+        page=PageContext("docs/fm.md", line_offset=5, meta={"formula_check": {"timing": False}}),
+    )
+    html = render("Intro\n\n" + SOFTMAX.format(axis=-1), engine, project_root, session=session)
+    assert '<span class="fc-where">docs/fm.md:8</span>' in card_of(html, "sm")
+
+
+def test_spec_errors_render_escaped_error_cards(engine: Engine, project_root: Path) -> None:
+    text = '```formula id="bad" oracle="<b>softmax</b>"\nx\n```\n\n```python\nf = 1\n```\n'
+    html = render(text, engine, project_root)
+    card = card_of(html, "bad")
+    assert 'data-fc-status="error"' in card
+    assert "unknown oracle &#x27;&lt;b&gt;softmax&lt;/b&gt;&#x27;" in card
+    assert "<b>" not in html
+
+
+def test_unknown_option_shows_did_you_mean(engine: Engine, project_root: Path) -> None:
+    text = '```formula id="t" oracle="softmax" atoll="1"\nx\n```\n\n```python\nf = 1\n```\n'
+    card = card_of(render(text, engine, project_root), "t")
+    assert "unknown option &#x27;atoll&#x27;; did you mean &#x27;atol&#x27;?" in card
+
+
+def test_example_inside_a_longer_fence_is_left_alone(engine: Engine, project_root: Path) -> None:
+    text = '````markdown\n```formula oracle="softmax"\nx\n```\n````\n'
+    html = render(text, engine, project_root)
+    assert "fc-card" not in html
+    assert "formula" in html
+
+
+def test_fail_on_raises_superfences_exception(engine: Engine, project_root: Path) -> None:
+    with pytest.raises(SuperFencesException, match=r"docs/page.md:1 \[sm\]: mismatch: output"):
+        render(SOFTMAX.format(axis=1), engine, project_root, fail_on=["mismatch"])
+
+
+def test_superfences_is_required(engine: Engine, project_root: Path) -> None:
+    md = markdown.Markdown(
+        extensions=[FormulaCheckExtension(engine=engine, root=str(project_root))]
+    )
+    with pytest.raises(FormulaCheckError, match=r"needs pymdownx\.superfences"):
+        md.convert("text")
+
+
+def test_image_dir_writes_content_addressed_pngs(
+    engine: Engine, project_root: Path, tmp_path: Path
+) -> None:
+    html = render(
+        SOFTMAX.format(axis=1), engine, project_root, image_dir=str(tmp_path), image_url="img"
+    )
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written
+    assert f'<img src="img/{written[0]}"' in html or any(f'src="img/{n}"' in html for n in written)
+
+
+def test_known_results_are_not_checked_twice(engine: Engine, project_root: Path) -> None:
+    session = FormulaSession(
+        settings=Settings(project_root),
+        labels=labels_for("zh"),
+        images=DataUriImages(),
+        engine=engine,
+    )
+    text = SOFTMAX.format(axis=-1).replace('id="sm"', 'id="twice"')
+    render(text, engine, project_root, session=session)
+    before = engine.executed, engine.cache.hits
+    html = render(text, engine, project_root, session=session)
+    assert (engine.executed, engine.cache.hits) == before
+    assert "已验证" in card_of(html, "twice")
