@@ -1,0 +1,54 @@
+"""The package passes its own linters: ruff (broad rule set) and mypy --strict."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> list[str]:
+    if shutil.which(name) is None:
+        pytest.fail(f"{name} is not installed; install the test extra: pip install -e '.[test]'")
+    return [name]
+
+
+def test_ruff_is_clean() -> None:
+    result = subprocess.run(
+        [*_tool("ruff"), "check", "plugin", "tests", "bench"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tensorflow_is_imported_only_by_the_worker() -> None:
+    offenders = [
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "plugin" / "formula_check").rglob("*.py")
+        if "import tensorflow" in path.read_text(encoding="utf-8") and path.parent.name != "worker"
+    ]
+    assert offenders == []
+
+
+def test_importing_the_package_does_not_import_tensorflow() -> None:
+    code = (
+        "import sys, formula_check.engine, formula_check.oracles, formula_check.cache; "
+        "formula_check.oracles.all_oracles(); "
+        "sys.exit('tensorflow' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
