@@ -13,7 +13,8 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Every option of the ``formula-check`` plugin."""
 
     enabled = c.Type(bool, default=True)
-    """Check formulas at all; when off, formula blocks still render (math, no card)."""
+    """Check formulas at all. When off, nothing is registered: formula fences render as the
+    plain code blocks SuperFences makes of unknown languages (an explicit choice, not a fallback)."""
 
     workers = c.Type(int, default=1)
     """Worker processes running snippets in parallel (each imports TensorFlow: ~0.5 GB)."""

@@ -47,6 +47,8 @@ class Engine:
 
     def check(self, spec: CheckSpec) -> CheckResult:
         """Check one block. Snippet problems become results; spec problems raise."""
+        if spec.skip:
+            return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
         key = cache_key(spec, self.tf_version)
         if self.use_cache:

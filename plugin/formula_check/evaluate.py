@@ -96,7 +96,9 @@ def evaluate(
     verdicts, shown = _verdicts(plan, names, outputs, expected)
     status = Status.VERIFIED if verdicts and all(v.ok for v in verdicts) else Status.MISMATCH
     notes = _notes(plan, names, outputs)
-    timings = (*_timings(header.get("timings", [])), _oracle_timing(plan, oracle_arrays, params))
+    timings = tuple(_timings(header.get("timings", [])))
+    if spec.timing.enabled:
+        timings += (_oracle_timing(plan, oracle_arrays, params),)
     return CheckResult(
         block_id=spec.block_id,
         location=spec.location,

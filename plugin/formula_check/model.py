@@ -104,6 +104,8 @@ class CheckSpec:
     sweep_dim: str = "n"
     preset: str | None = None
     latex: str = ""
+    skip: str = ""
+    """When set, the block is not run; the reason is shown instead (status ``skipped``)."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
+import threading
 from pathlib import Path
 
 from ..errors import OracleError
@@ -13,6 +14,7 @@ from .base import Oracle
 
 _REGISTRY: dict[str, Oracle] = {}
 _BUILTINS_LOADED = False
+_LOCK = threading.Lock()
 
 
 def register(oracle: Oracle, *, replace: bool = False) -> Oracle:
@@ -28,9 +30,13 @@ def register(oracle: Oracle, *, replace: bool = False) -> Oracle:
 
 def _ensure_builtins() -> None:
     global _BUILTINS_LOADED  # noqa: PLW0603  (the catalog registers itself once, lazily)
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        from . import catalog  # noqa: F401  (registers on import; kept lazy)
+    if _BUILTINS_LOADED:
+        return
+    with _LOCK:  # engine threads may ask for oracles at the same moment
+        if not _BUILTINS_LOADED:
+            from . import catalog  # noqa: F401  (registers on import; kept lazy)
+
+            _BUILTINS_LOADED = True
 
 
 def all_oracles() -> list[Oracle]:

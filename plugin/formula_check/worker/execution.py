@@ -375,7 +375,9 @@ def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
         "ok": False,
         "phase": raised.phase,
         "type": type(error).__name__,
-        "message": _clean(str(error)) or type(error).__name__,
+        # A SyntaxError's str() repeats a mangled filename; its bare msg is what helps.
+        "message": _clean(error.msg if isinstance(error, SyntaxError) else str(error))
+        or type(error).__name__,
         "line": line,
         "file": file,
         "traceback": _clean("".join(frames[-6:]))[-_MAX_TEXT:],
