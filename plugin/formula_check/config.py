@@ -14,7 +14,7 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
 
     enabled = c.Type(bool, default=True)
     """Check formulas at all. When off, nothing is registered: formula fences render as the
-    plain code blocks SuperFences makes of unknown languages (an explicit choice, not a fallback)."""
+    plain code blocks SuperFences makes of unknown languages (the author's explicit choice)."""
 
     workers = c.Type(int, default=1)
     """Worker processes running snippets in parallel (each imports TensorFlow: ~0.5 GB)."""
