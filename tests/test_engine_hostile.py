@@ -184,3 +184,16 @@ def test_two_workers_share_the_load() -> None:
     results = engine.check_many([spec_for("attention", slow, block_id=f"b{i}") for i in range(4)])
     assert [r.status for r in results] == [Status.VERIFIED] * 4, [r.headline() for r in results]
     assert len(engine.pool.alive_pids()) == 2
+
+
+def test_crashes_are_retried_not_cached(tmp_path: Path) -> None:
+    from formula_check.engine import Engine
+
+    with Engine(tmp_path) as engine:
+        crash = spec_for("attention", "import os\ndef f(q, k, v):\n    os._exit(3)\n")
+        assert engine.check(crash).status is Status.ERROR
+        assert engine.check(crash).status is Status.ERROR
+        assert engine.executed == 2
+        raising = spec_for("attention", "def f(q, k, v):\n    raise ValueError('always')\n")
+        engine.check(raising)
+        assert engine.check(raising).cached, "an exception the snippet raises is deterministic"

@@ -322,3 +322,20 @@ def test_default_id_and_front_matter_offset() -> None:
     raw = "---\ntitle: x\n---\n\n# Body\n"
     assert front_matter_lines(raw, "# Body\n") == 4
     assert front_matter_lines("# Body\n", "# Body\n") == 0
+
+
+def test_skip_and_mask_dims_reach_the_spec(tmp_path: Path) -> None:
+    text = (
+        '```formula id="s" oracle="multihead" skip="needs a GPU" mask="causal" mask_dims="b 1 n m"\n'
+        "x\n```\n```python\nf = 1\n```\n"
+    )
+    [block] = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(tmp_path))
+    assert block.spec is not None
+    assert block.spec.skip == "needs a GPU"
+    assert block.spec.params["mask_dims"] == "b 1 n m"
+
+
+@pytest.mark.parametrize("value", ["b n", "b 2 n m", "b n m k"])
+def test_mask_dims_needs_three_named_axes(value: str) -> None:
+    with pytest.raises(SpecError, match="three axis names"):
+        parsing.parse_options({"mask_dims": value}, HERE)

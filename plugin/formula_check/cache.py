@@ -117,25 +117,12 @@ class ResultCache:
         """Store ``result`` atomically along with the hashes of the project files it imported."""
         depends = {rel: file_digest(self.root / rel) for rel in local_files}
         header = {"result": result_to_json(result), "depends": depends}
-        message = protocol.encode(header, dict(result.arrays))
-        blob = hashlib.sha256(message).digest() + message
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".fcr")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_sealed(self._path(key), protocol.encode(header, dict(result.arrays)))
 
     @staticmethod
     def _decode(blob: bytes) -> tuple[CheckResult, dict[str, str]] | None:
-        digest, message = blob[:32], blob[32:]
-        if hashlib.sha256(message).digest() != digest:
+        message = unseal(blob)
+        if message is None:
             return None
         try:
             header, arrays = protocol.decode(message)
@@ -147,6 +134,27 @@ class ResultCache:
         """Remove every entry."""
         for path in self.directory.glob("*/*.fcr"):
             path.unlink(missing_ok=True)
+
+
+def write_sealed(path: Path, message: bytes) -> None:
+    """Write ``message`` with its SHA-256 in front, atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(hashlib.sha256(message).digest() + message)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def unseal(blob: bytes) -> bytes | None:
+    """The message inside a sealed blob, or None when it is truncated or damaged."""
+    digest, message = blob[:32], blob[32:]
+    return message if len(digest) == 32 and hashlib.sha256(message).digest() == digest else None
 
 
 def result_to_json(result: CheckResult) -> dict[str, Any]:

@@ -44,7 +44,8 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster."""
 
     memory_limit_mb = c.Type(int, default=0)
-    """Address-space limit per worker in MiB (0: none)."""
+    """Resident-memory limit per worker in MiB (0: none). The parent polls the worker's RSS
+    while a check runs and kills it past the limit; the block is reported as a crash."""
 
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""

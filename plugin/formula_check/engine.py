@@ -57,7 +57,7 @@ class Engine:
                 return cached
         result, local_files = self._run(spec)
         result = dataclasses.replace(result, elapsed=time.perf_counter() - started)
-        if self.use_cache and result.status in {Status.VERIFIED, Status.MISMATCH, Status.ERROR}:
+        if self.use_cache and _deterministic(result):
             self.cache.put(key, result, local_files)
         return result
 
@@ -131,6 +131,14 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _deterministic(result: CheckResult) -> bool:
+    """Worth caching: a verdict, or an exception the snippet raised. A timeout or a crashed
+    worker may not happen again, so those are always retried."""
+    if result.status in {Status.VERIFIED, Status.MISMATCH}:
+        return True
+    return result.status is Status.ERROR and result.failure is not None
 
 
 def _bare(

@@ -32,7 +32,7 @@ from mkdocs.utils.meta import get_data
 from . import assets
 from .config import FormulaCheckConfig
 from .engine import Engine
-from .errors import FormulaCheckError
+from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult
 from .oracles import load_oracle
 from .pages import PageBlock, Settings, front_matter_lines, page_blocks
@@ -182,7 +182,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             _add_asset(files, config, asset)
         self.session.known.clear()
         blocks = [block for file in files.documentation_pages() for block in self._blocks(file)]
-        self.results = self.session.results_for(blocks)
+        try:
+            self.results = self.session.results_for(blocks)
+        except MissingTensorFlowError as exc:
+            raise PluginError(f"formula-check: {exc.message}") from None
         self.watch.update(_snippet_files(blocks, self.session.settings.root))
         if self.config.report:
             root = self.session.settings.root

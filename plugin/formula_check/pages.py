@@ -165,12 +165,16 @@ def _fields(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
     for key in ("kind", "mask", "mask_convention", "call", "returns", "atol", "rtol", "seed"):
         if key in options:
             fields[key] = options[key]
-    for key in ("expect", "heatmaps", "sweep", "sweep_dim", "preset", "timeout"):
+    for key in ("expect", "heatmaps", "sweep", "sweep_dim", "preset", "timeout", "skip"):
         if key in options:
             fields[key] = options[key]
     for key in ("dims", "init", "weights", "params"):
         if key in options:
             fields[key] = frozen_map(options[key])
+    if "mask_dims" in options:
+        fields["params"] = frozen_map(
+            {**fields.get("params", {}), "mask_dims": options["mask_dims"]}
+        )
     if "perturb" in options:
         fields["perturb_weights"] = options["perturb"]
     enabled, warmup, repeats = options.get("timing", (True, TimingSpec.warmup, TimingSpec.repeats))

@@ -248,6 +248,17 @@ def oracle_name(value: str) -> str:
     return value
 
 
+def mask_dims(value: str) -> str:
+    """``b 1 n m``: the mask's axes as the code expects them (three names, plus literal 1s)."""
+    parts = value.split()
+    named = [p for p in parts if not p.isdigit()]
+    if len(named) != 3 or any(p.isdigit() and p != "1" for p in parts):
+        raise ValueError(
+            "expected three axis names (batch, query, key) and optional 1s, e.g. 'b 1 n m'"
+        )
+    return " ".join(parts)
+
+
 OPTIONS: Mapping[str, Validator] = {
     "id": block_id,
     "oracle": oracle_name,
@@ -274,6 +285,8 @@ OPTIONS: Mapping[str, Validator] = {
     "sweep": sweep,
     "sweep_dim": name,
     "preset": choice(*sorted(PRESETS)),
+    "skip": text,
+    "mask_dims": mask_dims,
 }
 """Every option a formula header (or a page's ``formula_check:`` front matter) may set."""
 

@@ -19,6 +19,7 @@ from .engine import Engine
 from .model import CheckResult, CheckSpec, Location
 from .pages import PageBlock, Settings
 from .render import Figure, Labels, render_card
+from .render.figure_cache import FigureCache
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class FormulaSession:
     page: PageContext = field(default_factory=PageContext)
     on_result: Callable[[CheckResult], None] | None = None
     known: dict[Location, tuple[CheckSpec | None, CheckResult]] = field(default_factory=dict)
+    figure_cache: FigureCache | None = None
 
     def get_engine(self) -> Engine:
         """The engine, created on first use (pages without formulas never start TensorFlow)."""
@@ -169,4 +171,13 @@ class FormulaSession:
             image_url=lambda figure: self.images.url(figure, self.page),
             heatmaps=spec.heatmaps if spec else None,
             sweep_dim=spec.sweep_dim if spec else "n",
+            make_figures=self._figures(),
         )
+
+    def _figures(self) -> FigureCache:
+        """Figures are cached beside the results (in memory only when the cache is off)."""
+        if self.figure_cache is None:
+            engine = self.get_engine()
+            directory = engine.cache.directory / "figures" if engine.use_cache else None
+            self.figure_cache = FigureCache(directory)
+        return self.figure_cache

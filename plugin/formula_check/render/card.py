@@ -60,9 +60,13 @@ def render_card(
     image_url: ImageUrl,
     heatmaps: tuple[str, ...] | None = None,
     sweep_dim: str = "n",
+    make_figures: Callable[..., list[Figure]] = figures_for,
 ) -> str:
-    """The HTML fragment for one result: badge, errors, figures, shapes, timings, output."""
-    figures = figures_for(result, heatmaps, labels, sweep_dim=sweep_dim)
+    """The HTML fragment for one result: badge, errors, figures, shapes, timings, output.
+
+    ``make_figures`` has :func:`figures_for`'s signature; a caller may pass a caching one.
+    """
+    figures = make_figures(result, heatmaps, labels, sweep_dim=sweep_dim)
     by_name = {figure.name: figure for figure in figures}
     values = [f for f in figures if f.name not in {"delta", "sweep"}]
     key = outcome_key(result)

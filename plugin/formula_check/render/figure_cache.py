@@ -1,0 +1,118 @@
+"""Figures drawn once: keyed by everything they are drawn from, kept in memory and on disk.
+
+Drawing a heatmap with matplotlib costs a few hundred milliseconds; a cached rebuild of a site
+must not pay that again for pictures whose inputs did not change. PNG bytes are reproducible,
+so a stored figure is exactly the one that would be drawn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..cache import unseal, write_sealed
+from ..model import CheckResult, to_plain
+from ..worker import protocol
+from .heatmaps import Figure, figures_for
+from .labels import Labels
+
+RENDERER_VERSION = 1
+"""Bump when the drawing code changes, so stored figures are redrawn."""
+
+
+def figure_key(
+    result: CheckResult, heatmaps: tuple[str, ...] | None, labels: Labels, sweep_dim: str
+) -> str:
+    """A digest of every input of :func:`figures_for` (arrays by content)."""
+    digest = hashlib.sha256()
+    meta = {
+        "version": RENDERER_VERSION,
+        "heatmaps": heatmaps,
+        "language": labels.language,
+        "sweep_dim": sweep_dim,
+        "shapes": to_plain(result.shapes),
+        "verdicts": to_plain(result.verdicts),
+        "sweep": to_plain(result.sweep),
+    }
+    digest.update(json.dumps(meta, sort_keys=True, default=str).encode())
+    for name in sorted(result.arrays):
+        array = np.asarray(result.arrays[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+class FigureCache:
+    """Memoises :func:`figures_for`; ``directory`` None keeps figures in memory only."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self.memory: dict[str, list[Figure]] = {}
+        self.drawn = 0
+
+    def __call__(
+        self,
+        result: CheckResult,
+        heatmaps: tuple[str, ...] | None,
+        labels: Labels,
+        *,
+        sweep_dim: str = "n",
+    ) -> list[Figure]:
+        """The figures for ``result``, drawn only if neither memory nor disk has them."""
+        key = figure_key(result, heatmaps, labels, sweep_dim)
+        figures = self.memory.get(key)
+        if figures is None:
+            figures = self._load(key)
+        if figures is None:
+            figures = figures_for(result, heatmaps, labels, sweep_dim=sweep_dim)
+            self.drawn += 1
+            self._store(key, figures)
+        self.memory[key] = figures
+        return figures
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.directory is None else self.directory / key[:2] / f"{key}.fcf"
+
+    def _load(self, key: str) -> list[Figure] | None:
+        path = self._path(key)
+        if path is None or not path.exists():
+            return None
+        message = unseal(path.read_bytes())
+        try:
+            header, arrays = protocol.decode(message) if message is not None else ({}, {})
+            return [
+                Figure(
+                    item["name"],
+                    item["title"],
+                    item["alt"],
+                    arrays[f"png/{i}"].tobytes(),
+                    int(item["width"]),
+                    int(item["height"]),
+                )
+                for i, item in enumerate(header["figures"])
+            ]
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError):
+            path.unlink(missing_ok=True)  # damaged: draw again
+            return None
+
+    def _store(self, key: str, figures: list[Figure]) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        header = {
+            "figures": [
+                {
+                    "name": f.name,
+                    "title": f.title,
+                    "alt": f.alt,
+                    "width": f.width,
+                    "height": f.height,
+                }
+                for f in figures
+            ]
+        }
+        arrays = {f"png/{i}": np.frombuffer(f.png, dtype=np.uint8) for i, f in enumerate(figures)}
+        write_sealed(path, protocol.encode(header, arrays))
