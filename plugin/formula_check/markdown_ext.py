@@ -9,13 +9,14 @@ formatters no line numbers, and replacing the author's header (rather than addin
 means a malformed header still reaches the formatter and shows its error card. The formatter
 only renders. The python fence is left alone and highlights as usual.
 
-Options (``extension_configs={"formula_check": {...}}``): ``page`` (path shown in messages,
-default ``<page>``), ``root`` (project folder: snippets, cache; default the working folder),
-``language``, ``fail_on`` (statuses that raise ``SuperFencesException``, which is what fails
-a Zensical build; default none), ``image_dir``/``image_url`` (write figures there; default
-inline ``data:`` URIs), ``workers``, ``cache``, ``cache_dir``, ``timeout``, ``timing``,
-``oracles``, ``memory_limit_mb``; ``engine`` (share an :class:`Engine`) and ``session`` (the
-MkDocs plugin's shared :class:`~formula_check.session.FormulaSession`).
+Options (``extension_configs={"formula_check": {...}}``): ``page`` (path shown in messages;
+default: the page Zensical is rendering, else ``<page>``), ``root`` (project folder: snippets,
+cache; default the working folder), ``language``, ``fail_on`` (statuses that raise
+``SuperFencesException``, which is what fails a Zensical build; default none),
+``image_dir``/``image_url`` (write figures there; default inline ``data:`` URIs), ``workers``,
+``cache``, ``cache_dir``, ``timeout``, ``timing``, ``oracles``, ``memory_limit_mb``; ``engine``
+(share an :class:`Engine`) and ``session`` (the MkDocs plugin's shared
+:class:`~formula_check.session.FormulaSession`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from .engine import Engine
 from .errors import FormulaCheckError
 from .model import CheckResult, Location, SnippetFailure, Status
 from .oracles import load_oracle
-from .pages import PageBlock, Settings, page_blocks
+from .pages import PageBlock, Settings, front_matter_lines, page_blocks
 from .render import labels_for
 from .session import (
     DataUriImages,
@@ -70,6 +71,32 @@ def front_matter(lines: list[str]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def zensical_page(md: Markdown, lines: list[str], root: Path) -> PageContext | None:
+    """The page Zensical is rendering, from its ``rendering_context`` preprocessor, if any.
+
+    Zensical has no plugin API to tell us the page, but registers its page and config on every
+    Markdown instance. It strips front matter before Markdown sees the text (handing it over as
+    ``meta``), so the source is read again to count the lines cut from its top.
+    """
+    try:
+        context = md.preprocessors["rendering_context"]
+    except KeyError:
+        return None
+    page, config = getattr(context, "page", None), getattr(context, "config", None)
+    if page is None or not isinstance(config, dict):
+        return None
+    docs = Path(config.get("root_dir", ".")) / config.get("docs_dir", "docs")
+    source = (docs / page.path).resolve()
+    shown = source.relative_to(root).as_posix() if source.is_relative_to(root) else page.path
+    try:
+        raw = source.read_text(encoding="utf-8-sig")
+    except OSError:
+        raw = ""
+    # Markdown has appended blank lines to the text by now: compare without trailing space.
+    offset = front_matter_lines(raw.rstrip(), "\n".join(lines).rstrip()) if raw else 0
+    return PageContext(path=shown, line_offset=offset, meta=dict(page.meta), url=page.url)
+
+
 class FormulaPreprocessor(Preprocessor):
     """Finds, checks and tags every formula block of the page (see the module docstring)."""
 
@@ -81,6 +108,8 @@ class FormulaPreprocessor(Preprocessor):
         """Check the page's blocks in one batch, then rewrite their fence headers."""
         self.extension.register_fence(self.md)
         session = self.extension.session
+        if session.page.path == PageContext.path:
+            session.page = zensical_page(self.md, lines, session.settings.root) or session.page
         page = session.page
         meta = page.meta if page.meta is not None else front_matter(lines)
         blocks = page_blocks(

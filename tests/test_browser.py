@@ -1,0 +1,308 @@
+"""The built good site in a real Chromium: math drawn, cards visible, figures loaded, nothing external.
+
+One ``mkdocs build --strict`` of ``fixtures/sites/good`` (with Material's light/slate toggle added
+to the copy's config), served from loopback, and one headless browser for every page. Counting
+``mjx-container`` elements is not enough (MathJax can leave them with blank glyphs when its fonts
+never load), so each formula's SVG must reference real glyph outlines and have a drawn size.
+
+Screenshots land in ``test-artifacts/browser/``; with ``FORMULA_CHECK_UPDATE_SCREENSHOT=1`` the
+first verified card is also written to ``docs/assets/verified-card.png`` for the README.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD_SITE = ROOT / "fixtures" / "sites" / "good"
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+README_SCREENSHOT = ROOT / "docs" / "assets" / "verified-card.png"
+LOOPBACK = {"127.0.0.1", "localhost"}
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+# Material's own light/slate toggle, so the dark palette is checked the way a reader flips it.
+PALETTE_TOGGLE = [
+    {"scheme": "default", "toggle": {"icon": "material/brightness-7", "name": "Dark mode"}},
+    {"scheme": "slate", "toggle": {"icon": "material/brightness-4", "name": "Light mode"}},
+]
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
+)
+if CHROMIUM is None:
+    pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
+
+# Waits until MathJax's startup promise settles, also when the page chained a re-typeset onto it.
+MATHJAX_DONE = """async () => {
+  for (;;) {
+    const pending = MathJax.startup.promise;
+    await pending;
+    if (pending === MathJax.startup.promise) return;
+  }
+}"""
+
+# One record per `.arithmatex` element: is there a container, and did its SVG draw glyphs?
+MATH_PROBE = """() => [...document.querySelectorAll('.arithmatex')].map((block, index) => {
+  const svg = block.querySelector('mjx-container svg');
+  const drawn = svg ? [...svg.querySelectorAll('path, use')].filter((node) => {
+    if (node.tagName === 'path') return (node.getAttribute('d') || '').trim() !== '';
+    const ref = node.getAttribute('href') || node.getAttribute('xlink:href') || '';
+    const target = ref.startsWith('#') ? document.getElementById(ref.slice(1)) : null;
+    return target !== null && target.tagName === 'path' && (target.getAttribute('d') || '').trim() !== '';
+  }).length : 0;
+  const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+  const ink = svg ? svg.getBBox() : {width: 0, height: 0};
+  return {
+    index,
+    tex: block.textContent.trim().slice(0, 60),
+    containers: block.querySelectorAll('mjx-container').length,
+    glyphs: drawn,
+    box: [box.width, box.height],
+    ink: [ink.width, ink.height],
+  };
+})"""
+
+# Opens every card section (figures sit in collapsed <details>) and waits for each figure to load.
+LOAD_CARD_FIGURES = """async () => {
+  document.querySelectorAll('.fc-card details').forEach((section) => { section.open = true; });
+  const images = [...document.querySelectorAll('.fc-card img')];
+  for (const image of images) {
+    image.scrollIntoView();
+    await image.decode().catch(() => {});
+  }
+  window.scrollTo(0, 0);
+  return images.map((image) => ({
+    src: image.getAttribute('src'),
+    complete: image.complete,
+    naturalWidth: image.naturalWidth,
+  }));
+}"""
+
+# Card table headers whose text sits on more lines than it has words: a word was cut in two.
+BROKEN_HEADERS = """() => [...document.querySelectorAll('.fc-card th')].flatMap((header) => {
+  const range = document.createRange();
+  range.selectNodeContents(header);
+  const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+  const words = header.textContent.trim().split(/\\s+/).length;
+  return lines > words ? [`${header.textContent.trim()} (${lines} lines)`] : [];
+})"""
+
+
+@dataclass
+class PageLog:
+    """What one page did on the wire and in its console."""
+
+    requests: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A strict build of the good fixture site, its copy given Material's palette toggle."""
+    project = tmp_path_factory.mktemp("browser") / "good"
+    shutil.copytree(GOOD_SITE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    config_path = project / "mkdocs.yml"
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["theme"]["palette"] = PALETTE_TOGGLE
+    config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    return project / "site"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(built_site: Path) -> Iterator[str]:
+    """The site served on a free loopback port; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (the distribution's, with a fresh profile) for every page."""
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+def card_pages(site: Path) -> list[str]:
+    """Site-relative URLs of the pages that carry at least one formula card."""
+    pages = sorted(site.rglob("index.html"))
+    return [
+        page.parent.relative_to(site).as_posix() + "/" if page.parent != site else ""
+        for page in pages
+        if "fc-card" in page.read_text(encoding="utf-8")
+    ]
+
+
+def watch(page: Any) -> PageLog:
+    """Record every request, abort those leaving loopback, and collect console errors."""
+    log = PageLog()
+
+    def route(route: Any) -> None:
+        url = route.request.url
+        if urlsplit(url).hostname in LOOPBACK:
+            route.continue_()
+        else:
+            log.external.append(url)
+            route.abort()
+
+    page.route("**/*", route)
+    page.on("request", lambda request: log.requests.append(request.url))
+    page.on(
+        "response",
+        lambda response: (
+            response.status >= 400 and log.failed.append(f"{response.status} {response.url}")
+        ),
+    )
+    page.on("console", lambda message: message.type == "error" and log.errors.append(message.text))
+    page.on("pageerror", lambda error: log.errors.append(f"uncaught: {error}"))
+    return log
+
+
+def open_page(context: Any, url: str) -> tuple[Any, PageLog]:
+    """Load a page and wait for MathJax to finish typesetting it."""
+    page = context.new_page()
+    log = watch(page)
+    page.goto(url, wait_until="load")
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    page.evaluate(MATHJAX_DONE)
+    return page, log
+
+
+def assert_math_drawn(page: Any, name: str) -> None:
+    blocks = page.evaluate(MATH_PROBE)
+    assert blocks, f"{name}: no .arithmatex blocks"
+    undrawn = [
+        block
+        for block in blocks
+        if block["containers"] != 1
+        or block["glyphs"] == 0
+        or min(block["box"]) <= 0
+        or min(block["ink"]) <= 0
+    ]
+    assert undrawn == [], f"{name}: formulas without drawn glyphs: {undrawn}"
+    assert page.locator("merror, mjx-merror").count() == 0, f"{name}: MathJax reported an error"
+
+
+def assert_cards_visible(page: Any, name: str) -> int:
+    cards = page.locator(".fc-card")
+    assert cards.count() > 0, f"{name}: no formula cards"
+    for index in range(cards.count()):
+        card = cards.nth(index)
+        box = card.bounding_box()
+        assert card.is_visible(), f"{name}: card {index} is hidden"
+        assert box is not None and box["width"] > 0 and box["height"] > 0, f"{name}: card {index}"
+    return page.locator(".fc-card.fc-status-verified .fc-badge", has_text="verified").count()
+
+
+def assert_figures_loaded(page: Any, name: str) -> None:
+    figures = page.evaluate(LOAD_CARD_FIGURES)
+    broken = [image for image in figures if not (image["complete"] and image["naturalWidth"] > 0)]
+    assert broken == [], f"{name}: figures that did not load: {broken}"
+
+
+def assert_headers_unbroken(page: Any, name: str) -> None:
+    broken = page.evaluate(BROKEN_HEADERS)
+    assert broken == [], f"{name}: card table headers broken mid-word: {broken}"
+
+
+def assert_nothing_external_or_failed(log: PageLog, name: str) -> None:
+    assert log.requests, f"{name}: no requests recorded"
+    assert log.external == [], f"{name}: requests left loopback: {log.external}"
+    assert log.failed == [], f"{name}: failed responses: {log.failed}"
+    assert log.errors == [], f"{name}: console errors: {log.errors}"
+
+
+def save_card_screenshots(browser: Any, url: str, artifacts: Path) -> None:
+    """The first verified card, light and slate, at 2x; the light one also feeds the README."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=2)
+    page, log = open_page(context, url)
+    card = page.locator(".fc-card.fc-status-verified").first
+    card.screenshot(path=artifacts / "verified-card.png", animations="disabled")
+    if os.environ.get("FORMULA_CHECK_UPDATE_SCREENSHOT") == "1":
+        README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(artifacts / "verified-card.png", README_SCREENSHOT)
+
+    page.locator("form[data-md-component=palette] label:visible").click()
+    page.wait_for_function("() => document.body.dataset.mdColorScheme === 'slate'")
+    assert_figures_loaded(page, "slate")
+    page.screenshot(path=artifacts / "slate.png", full_page=True, animations="disabled")
+    card.screenshot(path=artifacts / "verified-card-slate.png", animations="disabled")
+    assert_nothing_external_or_failed(log, "slate")
+    context.close()
+
+
+def test_pages_render_math_cards_and_figures_offline(
+    browser: Any, server: str, built_site: Path, artifacts: Path
+) -> None:
+    pages = card_pages(built_site)
+    assert len(pages) >= 2, pages
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    verified = 0
+    for page_url in pages:
+        name = page_url or "index"
+        page, log = open_page(context, server + page_url)
+        assert_math_drawn(page, name)
+        verified += assert_cards_visible(page, name)
+        assert_figures_loaded(page, name)
+        assert_headers_unbroken(page, name)
+        page.screenshot(
+            path=artifacts / f"{name.strip('/')}.png", full_page=True, animations="disabled"
+        )
+        assert_nothing_external_or_failed(log, name)
+        page.close()
+    assert verified > 0, "no card shows the verified status"
+    context.close()
+    save_card_screenshots(browser, server + pages[0], artifacts)

@@ -1,0 +1,147 @@
+"""Real ``zensical build`` runs: the Markdown extension alone, with no MkDocs plugin.
+
+Zensical reads ``mkdocs.yml`` but ignores third-party plugins, so the fixture site lists only
+``markdown_extensions`` and the asset paths. The assets are written into the copied site the
+way a Zensical user would (``formula_check.assets.write_assets``), never committed. A failing
+check must fail the build: Zensical lets only ``SuperFencesException`` out of a fence.
+
+Both builds start together (each in its own process) so their TensorFlow imports overlap.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import markdown
+import pytest
+import yaml
+
+from formula_check import assets
+from formula_check.engine import Engine
+
+if importlib.util.find_spec("zensical") is None:
+    pytest.skip(
+        "zensical is not installed: pip install -e '.[test]' (it pins zensical)",
+        allow_module_level=True,
+    )
+
+pytestmark = [pytest.mark.site, pytest.mark.tf]
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sites" / "zensical"
+PAGE = "docs/index.md"
+BLOCKS = ("sdpa", "softmax")
+
+
+@dataclass
+class Build:
+    """One finished build: exit code, everything it printed, and the project it ran in."""
+
+    returncode: int
+    output: str
+    project: Path
+
+    def html(self, page: str = "index.html") -> str:
+        return (self.project / "site" / page).read_text(encoding="utf-8")
+
+
+def copy_site(destination: Path) -> Path:
+    """The fixture in ``destination``, with the card stylesheet and MathJax written into docs/."""
+    shutil.copytree(FIXTURE, destination, ignore=shutil.ignore_patterns("site", ".cache"))
+    assets.write_assets(destination / "docs")
+    return destination
+
+
+def start_build(project: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "zensical", "build", "--clean"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen[str], project: Path) -> Build:
+    output, _ = process.communicate(timeout=300)
+    return Build(process.returncode, output, project)
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Build]]:
+    """The fixture as committed ("good"), and with one snippet drifted from its formula."""
+    good = copy_site(tmp_path_factory.mktemp("zensical") / "good")
+    drift = copy_site(tmp_path_factory.mktemp("zensical") / "drift")
+    page = drift / PAGE
+    text = page.read_text(encoding="utf-8")
+    assert "/ tf.math.sqrt(dk)" in text
+    page.write_text(text.replace("/ tf.math.sqrt(dk)", "/ dk"), encoding="utf-8")
+    started = {"good": (start_build(good), good), "drift": (start_build(drift), drift)}
+    yield {name: finish(process, project) for name, (process, project) in started.items()}
+
+
+def card_of(html: str, block: str) -> str:
+    match = re.search(
+        rf'<div class="admonition [^"]*" id="fc-{re.escape(block)}".*?\n</div>', html, re.S
+    )
+    assert match is not None, html
+    return match.group(0)
+
+
+def test_site_builds_with_verified_cards_math_and_assets(builds: dict[str, Build]) -> None:
+    build = builds["good"]
+    assert build.returncode == 0, build.output
+    html = build.html()
+    for block in BLOCKS:
+        card = card_of(html, block)
+        assert 'class="admonition success fc-card fc-status-verified"' in card
+        assert 'data-fc-status="verified"' in card
+    assert '<span class="fc-where">docs/index.md:5</span>' in card_of(html, "sdpa")
+    assert '<div class="arithmatex">\\[\n\\text{Attention}(Q, K, V) =' in html
+    for stylesheet in assets.stylesheets():
+        assert f'<link rel="stylesheet" href="./{stylesheet}">' in html
+        assert (build.project / "site" / stylesheet).is_file()
+    for script in assets.scripts():
+        assert f'<script src="./{script}"></script>' in html
+        assert (build.project / "site" / script).is_file()
+
+
+def test_drifted_snippet_fails_the_build_naming_page_and_line(builds: dict[str, Build]) -> None:
+    build = builds["drift"]
+    assert build.returncode == 1, build.output
+    assert "SuperFencesException: formula checks failed:" in build.output
+    assert "docs/index.md:5 [sdpa]: mismatch: output: max |Δ| = " in build.output
+    assert "[softmax]" not in build.output  # only the drifted block is named
+
+
+def render_with_markdown(project: Path, engine: Engine) -> str:
+    """The fixture page through plain ``markdown.Markdown``, configured from its mkdocs.yml."""
+    config = yaml.safe_load((project / "mkdocs.yml").read_text(encoding="utf-8"))
+    extensions: list[str] = []
+    configs: dict[str, dict[str, Any]] = {}
+    for entry in config["markdown_extensions"]:
+        name, options = next(iter(entry.items())) if isinstance(entry, dict) else (entry, {})
+        extensions.append(name)
+        configs[name] = dict(options or {})
+    configs["formula_check"].update(engine=engine, root=str(project), page=PAGE)
+    text = (project / PAGE).read_text(encoding="utf-8")
+    return markdown.Markdown(extensions=extensions, extension_configs=configs).convert(text)
+
+
+def test_cards_match_plain_markdown(builds: dict[str, Build], engine: Engine) -> None:
+    build = builds["good"]
+    assert build.returncode == 0, build.output
+    zensical_html = build.html()
+    plain_html = render_with_markdown(build.project, engine)
+    for block in BLOCKS:
+        assert card_of(plain_html, block) == card_of(zensical_html, block)
+    math = re.findall(r'<div class="arithmatex">.*?</div>', plain_html, re.S)
+    assert len(math) == len(BLOCKS)
+    assert math == re.findall(r'<div class="arithmatex">.*?</div>', zensical_html, re.S)
