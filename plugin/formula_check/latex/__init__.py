@@ -1,0 +1,30 @@
+"""LaTeX formulas as written, compiled into float64 NumPy functions and checked against oracles.
+
+A hand-written recursive-descent compiler: lexer -> parser (syntax tree) -> lowering (names,
+types with named dims) -> NumPy evaluation. Anything outside the executable subset raises
+:class:`NotExecutable`; mistakes raise :class:`LatexError` with a column and a caret.
+"""
+
+from __future__ import annotations
+
+from .agreement import FormulaAgreement, check_against_oracle, compare_with_oracle
+from .compiler import CompiledFormula, compile_formula
+from .defaults import default_definitions, default_symbols
+from .errors import NOT_EXECUTABLE, EvaluationError, LatexError, NotExecutable
+from .symbols import SymbolTable, parse_symbols
+
+__all__ = [
+    "NOT_EXECUTABLE",
+    "CompiledFormula",
+    "EvaluationError",
+    "FormulaAgreement",
+    "LatexError",
+    "NotExecutable",
+    "SymbolTable",
+    "check_against_oracle",
+    "compare_with_oracle",
+    "compile_formula",
+    "default_definitions",
+    "default_symbols",
+    "parse_symbols",
+]

@@ -1,0 +1,122 @@
+"""Formula vs oracle: compile the LaTeX as written and compare its values with the oracle's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import Array, frozen_map
+from ..oracles import Oracle, get_oracle
+from .compiler import CompiledFormula, compile_formula
+from .defaults import default_definitions, default_symbols
+from .errors import NotExecutable
+from .shapes import base
+from .symbols import SymbolTable
+
+RTOL = 1e-10
+ATOL = 1e-12
+
+
+@dataclass(frozen=True)
+class FormulaAgreement:
+    """How far the formula as written is from the oracle, output by output; the worst wins."""
+
+    ok: bool
+    max_abs: float
+    max_rel: float
+    compiled: str
+    message: str
+    output: str = "output"
+    worst: tuple[int, ...] = ()
+
+
+def _sizes(
+    oracle: Oracle, arrays: Mapping[str, Array], params: Mapping[str, Any]
+) -> dict[str, int]:
+    """Every dim size: integer params first, then read off the arrays' shapes."""
+    sizes = {k: int(v) for k, v in params.items() if isinstance(v, int) and not isinstance(v, bool)}
+    for spec in (*oracle.inputs, *oracle.weights):
+        shape = np.shape(arrays[spec.name]) if spec.name in arrays else ()
+        if len(shape) == len(spec.dims):
+            for dim, size in zip(spec.dims, shape, strict=True):
+                sizes.setdefault(dim, int(size))
+    return sizes
+
+
+def _aligned(value: Array, dims: tuple[str, ...], target: tuple[str, ...]) -> Array | None:
+    """``value`` with its axes in ``target`` order by dim name; None if the dims differ."""
+    bases = [base(d) for d in dims]
+    if sorted(bases) != sorted(target) or len(set(bases)) != len(bases):
+        return None
+    return np.transpose(value, [bases.index(d) for d in target])
+
+
+def _agreement(
+    name: str, value: Array, expected: Array, compiled: str, rtol: float, atol: float
+) -> FormulaAgreement:
+    if value.shape != expected.shape:
+        message = f"{name}: the formula gives shape {value.shape}, the oracle {expected.shape}"
+        return FormulaAgreement(False, float("inf"), float("inf"), compiled, message, name)
+    diff = np.abs(value - expected)
+    worst = (
+        tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape)) if diff.size else ()
+    )
+    max_abs = float(diff.max(initial=0.0))
+    max_rel = float((diff / np.maximum(np.abs(expected), 1e-300)).max(initial=0.0))
+    ok = bool(np.all(diff <= atol + rtol * np.abs(expected)))
+    verdict = "agrees with" if ok else "differs from"
+    message = f"{name}: the formula {verdict} the oracle, max |Δ| = {max_abs:.3g} at {worst}"
+    return FormulaAgreement(ok, max_abs, max_rel, compiled, message, name, worst)
+
+
+def compare_with_oracle(
+    compiled: CompiledFormula,
+    oracle: Oracle,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    *,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+) -> FormulaAgreement:
+    """Evaluate ``compiled`` and ``oracle`` on the same arrays; optional weights the formula
+    does not name take the oracle's defaults (the paper's formulas have no biases)."""
+    unused = {s.name for s in oracle.weights if s.optional and s.name not in compiled.keys}
+    expected = oracle.compute({k: v for k, v in arrays.items() if k not in unused}, params)
+    result = compiled.evaluate(arrays, _sizes(oracle, arrays, params))
+    values = result if isinstance(result, dict) else {compiled.outputs[0].name: result}
+    names = {s.name for s in oracle.outputs}
+    agreements = []
+    for name, value in values.items():
+        target = name if name in names else "output"
+        aligned = _aligned(value, compiled.output_dims[name], oracle.tensor(target).dims)
+        shown = f"{name} ({', '.join(compiled.output_dims[name])})"
+        if aligned is None:
+            message = f"{shown} does not have the oracle's dims {oracle.tensor(target).dims}"
+            return FormulaAgreement(False, np.inf, np.inf, compiled.describe(), message, name)
+        agreements.append(
+            _agreement(name, aligned, np.asarray(expected[target]), compiled.describe(), rtol, atol)
+        )
+    return max(agreements, key=lambda a: (not a.ok, a.max_abs))
+
+
+def check_against_oracle(
+    latex: str,
+    oracle_name: str,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    *,
+    symbols: SymbolTable | None = None,
+    definitions: Mapping[str, CompiledFormula] = frozen_map(),
+) -> FormulaAgreement:
+    """Compile ``latex`` (default symbols for the oracle unless ``symbols`` is given) and
+    compare it with the oracle. Raises ``LatexError`` or ``NotExecutable``."""
+    oracle = get_oracle(oracle_name)
+    table = symbols or default_symbols(oracle_name, params)
+    if table is None:
+        raise NotExecutable(f"no symbols are declared for oracle {oracle_name!r}")
+    known = {**default_definitions(oracle_name, params), **definitions}
+    compiled = compile_formula(latex, table, definitions=known)
+    return compare_with_oracle(compiled, oracle, arrays, params)

@@ -1,0 +1,119 @@
+"""``Name(args)``: inlined definitions, table functions, builtins and ``Concat`` of a family."""
+
+from __future__ import annotations
+
+from .errors import NotExecutable
+from .ir import Call, Concat, Map, Named, Op
+from .lower import ROW_WISE, UNARY, Definition, Lowerer, Scope
+from .names import script_text
+from .nodes import Apply, Dots, Expr, Num, Script, Word
+from .shapes import Type, base, concat_type
+
+
+def call(lowerer: Lowerer, node: Apply) -> Op:
+    """The value of ``node``: the first of definition, table function, builtin that matches."""
+    name = node.func.text
+    scope = lowerer.scope
+    definition = _definition(scope, name)
+    if definition is not None:
+        return inline(lowerer, definition, node)
+    if name in scope.table.functions:
+        value = _single(lowerer, node)
+        return Call(scope.table.functions[name], value, value.type)
+    builtin = name.lower()
+    if builtin in UNARY:
+        return _unary(lowerer, UNARY[builtin], node)
+    if builtin in ("max", "min"):
+        return _extremum(lowerer, builtin, node)
+    if builtin == "concat":
+        return concat(lowerer, node)
+    if not node.func.upright and len(node.args) == 1:  # x(W_1 + W_2): a product, not a call
+        return lowerer.juxtapose(
+            lowerer.name(node.func, None, None), lowerer.lower(node.args[0]), node.args[0].col
+        )
+    raise lowerer.fail(f"unknown function {name!r}: define it in an earlier block", node.col)
+
+
+def _definition(scope: Scope, name: str) -> Definition | None:
+    if name in scope.definitions:
+        return scope.definitions[name]
+    matches = [d for key, d in scope.definitions.items() if key.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _single(lowerer: Lowerer, node: Apply) -> Op:
+    if len(node.args) != 1:
+        raise lowerer.fail(f"{node.func.text} takes one argument", node.col)
+    return lowerer.lower(node.args[0])
+
+
+def _unary(lowerer: Lowerer, fn: str, node: Apply) -> Op:
+    value = _single(lowerer, node)
+    if fn in ROW_WISE and value.type.core == 0:
+        raise lowerer.fail(f"{fn} needs a vector or a matrix, got {value.type}", node.col)
+    return Map(fn, value, value.type)
+
+
+def _extremum(lowerer: Lowerer, fn: str, node: Apply) -> Op:
+    if len(node.args) != 2:
+        raise NotExecutable(f"\\{fn} over a set or an axis; only \\{fn}(a, b) is executable")
+    left, right = (lowerer.lower(arg) for arg in node.args)
+    return lowerer.elementwise(fn, left, right, node.col)
+
+
+def inline(lowerer: Lowerer, definition: Definition, node: Apply) -> Op:
+    """``definition``'s body with its parameters bound to the arguments' values and dims."""
+    if len(node.args) != len(definition.params):
+        count = len(definition.params)
+        raise lowerer.fail(f"{definition.name} takes {count} arguments", node.col)
+    values = tuple(lowerer.lower(arg) for arg in node.args)
+    renames: dict[str, str] = {}
+    for param, value, arg in zip(definition.params, values, node.args, strict=True):
+        declared = definition.table.symbols[param]
+        expected = Type(declared.dims, declared.core)
+        if value.type.core != declared.core:
+            raise lowerer.fail(
+                f"{param} of {definition.name} is a {expected}, got {value.type}", arg.col
+            )
+        for mine, theirs in zip(expected.core_dims, value.type.core_dims, strict=True):
+            if renames.setdefault(mine, base(theirs)) != base(theirs):
+                message = f"{definition.name} needs {mine} to be both {renames[mine]} and {theirs}"
+                raise lowerer.fail(message, arg.col)
+    inner = Scope(
+        source=definition.source,
+        table=definition.table,
+        definitions=lowerer.scope.definitions,
+        params=dict(zip(definition.params, values, strict=True)),
+        renames=renames,
+        caller=lowerer.scope.caller or lowerer.scope.table,
+        label=f"in {definition.name}: ",
+    )
+    body = Lowerer(inner).lower(definition.body)
+    return Named(definition.name, body, values, body.type)
+
+
+def _member(node: Expr) -> tuple[str, Expr] | None:
+    if isinstance(node, Script) and isinstance(node.base, Word) and node.sub is not None:
+        return node.base.text, node.sub
+    return None
+
+
+def concat(lowerer: Lowerer, node: Apply) -> Op:
+    """``Concat(head_1, \\dots, head_h)``: the family ``head_i`` side by side, head 1 first."""
+    args = node.args
+    first, last = (_member(args[0]), _member(args[-1])) if len(args) == 3 else (None, None)
+    if first is None or last is None or not isinstance(args[1], Dots) or first[0] != last[0]:
+        raise NotExecutable("Concat is executable as Concat(head_1, \\dots, head_h)")
+    scope = lowerer.scope
+    index = next((i for i in scope.table.indices if f"{first[0]}_{i}" in scope.families), None)
+    if index is None:
+        raise lowerer.fail(f"{first[0]}_i is not defined in this formula", args[0].col)
+    count = scope.table.indices[index]
+    if not (isinstance(first[1], Num) and first[1].value == 1):
+        raise lowerer.fail(f"the first member must be {first[0]}_1", first[1].col)
+    if script_text(last[1]) != count:
+        raise lowerer.fail(f"the last member must be {first[0]}_{count}", last[1].col)
+    family = scope.families[f"{first[0]}_{index}"]
+    inner = base(family.type.dims[-1]) if family.type.dims else ""
+    merged = scope.table.products.get(f"{count}*{inner}", f"{count}*{inner}")
+    return Concat(family, index, lowerer.typed(concat_type, node.col, family.type, index, merged))

@@ -1,0 +1,38 @@
+"""The three ways a formula can fail to become a checked function, each with its own remedy."""
+
+from __future__ import annotations
+
+from ..errors import FormulaCheckError
+
+NOT_EXECUTABLE = "not executable — checked against the oracle only"
+
+
+class LatexError(FormulaCheckError):
+    """The formula (or a declaration) is wrong at ``column``: a 0-based offset into ``source``."""
+
+    def __init__(self, message: str, source: str, column: int) -> None:
+        super().__init__(message)
+        self.source = source
+        self.column = max(0, min(column, len(source)))
+
+    def caret(self) -> str:
+        """The source line holding the column, and a ``^`` under it."""
+        start = self.source.rfind("\n", 0, self.column) + 1
+        end = self.source.find("\n", self.column)
+        line = self.source[start : len(self.source) if end < 0 else end]
+        return f"{line}\n{' ' * (self.column - start)}^"
+
+    def __str__(self) -> str:
+        return f"column {self.column + 1}: {self.message}"
+
+
+class NotExecutable(FormulaCheckError):  # noqa: N818  (the outcome's name, not a fault)
+    """The formula uses LaTeX outside the executable subset; only code and oracle are compared."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{NOT_EXECUTABLE}: {reason}")
+        self.reason = reason
+
+
+class EvaluationError(FormulaCheckError):
+    """The compiled formula cannot run on the arrays it was given (missing or misshapen)."""

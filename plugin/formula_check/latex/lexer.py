@@ -1,0 +1,110 @@
+"""LaTeX math source -> tokens with 0-based columns.
+
+Spacing (``\\,``, ``\\quad``), delimiter sizing (``\\left``, ``\\Big``) and font commands that
+keep a letter a letter (``\\mathbf``) carry no meaning for the value, so they vanish here.
+Upright text (``\\text{softmax}``) becomes one ``text`` token: it names a function or a word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import LatexError
+
+TokenKind = Literal["letter", "digit", "symbol", "command", "text", "end"]
+
+SPACING = frozenset({",", ";", ":", "!", " ", "quad", "qquad", "displaystyle", "textstyle"})
+SIZING = frozenset(
+    f"{size}{side}"
+    for size in ("left", "right", "middle", "big", "Big", "bigg", "Bigg")
+    for side in ("", "l", "r", "m")
+)
+FONTS = frozenset({"mathbf", "boldsymbol", "bm", "mathit", "mathsf", "mathnormal"})
+UPRIGHT = frozenset({"text", "mathrm", "operatorname", "textrm", "textnormal", "mbox", "textit"})
+SYMBOLS = frozenset("+-*/=,;()[]{}^_|.'<>")
+ESCAPED = {"{": "\\{", "}": "\\}", "lbrace": "\\{", "rbrace": "\\}", "\\": "\\\\"}
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token: ``text`` is the character, the command name, or the upright word."""
+
+    kind: TokenKind
+    text: str
+    col: int
+    end: int
+
+
+class _Lexer:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.pos = 0
+        self.tokens: list[Token] = []
+
+    def run(self) -> list[Token]:
+        while self.pos < len(self.source):
+            self._step()
+        self.tokens.append(Token("end", "", len(self.source), len(self.source)))
+        return self.tokens
+
+    def _step(self) -> None:
+        char, start = self.source[self.pos], self.pos
+        self.pos += 1
+        if char.isspace() or char in "&~":
+            return
+        if char == "%":  # a TeX comment runs to the end of the line
+            newline = self.source.find("\n", self.pos)
+            self.pos = len(self.source) if newline < 0 else newline
+        elif char == "\\":
+            self._command(start)
+        elif char.isascii() and char.isalpha():
+            self.tokens.append(Token("letter", char, start, self.pos))
+        elif char.isdigit():
+            self.tokens.append(Token("digit", char, start, self.pos))
+        elif char in SYMBOLS:
+            self.tokens.append(Token("symbol", char, start, self.pos))
+        else:
+            raise LatexError(f"unexpected character {char!r}", self.source, start)
+
+    def _command(self, start: int) -> None:
+        name = self._command_name()
+        if name in SPACING or name in FONTS:
+            return
+        if name in SIZING:
+            if self.source.startswith(".", self.pos):  # \left. is an invisible delimiter
+                self.pos += 1
+            return
+        if name in ESCAPED:
+            self.tokens.append(Token("symbol", ESCAPED[name], start, self.pos))
+        elif name in UPRIGHT:
+            self.tokens.append(Token("text", self._braced_word(start), start, self.pos))
+        else:
+            self.tokens.append(Token("command", name, start, self.pos))
+
+    def _command_name(self) -> str:
+        end = self.pos
+        while end < len(self.source) and self.source[end].isascii() and self.source[end].isalpha():
+            end += 1
+        end = max(end, min(self.pos + 1, len(self.source)))  # \, \{ \\: one character
+        name, self.pos = self.source[self.pos : end], end
+        return name
+
+    def _braced_word(self, start: int) -> str:
+        if self.source.startswith("*", self.pos):  # \operatorname* only moves limits
+            self.pos += 1
+        while self.pos < len(self.source) and self.source[self.pos].isspace():
+            self.pos += 1
+        if not self.source.startswith("{", self.pos):
+            raise LatexError("expected '{' after an upright-text command", self.source, start)
+        close = self.source.find("}", self.pos)
+        word = self.source[self.pos + 1 : close].strip() if close > 0 else ""
+        if not word or not all(c.isalnum() or c in " -" for c in word):
+            raise LatexError("upright text must be a plain word", self.source, start)
+        self.pos = close + 1
+        return word
+
+
+def tokenize(source: str) -> list[Token]:
+    """Every token of ``source``, ending with an ``end`` token at ``len(source)``."""
+    return _Lexer(source).run()

@@ -1,0 +1,92 @@
+"""The syntax tree of a formula as written: what the parser makes, before any name is known."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Num:
+    """A number literal such as ``10000`` or ``0.5``."""
+
+    value: float
+    text: str
+    col: int
+
+
+@dataclass(frozen=True)
+class Word:
+    """A run of adjacent letters (``QK``, ``pos``), a Greek letter (``\\gamma``) or upright text.
+
+    Upright words (``\\text{softmax}``) are names as a whole; italic runs may be products of
+    several declared names and are split later, against the symbol table.
+    """
+
+    text: str
+    col: int
+    upright: bool = False
+
+
+@dataclass(frozen=True)
+class Script:
+    """``base_sub^sup``: a name's index or superscript, a transpose, or a power."""
+
+    base: Expr
+    sub: Expr | None
+    sup: Expr | None
+    col: int
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A name followed by a delimited argument list: ``\\text{softmax}(x)``, ``\\max\\{0, x\\}``."""
+
+    func: Word
+    args: tuple[Expr, ...]
+    col: int
+
+
+@dataclass(frozen=True)
+class Binary:
+    """``left op right``; ``op`` is ``+``, ``-``, ``/``, ``mul`` (juxtaposition, ``\\cdot``) or
+    ``odot`` (element-wise product)."""
+
+    op: str
+    left: Expr
+    right: Expr
+    col: int
+
+
+@dataclass(frozen=True)
+class Neg:
+    """A leading minus."""
+
+    operand: Expr
+    col: int
+
+
+@dataclass(frozen=True)
+class Dots:
+    """``\\dots``: only meaningful between the first and last member of a family."""
+
+    col: int
+
+
+@dataclass(frozen=True)
+class Tuple:
+    """``(pos, 2i)``: an index tuple in a subscript."""
+
+    items: tuple[Expr, ...]
+    col: int
+
+
+Expr = Num | Word | Script | Apply | Binary | Neg | Dots | Tuple
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``lhs = rhs``, or a bare ``rhs``."""
+
+    lhs: Expr | None
+    rhs: Expr
+    col: int

@@ -1,0 +1,267 @@
+"""Tokens -> statements: a recursive-descent parser for the executable subset of LaTeX math.
+
+Grammar (juxtaposition binds like ``\\cdot``; ``/`` is left-associative at the same level)::
+
+    document   := statement (separator statement)* separator?
+    separator  := (',' | ';' | '.' | '\\\\' | \\text{where|and|with})+
+    statement  := expression ('=' expression)?
+    expression := ('+' | '-')? term (('+' | '-') term)*
+    term       := unary (('\\cdot' | '\\times' | '*' | '/' | '\\odot')? unary)*
+    unary      := '-' unary | postfix
+    postfix    := atom (('_' | '^') script)*
+    atom       := number | word | word args | function args | '\\frac' script script
+                | '\\sqrt' script | '(' expression ')' | '{' expression '}' | '\\dots' | greek
+    args       := ('(' | '[' | '\\{') expression (',' expression)* (')' | ']' | '\\}')
+    script     := '{' expression (',' expression)* '}' | letter | digit | command atom
+"""
+
+from __future__ import annotations
+
+from .errors import LatexError, NotExecutable
+from .lexer import Token, tokenize
+from .nodes import Apply, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
+
+SEPARATOR_WORDS = frozenset({"where", "and", "with"})
+FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "ln", "tanh", "max", "min"})
+GREEK = frozenset(
+    {
+        *("alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta"),
+        *("kappa", "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "varphi"),
+        *("chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Sigma", "Phi", "Psi"),
+        "Omega",
+    }
+)
+PRODUCTS = {"cdot": "mul", "times": "mul", "*": "mul", "odot": "odot", "/": "/"}
+CLOSERS = {"(": ")", "[": "]", "\\{": "\\}"}
+DOTS = frozenset({"dots", "ldots", "cdots"})
+TRANSPOSE = frozenset({"top", "intercal", "mathsf"})
+
+
+class Parser:
+    """One pass over the tokens of ``source``; every error names its column."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.tokens = tokenize(source)
+        self.pos = 0
+
+    # Token plumbing -----------------------------------------------------------------------
+
+    def peek(self) -> Token:
+        return self.tokens[self.pos]
+
+    def advance(self) -> Token:
+        token = self.tokens[self.pos]
+        self.pos = min(self.pos + 1, len(self.tokens) - 1)
+        return token
+
+    def at(self, *texts: str) -> bool:
+        token = self.peek()
+        return token.kind in ("symbol", "command") and token.text in texts
+
+    def expect(self, text: str) -> Token:
+        if not self.at(text):
+            raise self.error(f"expected {text!r}")
+        return self.advance()
+
+    def error(self, message: str, token: Token | None = None) -> LatexError:
+        token = token or self.peek()
+        found = "the end of the formula" if token.kind == "end" else repr(token.text)
+        return LatexError(f"{message}, found {found}", self.source, token.col)
+
+    # Statements ---------------------------------------------------------------------------
+
+    def document(self) -> tuple[Statement, ...]:
+        statements = [self.statement()]
+        while self.separator() and self.peek().kind != "end":
+            statements.append(self.statement())
+        if self.peek().kind != "end":
+            raise self.error("expected an operator or the end of the formula")
+        return tuple(statements)
+
+    def separator(self) -> bool:
+        found = False
+        while self.at(",", ";", ".", "\\\\") or self.is_separator_word(self.peek()):
+            self.advance()
+            found = True
+        return found
+
+    @staticmethod
+    def is_separator_word(token: Token) -> bool:
+        return token.kind == "text" and token.text.lower() in SEPARATOR_WORDS
+
+    def statement(self) -> Statement:
+        col = self.peek().col
+        first = self.expression()
+        if not self.at("="):
+            return Statement(None, first, col)
+        self.advance()
+        return Statement(first, self.expression(), col)
+
+    # Expressions --------------------------------------------------------------------------
+
+    def expression(self) -> Expr:
+        token = self.peek()
+        sign = self.advance().text if self.at("+", "-") else "+"
+        node = self.term()
+        if sign == "-":
+            node = Neg(node, token.col)
+        while self.at("+", "-"):
+            op = self.advance()
+            node = Binary(op.text, node, self.term(), op.col)
+        return node
+
+    def term(self) -> Expr:
+        node = self.unary()
+        while True:
+            token = self.peek()
+            if self.at(*PRODUCTS):
+                self.advance()
+                right = self.unary()
+                node = Binary(PRODUCTS[token.text], node, right, token.col)
+            elif self.starts_atom(token):
+                right = self.unary()
+                node = Binary("mul", node, right, token.col)
+            else:
+                return node
+
+    def starts_atom(self, token: Token) -> bool:
+        if token.kind in ("letter", "digit"):
+            return True
+        if token.kind == "text":
+            return not self.is_separator_word(token)
+        if token.kind == "command":
+            return token.text not in PRODUCTS
+        return token.text in ("(", "[", "\\{", "{")
+
+    def unary(self) -> Expr:
+        if self.at("-"):
+            col = self.advance().col
+            return Neg(self.unary(), col)
+        return self.postfix()
+
+    def postfix(self) -> Expr:
+        node = self.atom()
+        sub: Expr | None = None
+        sup: Expr | None = None
+        while self.at("_", "^"):
+            mark = self.advance()
+            if (sub if mark.text == "_" else sup) is not None:
+                raise self.error(f"double {'sub' if mark.text == '_' else 'super'}script", mark)
+            if mark.text == "_":
+                sub = self.script()
+            else:
+                sup = self.script()
+        if self.at("'"):
+            raise NotExecutable("primes (x') name no executable operation")
+        return node if sub is None and sup is None else Script(node, sub, sup, _col(node))
+
+    def script(self) -> Expr:
+        token = self.peek()
+        if self.at("{"):
+            self.advance()
+            items = self.items("}")
+            return items[0] if len(items) == 1 else Tuple(items, token.col)
+        if token.kind == "letter":
+            return Word(self.advance().text, token.col)
+        if token.kind == "digit":
+            return Num(float(token.text), self.advance().text, token.col)
+        if token.kind in ("text", "command"):
+            return self.atom()
+        raise self.error("expected a script")
+
+    def items(self, close: str) -> tuple[Expr, ...]:
+        items = [self.expression()]
+        while self.at(","):
+            self.advance()
+            items.append(self.expression())
+        self.expect(close)
+        return tuple(items)
+
+    # Atoms --------------------------------------------------------------------------------
+
+    def atom(self) -> Expr:
+        token = self.peek()
+        if token.kind == "digit":
+            return self.number()
+        if token.kind in ("letter", "text"):
+            return self.word()
+        if self.at("{"):
+            self.advance()
+            inner = self.expression()
+            self.expect("}")
+            return inner
+        if self.at(*CLOSERS):
+            items = self.arguments()
+            return items[0] if len(items) == 1 else Tuple(items, token.col)
+        if token.kind == "command":
+            return self.command()
+        raise self.error("expected a value")
+
+    def number(self) -> Num:
+        first = self.peek()
+        text = ""
+        while self.peek().kind == "digit" or (self.at(".") and self.next_is_digit()):
+            text += self.advance().text
+        return Num(float(text), text, first.col)
+
+    def next_is_digit(self) -> bool:
+        return self.tokens[self.pos + 1].kind == "digit"
+
+    def word(self) -> Expr:
+        first = self.advance()
+        if first.kind == "text":
+            return self.maybe_apply(Word(first.text, first.col, upright=True))
+        text, end = first.text, first.end
+        while self.peek().kind == "letter" and self.peek().col == end:
+            token = self.advance()
+            text, end = text + token.text, token.end
+        word = Word(text, first.col)
+        return self.maybe_apply(word) if self.at("(") else word
+
+    def maybe_apply(self, func: Word) -> Expr:
+        if not self.at(*CLOSERS):
+            return func
+        return Apply(func, self.arguments(), func.col)
+
+    def arguments(self) -> tuple[Expr, ...]:
+        opener = self.advance()
+        return self.items(CLOSERS[opener.text])
+
+    def command(self) -> Expr:
+        token = self.advance()
+        name = token.text
+        if name in ("frac", "dfrac", "tfrac"):
+            return Binary("/", self.script(), self.script(), token.col)
+        if name == "sqrt":
+            if self.at("["):
+                raise NotExecutable("\\sqrt[n]{…}: only square roots are executable")
+            return Apply(Word("sqrt", token.col, upright=True), (self.script(),), token.col)
+        if name in FUNCTIONS:
+            return self.function(Word(name, token.col, upright=True))
+        if name in DOTS:
+            return Dots(token.col)
+        if name in GREEK:
+            return Word(f"\\{name}", token.col)
+        if name in TRANSPOSE:
+            if name == "mathsf":  # \mathsf{T}
+                self.script()
+            return Word("⊤", token.col)
+        raise NotExecutable(f"\\{name} is outside the executable subset")
+
+    def function(self, func: Word) -> Expr:
+        """``\\sin(x)``, ``\\max\\{0, x\\}``, or an undelimited argument: ``\\sin x``."""
+        if self.at(*CLOSERS):
+            return Apply(func, self.arguments(), func.col)
+        return Apply(func, (self.postfix(),), func.col)
+
+
+def _col(node: Expr) -> int:
+    return node.col
+
+
+def parse(source: str) -> tuple[Statement, ...]:
+    """The statements of ``source``; raises :class:`LatexError` or :class:`NotExecutable`."""
+    if not source.strip():
+        raise LatexError("the formula is empty", source, 0)
+    return Parser(source).document()

@@ -1,0 +1,187 @@
+"""The symbol table: what each written name means, its named dims, and where its values live.
+
+Declarations are short and readable, one per line or separated by ``;``::
+
+    Q: [b, n, d_k] = q                       a tensor read from the array "q"
+    M: [b, n, m] = additive(mask)            a boolean keep mask as 0 / -1e9 logits
+    W_i^Q: [d_model, depth] for i < h = W_q  a family: W_q's last axis cut into h blocks
+    pos: range(n)                            an index grid 0 .. n-1
+    i: range(d_model / 2)
+    PE: output [n, d_model]                  an output assigned cell by cell (PE_{(pos, 2i)})
+    d_model = h * depth                      concatenating h blocks of depth gives d_model
+    c: scalar = 0.5                          a constant
+
+Every named dim also reads as its size: ``d_k`` in a formula is the size of dim ``d_k``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..model import Array, frozen_map
+from .errors import EvaluationError, LatexError
+from .parser import Parser
+
+Loader = Callable[[Mapping[str, Array], Mapping[str, int]], Array]
+MASKED_LOGIT = -1e9
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A declared name. ``core`` trailing dims take part in matrix products (2 for a matrix,
+    1 for a vector, 0 for a scalar or a grid of scalars); the leading ones broadcast by name."""
+
+    name: str
+    dims: tuple[str, ...]
+    core: int
+    load: Loader
+    keys: tuple[str, ...] = ()
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class TableFunction:
+    """A named function that keeps its argument's shape, e.g. LayerNorm over the last axis."""
+
+    name: str
+    apply: Callable[[Array, Mapping[str, Array]], Array]
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SymbolTable:
+    """Everything a formula may name; see the module docstring for the declaration syntax."""
+
+    symbols: Mapping[str, Symbol] = field(default_factory=frozen_map)
+    indices: Mapping[str, str] = field(default_factory=frozen_map)
+    products: Mapping[str, str] = field(default_factory=frozen_map)
+    outputs: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
+    functions: Mapping[str, TableFunction] = field(default_factory=frozen_map)
+
+    @property
+    def dims(self) -> frozenset[str]:
+        """Every named dim; each also reads as its size."""
+        named = {d for s in self.symbols.values() for d in s.dims}
+        named |= {d for dims in self.outputs.values() for d in dims}
+        named |= set(self.indices.values()) | set(self.products.values())
+        named |= {part for key in self.products for part in key.split("*")}
+        return frozenset(d for d in named - set(self.indices) if not d.isdigit())
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name a run of letters may split into."""
+        return frozenset(self.symbols) | self.dims
+
+    def extended(self, *symbols: Symbol, **functions: TableFunction) -> SymbolTable:
+        """A copy with more symbols and functions."""
+        return replace(
+            self,
+            symbols=frozen_map({**self.symbols, **{s.name: s for s in symbols}}),
+            functions=frozen_map({**self.functions, **functions}),
+        )
+
+
+# Loaders ----------------------------------------------------------------------------------
+
+
+def array_loader(key: str, dims: tuple[str, ...]) -> Loader:
+    """Read ``arrays[key]`` as float64, checking its rank."""
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        if key not in arrays:
+            raise EvaluationError(f"no array named {key!r} was given")
+        array = np.asarray(arrays[key], dtype=np.float64)
+        if array.ndim != len(dims):
+            raise EvaluationError(f"{key} has shape {array.shape}, expected ({', '.join(dims)})")
+        return array
+
+    return load
+
+
+def additive_mask_loader(key: str, dims: tuple[str, ...]) -> Loader:
+    """A boolean keep mask as additive logits: 0 where kept, -1e9 where masked; 0 if absent."""
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        shape = tuple(sizes[d.rstrip("'")] for d in dims)  # n' is a second axis of size n
+        if key not in arrays:
+            return np.zeros(shape)
+        keep = np.asarray(arrays[key], dtype=bool).reshape(shape)
+        return np.where(keep, 0.0, MASKED_LOGIT)
+
+    return load
+
+
+def family_loader(key: str, count: str, dims: tuple[str, ...]) -> Loader:
+    """``arrays[key]``'s last axis cut into ``sizes[count]`` blocks, stacked on a leading axis."""
+    whole = array_loader(key, dims)
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        array = whole(arrays, sizes)
+        blocks = array.reshape((*array.shape[:-1], sizes[count], -1))
+        return np.moveaxis(blocks, -2, 0)
+
+    return load
+
+
+def grid_loader(dim: str, divisor: int) -> Loader:
+    """``0, 1, ..., sizes[dim] / divisor - 1``."""
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        return np.arange(sizes[dim] // divisor, dtype=np.float64)
+
+    return load
+
+
+def constant_loader(value: float) -> Loader:
+    """A constant scalar."""
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        return np.asarray(value)
+
+    return load
+
+
+# Declarations -----------------------------------------------------------------------------
+
+_NAME = r"(?P<name>[^:=]+?)\s*:\s*"
+_DIMS = r"\[(?P<dims>[^\]]*)\]"
+_DECLARATIONS: dict[str, re.Pattern[str]] = {
+    "tensor": re.compile(
+        _NAME + _DIMS + r"(?:\s*for\s+(?P<index>\w+)\s*<\s*(?P<count>\w+))?"
+        r"(?:\s*=\s*(?P<additive>additive\()?(?P<key>\w+)\)?)?$"
+    ),
+    "range": re.compile(_NAME + r"range\(\s*(?P<dim>\w+)\s*(?:/\s*(?P<divisor>\d+)\s*)?\)$"),
+    "output": re.compile(_NAME + r"output\s*" + _DIMS + "$"),
+    "scalar": re.compile(_NAME + r"scalar\s*=\s*(?P<value>[-+0-9.eE]+)$"),
+    "product": re.compile(r"(?P<whole>\w+)\s*=\s*(?P<count>\w+)\s*\*\s*(?P<part>\w+)$"),
+}
+
+
+def parse_name(text: str, source: str, col: int) -> str:
+    """The canonical spelling of a declared name written in LaTeX (``W_i^Q``, ``d_{model}``)."""
+    from .names import canonical_name
+
+    try:
+        statements = Parser(text).document()
+    except LatexError as error:
+        raise LatexError(f"bad name {text!r}: {error.message}", source, col) from None
+    name = canonical_name(statements[0].rhs) if len(statements) == 1 else None
+    if name is None or statements[0].lhs is not None:
+        raise LatexError(f"{text!r} is not a single name", source, col)
+    return name
+
+
+def parse_symbols(text: str) -> SymbolTable:
+    """A :class:`SymbolTable` from declarations; errors carry the column in ``text``."""
+    from .declarations import Declarations
+
+    collected = Declarations(text)
+    for match in re.finditer(r"[^;\n]+", text):
+        line = match.group().strip()
+        if line and not line.startswith("#"):
+            collected.add(line, match.start() + len(match.group()) - len(match.group().lstrip()))
+    return collected.table()
