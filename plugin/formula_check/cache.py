@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -27,6 +28,7 @@ from .model import (
     CheckResult,
     CheckSpec,
     Environment,
+    FormulaVerdict,
     Location,
     ShapeInfo,
     SnippetFailure,
@@ -59,16 +61,27 @@ def tensorflow_version() -> str:
     return "none"
 
 
+@functools.cache
+def checker_digest() -> str:
+    """A digest of this package's own source: a new checker never trusts an old verdict."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cache_key(spec: CheckSpec, tf_version: str) -> str:
     """The content address of a check (its location on the page is deliberately left out)."""
     oracle = get_oracle(spec.oracle)
     fields = to_plain(spec)
-    for volatile in ("block_id", "location", "latex"):
+    for volatile in ("block_id", "location"):
         fields.pop(volatile)
     fields["snippet"].pop("location")
     fields["snippet"].pop("line_offset")
     fields["oracle_version"] = [oracle.name, oracle.version, oracle.source]
-    fields["tool"] = [__version__, SCHEMA, protocol.VERSION, tf_version]
+    fields["tool"] = [__version__, SCHEMA, protocol.VERSION, tf_version, checker_digest()]
     text = json.dumps(fields, sort_keys=True, default=_jsonable)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -187,6 +200,7 @@ def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> Chec
         notes=tuple(data["notes"]),
         stdout=data["stdout"],
         elapsed=data["elapsed"],
+        formula=FormulaVerdict(**data["formula"]) if data.get("formula") else None,
     )
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .compare import compare, delta_array, squeeze_leading
 from .errors import OracleError, SpecError
+from .formula import judge_formula
 from .model import (
     Array,
     CheckResult,
@@ -94,7 +95,9 @@ def evaluate(
         ) from exc
     names = _output_names(plan, len(outputs))
     verdicts, shown = _verdicts(plan, names, outputs, expected)
-    status = Status.VERIFIED if verdicts and all(v.ok for v in verdicts) else Status.MISMATCH
+    formula = judge_formula(spec, oracle_arrays, params)
+    code_ok = bool(verdicts) and all(v.ok for v in verdicts)
+    status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = _notes(plan, names, outputs)
     timings = tuple(_timings(header.get("timings", [])))
     if spec.timing.enabled:
@@ -114,6 +117,7 @@ def evaluate(
         sweep=_sweep(header.get("timings", [])),
         notes=tuple(notes),
         stdout=str(header.get("stdout", "")),
+        formula=formula,
     )
 
 

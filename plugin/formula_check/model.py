@@ -106,6 +106,13 @@ class CheckSpec:
     latex: str = ""
     skip: str = ""
     """When set, the block is not run; the reason is shown instead (status ``skipped``)."""
+    symbols: str = ""
+    """Symbol declarations for compiling ``latex`` (default: the oracle's own table)."""
+    definitions: tuple[tuple[str, str], ...] = ()
+    """``(oracle, latex)`` of the page's earlier blocks, whose ``Name(args) = ...`` later
+    formulas may call (``head_i = \text{Attention}(...)``)."""
+    check_formula: bool = True
+    """Compile the LaTeX and compare it with the oracle (the third side of the check)."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,32 @@ class SweepPoint:
     spread: float
 
 
+FormulaState = Literal["agrees", "differs", "invalid", "not_executable"]
+
+
+@dataclass(frozen=True)
+class FormulaVerdict:
+    """The formula as written, compiled and compared with the oracle (float64, rtol 1e-10)."""
+
+    state: FormulaState
+    compiled: str = ""
+    max_abs: float = 0.0
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Does this verdict fail the block (a formula that disagrees or does not compile)?"""
+        return self.state in {"differs", "invalid"}
+
+    def summary(self) -> str:
+        """One line for logs: ``formula: ...``."""
+        if self.state == "agrees":
+            return f"formula agrees with the oracle (max |Δ| = {self.max_abs:.2g})"
+        if self.state == "not_executable":
+            return f"formula not executable — checked against the oracle only: {self.message}"
+        return f"formula: {self.message}"
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """Everything one check found. Immutable; cached on disk as is."""
@@ -234,6 +267,7 @@ class CheckResult:
     stdout: str = ""
     cached: bool = False
     elapsed: float = 0.0
+    formula: FormulaVerdict | None = None
 
     @property
     def expected_failure(self) -> bool:
@@ -264,6 +298,8 @@ class CheckResult:
         """What happened, without the location."""
         if self.status is Status.MISMATCH:
             bad = [v.summary() for v in self.verdicts if not v.ok]
+            if self.formula is not None and self.formula.failed:
+                bad.append(self.formula.summary())
             return "; ".join(bad) or self.message
         if self.failure is not None:
             where = f" (line {self.failure.location.line})" if self.failure.location else ""

@@ -177,6 +177,10 @@ def _fields(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
         )
     if "perturb" in options:
         fields["perturb_weights"] = options["perturb"]
+    if "symbols" in options:
+        fields["symbols"] = options["symbols"]
+    if "formula" in options:
+        fields["check_formula"] = options["formula"]
     enabled, warmup, repeats = options.get("timing", (True, TimingSpec.warmup, TimingSpec.repeats))
     dims = frozen_map(options.get("timing_dims", {}))
     fields["timing"] = TimingSpec(enabled and settings.timing, warmup, repeats, dims)
@@ -236,10 +240,16 @@ def page_blocks(
         defaults, page_error = {}, exc
     blocks: list[PageBlock] = []
     first_use: dict[str, int] = {}
+    definitions: list[tuple[str, str]] = []
     for formula in formulas:
         block = _page_block(
             formula, defaults, page_error, page=page, line_offset=line_offset, settings=settings
         )
+        if block.spec is not None:
+            spec = dataclasses.replace(block.spec, definitions=tuple(definitions))
+            block = dataclasses.replace(block, spec=spec)
+            if _DEFINES.search(spec.latex):
+                definitions.append((spec.oracle, spec.latex))
         if block.spec is not None and block.block_id in first_use:
             message = (
                 f"duplicate id {block.block_id!r} (first used at line {first_use[block.block_id]})"
@@ -248,6 +258,11 @@ def page_blocks(
         first_use.setdefault(block.block_id, formula.line)
         blocks.append(block)
     return blocks
+
+
+_DEFINES = re.compile(r"\\(?:text|mathrm|operatorname)\{\w+\}\s*\([^)]*\)\s*=")
+"""``\text{Attention}(Q, K, V) =``: a formula that defines a function later blocks may call.
+Only those are passed on, so editing any other formula does not invalidate later blocks."""
 
 
 def _page_block(

@@ -286,6 +286,8 @@ OPTIONS: Mapping[str, Validator] = {
     "sweep_dim": name,
     "preset": choice(*sorted(PRESETS)),
     "skip": text,
+    "symbols": text,
+    "formula": boolean,
     "mask_dims": mask_dims,
 }
 """Every option a formula header (or a page's ``formula_check:`` front matter) may set."""

@@ -11,7 +11,15 @@ import html
 import re
 from collections.abc import Callable, Iterable
 
-from ..model import CheckResult, Environment, ShapeInfo, TimingStats, Verdict, format_seconds
+from ..model import (
+    CheckResult,
+    Environment,
+    FormulaVerdict,
+    ShapeInfo,
+    TimingStats,
+    Verdict,
+    format_seconds,
+)
 from .heatmaps import Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, outcome_key
 
@@ -74,6 +82,7 @@ def render_card(
         _title(result, key, labels),
         _message(result),
         _verdicts(result.verdicts, labels),
+        _formula(result.formula, labels),
         _failure(result, labels),
         _figure_section(
             "fc-delta", labels.where_they_differ, _only(by_name, "delta"), image_url, is_open=True
@@ -121,6 +130,30 @@ def _message(result: CheckResult) -> str:
     if not result.message:
         return ""
     return f'<p class="fc-message">{_esc(result.message)}</p>'
+
+
+def _formula(formula: FormulaVerdict | None, labels: Labels) -> str:
+    """The third side: the LaTeX as written against the oracle."""
+    if formula is None:
+        return ""
+    title = {
+        "agrees": labels.formula_agrees,
+        "differs": labels.formula_differs,
+        "invalid": labels.formula_invalid,
+        "not_executable": labels.formula_not_executable,
+    }[formula.state]
+    css = "fc-bad" if formula.failed else "fc-ok" if formula.state == "agrees" else "fc-note"
+    parts = [f"<strong>{_esc(title)}</strong>"]
+    if formula.state in {"agrees", "differs"}:
+        parts.append(f" max |Δ| = {formula.max_abs:.2g}")
+    if formula.compiled:
+        parts.append(
+            f"<br>{_esc(labels.formula_compiled)}{_esc(labels.colon)}<code>{_esc(formula.compiled)}</code>"
+        )
+    body = "".join(parts)
+    if formula.message and formula.state != "agrees":
+        body += f"<pre><code>{_esc(strip_ansi(formula.message))}</code></pre>"
+    return f'<div class="fc-formula {css}">{body}</div>'
 
 
 def _verdicts(verdicts: Iterable[Verdict], labels: Labels) -> str:

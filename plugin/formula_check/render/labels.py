@@ -81,6 +81,11 @@ class Labels:
     oracle: str
     status: str
     block: str
+    formula_agrees: str = "formula ≈ oracle"
+    formula_differs: str = "formula ≠ oracle"
+    formula_invalid: str = "formula does not compile"
+    formula_not_executable: str = "formula not executable — checked against the oracle only"
+    formula_compiled: str = "compiled as"
 
     def outcome(self, key: str) -> str:
         """The badge text for one of :data:`OUTCOME_KEYS`."""
@@ -229,6 +234,11 @@ CHINESE = Labels(
     oracle="参考实现",
     status="状态",
     block="块",
+    formula_agrees="公式 ≈ 参考实现",
+    formula_differs="公式 ≠ 参考实现",
+    formula_invalid="公式无法编译",
+    formula_not_executable="公式不可执行——仅与参考实现比对代码",
+    formula_compiled="编译结果",
 )
 """Simplified Chinese; also used for ``zh-TW`` until a Traditional table exists."""
 

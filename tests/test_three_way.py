@@ -1,0 +1,89 @@
+"""Three-way checking: the LaTeX as written must match the oracle too, not only the code."""
+
+from __future__ import annotations
+
+import pytest
+from implementations import CORRECT, FFN, PE, SDPA
+from support import run
+
+from formula_check.model import Status
+
+pytestmark = pytest.mark.tf
+
+ATTENTION = r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V"
+MASKED = r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}} + M\right)V"
+FFN_TEX = r"\text{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2"
+PE_TEX = (
+    r"PE_{(pos, 2i)} = \sin\left(pos / 10000^{2i/d_{model}}\right), \quad "
+    r"PE_{(pos, 2i+1)} = \cos\left(pos / 10000^{2i/d_{model}}\right)"
+)
+
+
+def test_right_code_and_right_formula_agree_three_ways() -> None:
+    result = run("attention", SDPA, latex=ATTENTION)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert result.formula is not None and result.formula.state == "agrees"
+    assert result.formula.max_abs < 1e-9
+    assert "sqrt(d_k)" in result.formula.compiled
+
+
+@pytest.mark.parametrize(
+    ("oracle", "code", "latex", "options"),
+    [
+        ("attention", SDPA, MASKED, {"mask": "causal"}),
+        ("ffn", FFN, FFN_TEX, {}),
+        ("positional_encoding", PE, PE_TEX, {}),
+    ],
+)
+def test_canonical_formulas_agree(oracle: str, code: str, latex: str, options: dict) -> None:
+    result = run(oracle, code, latex=latex, **options)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert result.formula is not None and result.formula.state == "agrees"
+
+
+@pytest.mark.parametrize(
+    ("edit", "latex"),
+    [
+        ("sqrt dropped", ATTENTION.replace(r"\sqrt{d_k}", "d_k")),
+        ("softmax dropped", r"\text{Attention}(Q, K, V) = \frac{QK^T}{\sqrt{d_k}}V"),
+        (
+            "sin and cos swapped",
+            PE_TEX.replace(r"\sin", "TMP").replace(r"\cos", r"\sin").replace("TMP", r"\cos"),
+        ),
+        ("base 1000", PE_TEX.replace("10000", "1000")),
+        ("bias dropped", FFN_TEX.replace(" + b_1", "")),
+    ],
+)
+def test_a_latex_only_edit_fails_even_with_correct_code(edit: str, latex: str) -> None:
+    oracle = "ffn" if "FFN" in latex else "positional_encoding" if "PE" in latex else "attention"
+    code = {"ffn": FFN, "positional_encoding": PE, "attention": SDPA}[oracle]
+    result = run(oracle, code, latex=latex)
+    assert all(v.ok for v in result.verdicts), "the code itself is right"
+    assert result.status is Status.MISMATCH, f"{edit}: {result.headline()}"
+    assert result.formula is not None and result.formula.failed
+    assert "formula:" in result.headline()
+
+
+def test_undeclared_name_is_an_error_with_a_caret() -> None:
+    result = run("attention", SDPA, latex=r"\text{softmax}\left(\frac{QZ^T}{\sqrt{d_k}}\right)V")
+    assert result.status is Status.MISMATCH
+    assert result.formula is not None and result.formula.state == "invalid"
+    assert "^" in result.formula.message
+
+
+def test_formula_outside_the_subset_is_said_not_executable_and_never_passes_silently() -> None:
+    result = run(
+        "softmax",
+        CORRECT["softmax"][1],
+        latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}",
+    )
+    assert result.status is Status.VERIFIED
+    assert result.formula is not None and result.formula.state == "not_executable"
+    assert "checked against the oracle only" in result.formula.summary()
+
+
+def test_formula_check_can_be_turned_off() -> None:
+    result = run(
+        "attention", SDPA, latex=ATTENTION.replace(r"\sqrt{d_k}", "d_k"), check_formula=False
+    )
+    assert result.status is Status.VERIFIED and result.formula is None
