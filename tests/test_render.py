@@ -481,7 +481,9 @@ def test_report_json_round_trips() -> None:
         "detail",
         "timings",
         "cached",
+        "formula",
     }
+    assert first["formula"] is None  # no LaTeX was compiled for this hand-made result
     assert first["status"] == "verified" and first["outcome_ok"] is True
     assert first["max_abs_error"] == pytest.approx(7.2e-7)
     assert first["timings"]["function"] == pytest.approx(1e-3)

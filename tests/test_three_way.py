@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from implementations import CORRECT, FFN, PE, SDPA
-from support import run
 
 from formula_check.model import Status
+from implementations import CORRECT, FFN, PE, SDPA
+from support import run
 
 pytestmark = pytest.mark.tf
 

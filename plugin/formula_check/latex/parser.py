@@ -21,6 +21,29 @@ from .errors import LatexError, NotExecutable
 from .lexer import Token, tokenize
 from .nodes import Apply, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
 
+RELATIONS = frozenset(
+    {
+        "<",
+        ">",
+        "\\le",
+        "\\ge",
+        "\\leq",
+        "\\geq",
+        "\\lt",
+        "\\gt",
+        "\\neq",
+        "\\ne",
+        "\\approx",
+        "\\sim",
+        "\\in",
+        "\\to",
+        "\\rightarrow",
+        "\\propto",
+        "\\equiv",
+    }
+)
+"""Relations: a formula that states one is outside the executable subset, not wrong."""
+
 SEPARATOR_WORDS = frozenset({"where", "and", "with"})
 FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "ln", "tanh", "max", "min"})
 GREEK = frozenset(
@@ -76,6 +99,11 @@ class Parser:
         while self.separator() and self.peek().kind != "end":
             statements.append(self.statement())
         if self.peek().kind != "end":
+            if self.peek().text in RELATIONS:
+                # An inequality or membership is a statement about values, not a computation.
+                raise NotExecutable(
+                    f"the relation {self.peek().text!r} is outside the executable subset"
+                )
             raise self.error("expected an operator or the end of the formula")
         return tuple(statements)
 
