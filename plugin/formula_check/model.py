@@ -241,9 +241,12 @@ class FormulaVerdict:
         """One line for logs: ``formula: ...``."""
         if self.state == "agrees":
             return f"formula agrees with the oracle (max |Δ| = {self.max_abs:.2g})"
+        first_line = self.message.split("\n", 1)[
+            0
+        ]  # a log line stays one line; the card shows the caret
         if self.state == "not_executable":
-            return f"formula not executable — checked against the oracle only: {self.message}"
-        return f"formula: {self.message}"
+            return f"formula not executable — checked against the oracle only: {first_line}"
+        return f"formula: {first_line}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,516 @@
+"""Whole-site speed: warm rebuilds, ``mkdocs serve`` edits, and cold builds as sites grow.
+
+One subcommand per benchmark; each prints a compact table from one run, medians over
+``--repeats``, the sides interleaved so that drift on the machine hits both alike:
+
+* ``warm``: every check cached vs the same site with ``enabled: false`` (and with no plugin
+  at all), as fresh ``python -m mkdocs build`` processes and as builds repeated in one process
+  (what ``mkdocs serve`` sees). Target: cached / disabled <= 1.10.
+* ``serve``: ``mkdocs serve`` on a generated site. A prose edit must run no snippet, a
+  one-block edit only that block, and every run must come from the same worker pid (counted
+  by a ledger the snippets themselves append to, and by the report's ``cached`` flags).
+  Save-to-rebuilt latency vs the edited snippet's own run time (target <= snippet + 0.5 s),
+  next to the same prose edit served with the plugin disabled (MkDocs' own floor).
+* ``scale``: cold builds (cache off) of generated sites of 10, 25 and 50 pages of 4 blocks:
+  seconds per block (growth should be linear), and ``workers: 2`` vs 1 on the largest
+  (target >= 1.6x on 2 cores).
+
+Run from the project root: ``python bench/site_speed.py warm --repeats 5``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+GOOD_SITE = ROOT / "fixtures" / "sites" / "good"
+sys.path.insert(0, str(HERE))
+
+import sitegen  # noqa: E402
+
+os.environ["NO_MKDOCS_2_WARNING"] = "1"  # Material's notice on every build is noise here
+REPORT_JSON = "formula-check-report.json"
+
+
+# Shared helpers (notebook_compare.py uses them too) -------------------------------------------
+
+
+class Timing(NamedTuple):
+    """Wall seconds, and CPU seconds of the process and the children it waited for (CPU time
+    shifts less than wall time when other jobs share the machine)."""
+
+    wall: float
+    cpu: float
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def medians(timings: Sequence[Timing]) -> Timing:
+    return Timing(median([t.wall for t in timings]), median([t.cpu for t in timings]))
+
+
+def runs(values: Sequence[float] | Sequence[Timing]) -> str:
+    return ", ".join(f"{v.wall:.2f}" if isinstance(v, Timing) else f"{v:.2f}" for v in values)
+
+
+def load_average() -> str:
+    return "/".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def run_timed(argv: list[str], cwd: Path | None = None) -> tuple[Timing, str]:
+    """Run ``argv`` to completion: its timing and its stdout (stderr is shown if it fails)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(argv[1:4])}... failed:\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timing(wall, cpu), done.stdout
+
+
+def build_timing(config: Path) -> Timing:
+    """A fresh ``python -m mkdocs build`` process."""
+    argv = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
+    return run_timed(argv, cwd=config.parent)[0]
+
+
+def config_variant(config: Path, name: str, *, drop: bool) -> Path:
+    """A sibling of ``config`` with formula-check disabled (``enabled: false``) or removed."""
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    plugins = []
+    for entry in data.get("plugins", []):
+        plugin = entry if isinstance(entry, str) else next(iter(entry))
+        if plugin != "formula-check":
+            plugins.append(entry)
+        elif not drop:
+            options = {} if isinstance(entry, str) else dict(entry[plugin] or {})
+            plugins.append({plugin: {**options, "enabled": False}})
+    data["plugins"] = plugins
+    path = config.with_name(name)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def report_counts(site_dir: Path) -> tuple[int, int, int]:
+    """(cached, verified-or-expected, total) from the build's JSON report."""
+    blocks = json.loads((site_dir / REPORT_JSON).read_text(encoding="utf-8"))["blocks"]
+    cached = sum(block["cached"] for block in blocks)
+    ok = sum(block["outcome_ok"] for block in blocks)
+    return cached, ok, len(blocks)
+
+
+def interleaved(
+    sides: dict[str, Callable[[], Timing]], repeats: int, check: Callable[[str], None]
+) -> dict[str, list[Timing]]:
+    """Each repeat runs every side once, starting from a different side each time."""
+    names = list(sides)
+    times: dict[str, list[Timing]] = {name: [] for name in names}
+    for repeat in range(repeats):
+        shift = repeat % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(sides[name]())
+            check(name)
+    return times
+
+
+# warm -----------------------------------------------------------------------------------------
+
+
+def in_process_build(config: Path) -> Timing:
+    """One ``build(load_config(...))`` in this process (imports and the plugin instance stay)."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    start, cpu = time.perf_counter(), time.process_time()
+    build(load_config(config_file=str(config)))
+    return Timing(time.perf_counter() - start, time.process_time() - cpu)
+
+
+def warm(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="fc-warm-") as scratch:
+        root = Path(scratch) / "site"
+        if args.pages:
+            pages = sitegen.generate(args.pages)
+            on = sitegen.write_site(root, pages, plugin={"workers": 1})
+            label = f"generated, {args.pages} pages, {args.pages * 4} blocks"
+        else:
+            shutil.copytree(GOOD_SITE, root)
+            on = root / "mkdocs.yml"
+            label = "fixtures/sites/good (3 pages)"
+        off = config_variant(on, "mkdocs-disabled.yml", drop=False)
+        bare = config_variant(on, "mkdocs-no-plugin.yml", drop=True)
+        site_dir = root / "site"
+        load_before = load_average()
+        prime = build_timing(on).wall  # fills the cache; every timed build below only hits it
+        hits: list[tuple[int, int]] = []
+
+        def record_hits(name: str) -> None:
+            if name == "cached":
+                cached, _, total = report_counts(site_dir)
+                hits.append((cached, total))
+
+        fresh = interleaved(
+            {
+                "cached": lambda: build_timing(on),
+                "disabled": lambda: build_timing(off),
+                "none": lambda: build_timing(bare),
+            },
+            args.repeats,
+            record_hits,
+        )
+        logging.getLogger("mkdocs").setLevel(logging.ERROR)  # as -q does for the processes
+        for config in (on, off, bare):  # warm-up: imports, the plugin instance
+            in_process_build(config)
+        same = interleaved(
+            {
+                "cached": lambda: in_process_build(on),
+                "disabled": lambda: in_process_build(off),
+                "none": lambda: in_process_build(bare),
+            },
+            args.repeats,
+            record_hits,
+        )
+        _shutdown_plugins(on)
+        load_after = load_average()
+    missed = [f"{c}/{t}" for c, t in hits if c != t]
+    print(f"site: {label}; priming build (cold, fills the cache) {prime:.2f} s")
+    print(f"cache hits in timed builds: {'all' if not missed else 'MISSES ' + ', '.join(missed)}")
+    print(
+        f"{'median of ' + str(args.repeats):<22}{'cached':>9}{'disabled':>10}{'no plugin':>11}"
+        f"{'cached/disabled':>17}"
+    )
+    for name, times in (("fresh process", fresh), ("in-process", same)):
+        c, d, n = (medians(times[k]) for k in ("cached", "disabled", "none"))
+        verdict = "met" if c.wall / d.wall <= 1.10 else "MISSED"
+        print(
+            f"{name + ', wall':<22}{c.wall:>8.2f}s{d.wall:>9.2f}s{n.wall:>10.2f}s"
+            f"{c.wall / d.wall:>16.2f}x  (target <= 1.10: {verdict})"
+        )
+        print(
+            f"{name + ', CPU':<22}{c.cpu:>8.2f}s{d.cpu:>9.2f}s{n.cpu:>10.2f}s"
+            f"{c.cpu / d.cpu:>16.2f}x"
+        )
+    for name, times in (("fresh process", fresh), ("in-process", same)):
+        for side in ("cached", "disabled", "none"):
+            print(f"  runs, {name}, {side:<9}: {runs(times[side])}")
+    print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
+
+
+def _shutdown_plugins(config: Path) -> None:
+    from mkdocs.config import load_config
+
+    load_config(config_file=str(config)).plugins.on_shutdown()
+
+
+# serve ----------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=120) as response:  # local server only
+        return str(response.read().decode("utf-8"))
+
+
+class Server:
+    """``mkdocs serve`` in its own process group, on a free local port."""
+
+    def __init__(self, config: Path, env: dict[str, str], log: Path) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}/"
+        self.log = log
+        argv = [sys.executable, "-m", "mkdocs", "serve", "-f", str(config)]
+        argv += ["-a", self.url.removeprefix("http://").rstrip("/")]
+        with log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                argv,
+                cwd=config.parent,
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.started = time.perf_counter()
+
+    def wait_until_served(self, timeout: float = 600) -> float:
+        """Seconds from start until the first page answers (the initial build is done)."""
+        while time.perf_counter() - self.started < timeout:
+            if self.process.poll() is not None:
+                raise SystemExit(f"mkdocs serve exited:\n{self.log.read_text()[-3000:]}")
+            try:
+                fetch(self.url)
+                return time.perf_counter() - self.started
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.2)
+        raise SystemExit(f"mkdocs serve did not answer in {timeout} s")
+
+    def stop(self) -> None:
+        """Ctrl-C to the group (so ``on_shutdown`` stops the worker), then kill if it lingers."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def edit_latency(page: Path, old: str, new: str, url: str, timeout: float = 300) -> float:
+    """Replace ``old`` by ``new`` in ``page``; seconds until the served page shows ``new``."""
+    text = page.read_text(encoding="utf-8")
+    if old not in text:
+        raise SystemExit(f"{page.name}: {old!r} not found")
+    page.write_text(text.replace(old, new, 1), encoding="utf-8")
+    saved = time.perf_counter()
+    while time.perf_counter() - saved < timeout:
+        if new.split("\n", 1)[0] in fetch(url):
+            return time.perf_counter() - saved
+        time.sleep(0.02)
+    raise SystemExit(f"the edit of {page.name} never showed at {url}")
+
+
+def read_ledger(path: Path) -> list[tuple[int, str]]:
+    if not path.exists():
+        return []
+    rows = [line.split() for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [(int(pid), block) for pid, block in rows]
+
+
+def pid_alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def snippet_own_seconds(root: Path, page: str, block_id: str, repeats: int) -> tuple[float, float]:
+    """Median snippet run time and whole-check time of one block in a warm engine."""
+    from formula_check.engine import Engine
+    from formula_check.pages import Settings, page_blocks
+    from formula_check.planning import plan_check
+
+    lines = (root / page).read_text(encoding="utf-8").split("\n")
+    blocks = page_blocks(lines, page=page, settings=Settings(root, 60.0, timing=False))
+    specs = {block.block_id: block.spec for block in blocks if block.spec is not None}
+    spec = specs[block_id]
+    own, whole = [], []
+    with Engine(root, use_cache=False) as engine:
+        engine.check_many(specs.values())  # warm the worker as serve's earlier builds did
+        for _ in range(repeats):
+            plan = plan_check(spec, str(engine.root), with_timing=False)
+            reply, _ = engine.pool.request(plan.header, plan.arrays, 60)
+            if not reply.header.get("ok"):
+                raise SystemExit(f"{block_id} failed in the bench's engine: {dict(reply.header)}")
+            own.append(float(reply.header["snippet_seconds"]))
+            start = time.perf_counter()
+            engine.check(spec)
+            whole.append(time.perf_counter() - start)
+    return median(own), median(whole)
+
+
+def serve(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="fc-serve-") as scratch:
+        root = Path(scratch) / "site"
+        pages = sitegen.generate(args.pages)
+        on = sitegen.write_site(root, pages, plugin={"workers": 1}, ledger=True)
+        off = config_variant(on, "mkdocs-disabled.yml", drop=False)
+        ledger = Path(scratch) / "ledger.txt"
+        env = dict(os.environ, **{sitegen.LEDGER_ENV: str(ledger)})
+        edited = next((b for b in pages[1] if b.recipe.oracle == "attention"), pages[1][0])
+        page = root / "docs" / "page-001.md"
+        load_before = load_average()
+        server = Server(on, env, Path(scratch) / "serve-on.log")
+        try:
+            startup = server.wait_until_served()
+            page_url = server.url + "page-001/"
+            steps = [("initial build", len(read_ledger(ledger)), _cached(server), 0.0)]
+            prose, block = sitegen.PROSE[1], f"# page {edited.page}, block {edited.index}"
+            prose_times, block_times = [], []
+            for repeat in range(args.repeats):
+                before = len(read_ledger(ledger))
+                new = f"{sitegen.PROSE[1]} prose-edit-{repeat}"
+                prose_times.append(edit_latency(page, prose, new, page_url))
+                prose = new
+                steps.append(
+                    (
+                        f"prose edit {repeat}",
+                        len(read_ledger(ledger)) - before,
+                        _cached(server),
+                        prose_times[-1],
+                    )
+                )
+                before = len(read_ledger(ledger))
+                new = f"# page {edited.page}, block {edited.index} (block-edit-{repeat})"
+                block_times.append(edit_latency(page, block, new, page_url))
+                block = new
+                steps.append(
+                    (
+                        f"block edit {repeat}",
+                        len(read_ledger(ledger)) - before,
+                        _cached(server),
+                        block_times[-1],
+                    )
+                )
+            pids = {pid for pid, _ in read_ledger(ledger)}
+            alive_while_serving = all(pid_alive(pid) for pid in pids)
+        finally:
+            server.stop()
+        time.sleep(1.0)
+        gone_after_stop = not any(pid_alive(pid) for pid in pids)
+        floor_server = Server(off, env, Path(scratch) / "serve-off.log")
+        try:
+            floor_server.wait_until_served()
+            floor_times = []
+            for repeat in range(args.repeats):
+                new = f"{sitegen.PROSE[1]} floor-edit-{repeat}"
+                floor_times.append(edit_latency(page, prose, new, floor_server.url + "page-001/"))
+                prose = new
+        finally:
+            floor_server.stop()
+        os.environ[sitegen.LEDGER_ENV] = str(Path(scratch) / "ledger-bench.txt")
+        own, whole = snippet_own_seconds(root, "docs/page-001.md", edited.block_id, args.repeats)
+        load_after = load_average()
+    blocks = sum(len(p) for p in pages)
+    print(
+        f"site: generated, {args.pages} pages, {blocks} blocks; serve start (cold build) "
+        f"{startup:.1f} s"
+    )
+    print(f"{'step':<16}{'snippets run':>13}{'cached/total':>14}{'latency':>10}")
+    for name, executed, (cached, total), latency in steps:
+        print(f"{name:<16}{executed:>13}{f'{cached}/{total}':>14}{latency:>9.2f}s")
+    print(
+        f"worker pids seen in the ledger: {sorted(pids)} (one pid = TensorFlow stayed loaded); "
+        f"alive while serving: {alive_while_serving}; gone after Ctrl-C: {gone_after_stop}"
+    )
+    block_latency, prose_latency, floor = (
+        median(block_times),
+        median(prose_times),
+        median(floor_times),
+    )
+    print(
+        f"edited block [{edited.block_id}]: snippet's own run {own * 1e3:.0f} ms, whole check "
+        f"in a warm engine {whole * 1e3:.0f} ms"
+    )
+    print(
+        f"one-block edit, save-to-rebuilt (median): {block_latency:.2f} s; target <= snippet "
+        f"+ 0.5 s = {own + 0.5:.2f} s -> {'met' if block_latency <= own + 0.5 else 'MISSED'}; "
+        f"beyond MkDocs' floor: +{block_latency - floor:.2f} s"
+    )
+    print(
+        f"prose edit, save-to-rebuilt (median)    : {prose_latency:.2f} s; same edit with the "
+        f"plugin disabled {floor:.2f} s (MkDocs' floor; +{prose_latency - floor:.2f} s ours)"
+    )
+    print(
+        f"  runs: block {runs(block_times)} | prose {runs(prose_times)} | floor {runs(floor_times)}"
+    )
+    print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
+
+
+def _cached(server: Server) -> tuple[int, int]:
+    blocks = json.loads(fetch(server.url + REPORT_JSON))["blocks"]
+    return sum(block["cached"] for block in blocks), len(blocks)
+
+
+# scale ----------------------------------------------------------------------------------------
+
+
+def scale(args: argparse.Namespace) -> None:
+    sizes = [int(size) for size in args.sizes.split(",")]
+    largest = max(sizes)
+    cases = [(size, 1) for size in sizes] + [(largest, 2)]
+    with tempfile.TemporaryDirectory(prefix="fc-scale-") as scratch:
+        configs: dict[str, Path] = {}
+        for size, workers in cases:
+            root = Path(scratch) / f"site-{size}-{workers}"
+            plugin = {"workers": workers, "cache": False}
+            configs[f"{size}/{workers}"] = sitegen.write_site(
+                root, sitegen.generate(size), plugin=plugin
+            )
+        configs["disabled"] = config_variant(configs[f"{largest}/1"], "off.yml", drop=False)
+        load_before = load_average()
+        failures: list[str] = []
+
+        def verify(name: str) -> None:
+            if name != "disabled":
+                _, ok, total = report_counts(configs[name].parent / "site")
+                failures.extend(
+                    [f"{name}: {total - ok}/{total} not verified"] if ok != total else []
+                )
+
+        sides = {
+            name: lambda config=config: build_timing(config) for name, config in configs.items()
+        }
+        times = interleaved(sides, args.repeats, verify)
+        load_after = load_average()
+    floor = medians(times["disabled"])
+    print(f"cold builds, cache off, timing off; medians of {args.repeats}; CPU = build + worker(s)")
+    print(
+        f"{'pages':>6}{'blocks':>8}{'workers':>9}{'wall':>8}{'wall/block':>12}{'CPU':>8}{'CPU/block':>11}"
+    )
+    cost = {}
+    for size, workers in cases:
+        blocks, cost[size, workers] = size * 4, medians(times[f"{size}/{workers}"])
+        wall, cpu = cost[size, workers]
+        print(
+            f"{size:>6}{blocks:>8}{workers:>9}{wall:>7.1f}s{wall / blocks:>12.3f}{cpu:>7.1f}s{cpu / blocks:>11.3f}"
+        )
+    print(f"{largest:>6}{'plugin disabled':>17}{floor.wall:>7.1f}s{'':>12}{floor.cpu:>7.1f}s")
+    for low, high in itertools.pairwise(sizes):
+        added = (high - low) * 4
+        wall = (cost[high, 1].wall - cost[low, 1].wall) / added
+        cpu = (cost[high, 1].cpu - cost[low, 1].cpu) / added
+        print(f"marginal cost {low}->{high} pages: {wall:.3f} s/block wall, {cpu:.3f} s/block CPU")
+    speedup = cost[largest, 1].wall / cost[largest, 2].wall
+    print(
+        f"2 workers vs 1 on {largest} pages: {speedup:.2f}x faster (target >= 1.6x) -> "
+        f"{'met' if speedup >= 1.6 else 'MISSED'}"
+    )
+    for name, values in times.items():
+        print(f"  runs {name:<8}: {runs(values)}")
+    print("all blocks verified" if not failures else "FAILURES: " + "; ".join(failures))
+    print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, runner, repeats in (("warm", warm, 5), ("serve", serve, 5), ("scale", scale, 3)):
+        sub = commands.add_parser(name, help=runner.__name__)
+        sub.add_argument("--repeats", type=int, default=repeats)
+        sub.set_defaults(run=runner)
+    commands.choices["warm"].add_argument(
+        "--pages", type=int, default=0, help="use a generated site (default: the good fixture)"
+    )
+    commands.choices["serve"].add_argument("--pages", type=int, default=10)
+    commands.choices["scale"].add_argument("--sizes", default="10,25,50", help="pages per site")
+    args = parser.parse_args()
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()

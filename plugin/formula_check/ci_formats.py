@@ -1,0 +1,157 @@
+"""Results -> what CI reads: a terminal card, JUnit XML, GitHub annotations. Pure functions."""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from .model import CheckResult, Location, Verdict
+from .render import strip_ansi
+
+FailurePredicate = Callable[[CheckResult], bool]
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """A verdict's numbers, one fact per line (the card's table, as text)."""
+    dims = f" ({', '.join(verdict.dims)})" if verdict.dims else ""
+    lines = [f"{'ok  ' if verdict.ok else 'FAIL'} {verdict.name}{dims}"]
+    if verdict.problem:
+        return [*lines, f"     {verdict.problem}"]
+    where = ", ".join(str(i) for i in verdict.worst_index)
+    lines += [
+        f"     max |Δ| = {verdict.max_abs:.3g}  (atol {verdict.atol:.1g}, rtol {verdict.rtol:.1g})"
+        f"  max rel = {verdict.max_rel:.3g}",
+        f"     worst at ({where}): expected {verdict.worst_expected:.6g}, "
+        f"got {verdict.worst_actual:.6g}",
+        f"     {verdict.n_bad} of {verdict.n_total} elements out of tolerance",
+    ]
+    if verdict.nonfinite:
+        lines.append(f"     {verdict.nonfinite} non-finite values")
+    return lines
+
+
+def source_line(root: Path, where: Location) -> str | None:
+    """The text of ``where`` in its file (a snippet error points into the page or a file)."""
+    try:
+        lines = (root / where.path).read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return lines[where.line - 1] if 0 < where.line <= len(lines) else None
+
+
+def failure_lines(result: CheckResult, root: Path) -> list[str]:
+    """The snippet's exception, with the line of code it came from."""
+    failure = result.failure
+    if failure is None:
+        return [result.message] if result.message else []
+    where = f" at {failure.location}" if failure.location else ""
+    lines = [f"{failure.type}{where}: {strip_ansi(failure.message)}"]
+    code = source_line(root, failure.location) if failure.location else None
+    if failure.location is not None and code is not None:
+        lines.append(f"  {failure.location.line:>5} | {code}")
+    return lines
+
+
+def _section(title: str, lines: Sequence[str]) -> list[str]:
+    return [f"{title}:", *(f"  {line}" for line in lines)] if lines else []
+
+
+def text_card(result: CheckResult, root: Path) -> str:
+    """Everything one check found, for a terminal."""
+    cached = " (cached)" if result.cached else ""
+    lines = [result.headline(), f"oracle {result.oracle}, status {result.status.value}{cached}"]
+    if result.expected_failure:
+        lines.append(
+            f"expected: {result.expect} -> {'as promised' if result.outcome_ok else 'NOT'}"
+        )
+    lines += _section("verdicts", [line for v in result.verdicts for line in verdict_lines(v)])
+    shapes = [f"{shape.role:<6} {shape.describe()}" for shape in result.shapes]
+    lines += _section("shapes", shapes)
+    timings = [f"{t.label:<12} {t.describe()}  ({t.repeats} runs)" for t in result.timings]
+    lines += _section("timings", timings)
+    env = result.environment
+    if env.tf_version:
+        lines.append(f"environment: TensorFlow {env.tf_version} on {env.device or '?'}")
+    if result.status.value in {"error", "timeout"}:
+        lines += _section(result.status.value, failure_lines(result, root))
+    lines += _section("notes", list(result.notes))
+    lines += _section("stdout", strip_ansi(result.stdout).splitlines())
+    return "\n".join(lines)
+
+
+def failure_report(result: CheckResult, root: Path) -> str:
+    """What a failed test shows: the headline, then the numbers or the error behind it."""
+    lines = [strip_ansi(result.headline())]
+    lines += [line for verdict in result.verdicts for line in verdict_lines(verdict)]
+    if not result.verdicts:
+        lines += failure_lines(result, root)[1:]  # the headline already says the exception
+    return "\n".join(lines)
+
+
+def junit_xml(results: Iterable[CheckResult], is_failure: FailurePredicate) -> bytes:
+    """One ``<testcase>`` per block: classname = page, name = id; expected failures skipped."""
+    suite = ET.Element("testsuite", name="formula-check")
+    counts = {"tests": 0, "failures": 0, "skipped": 0}
+    total_time = 0.0
+    for result in results:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=result.location.path,
+            name=result.block_id,
+            file=result.location.path,
+            line=str(result.location.line),
+            time=f"{result.elapsed:.3f}",
+        )
+        counts["tests"] += 1
+        total_time += result.elapsed
+        headline = strip_ansi(result.headline())
+        if is_failure(result):
+            counts["failures"] += 1
+            failure = ET.SubElement(case, "failure", message=headline, type=result.status.value)
+            failure.text = strip_ansi(result.detail())
+        elif not result.outcome_ok or result.expected_failure:
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=headline)
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    suite.set("errors", "0")
+    suite.set("time", f"{total_time:.3f}")
+    buffer = io.BytesIO()
+    ET.ElementTree(suite).write(buffer, encoding="utf-8", xml_declaration=True)
+    return buffer.getvalue()
+
+
+def _escape_data(text: str) -> str:
+    # GitHub's workflow-command rules: these three would end or corrupt the command.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotation(result: CheckResult, *, failing: bool) -> str:
+    """``::error file=docs/x.md,line=12,title=formula-check [id]::message``."""
+    level = "error" if failing else "warning"
+    where = result.location
+    properties = ",".join(
+        f"{key}={_escape_property(value)}"
+        for key, value in (
+            ("file", where.path),
+            ("line", str(where.line)),
+            ("title", f"formula-check [{result.block_id}]"),
+        )
+    )
+    return f"::{level} {properties}::{_escape_data(strip_ansi(result.headline()))}"
+
+
+def github_annotations(results: Iterable[CheckResult], is_failure: FailurePredicate) -> list[str]:
+    """An error per failing block, a warning per surprise that does not fail the run."""
+    return [
+        github_annotation(result, failing=is_failure(result))
+        for result in results
+        if is_failure(result) or not (result.outcome_ok or result.status.value == "skipped")
+    ]

@@ -1,0 +1,281 @@
+"""``formula-check``: check a docs project's formulas in CI, without building the site.
+
+Exit codes: 0 every block came out as its author said; 1 drift, error or timeout (per
+``--fail-on``; a broken ``expect=`` promise always); 2 the run itself could not happen
+(no such path, bad ``mkdocs.yml``, unknown oracle module, TensorFlow missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fnmatch
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from . import ci_formats
+from .config import STATUSES
+from .engine import Engine
+from .errors import FormulaCheckError
+from .model import CheckResult, Location
+from .oracles import all_oracles, load_oracle
+from .pages import PageBlock, Settings
+from .progress import Progress, summary
+from .project import (
+    CONFIG_NAME,
+    Project,
+    load_project,
+    project_near,
+    read_blocks,
+    target_pages,
+)
+from .render import report_json
+from .session import is_failure
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(FormulaCheckError):
+    """The command line asks for something that does not exist."""
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+def _statuses(text: str) -> frozenset[str]:
+    chosen = frozenset(word.strip() for word in text.split(",") if word.strip())
+    unknown = sorted(chosen - set(STATUSES))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown status {', '.join(unknown)}; choose from {', '.join(STATUSES)}"
+        )
+    return chosen
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+
+    return parse
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-cache", action="store_true", help="ignore and do not write cache")
+    parser.add_argument("--timeout", type=_positive(float), metavar="S", help="seconds per block")
+    parser.add_argument("--no-timing", action="store_true", help="skip timing the snippets")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``formula-check`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="formula-check", description="Verify the LaTeX formulas of MkDocs pages."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    check = commands.add_parser("check", help="check every formula block of a project")
+    check.add_argument(
+        "path",
+        nargs="?",
+        default=CONFIG_NAME,
+        type=Path,
+        help="mkdocs.yml, a docs folder or one page (default: ./mkdocs.yml)",
+    )
+    check.add_argument("--workers", type=_positive(int), metavar="N", help="worker processes")
+    _run_options(check)
+    check.add_argument("-k", dest="pattern", metavar="PATTERN", help="only ids/pages matching")
+    check.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
+    check.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
+    check.add_argument("--github", action="store_true", help="print GitHub annotations")
+    check.add_argument("--fail-on", type=_statuses, metavar="STATUSES", help="e.g. mismatch,error")
+    show = commands.add_parser("show", help="check one block and print its full card")
+    show.add_argument("where", metavar="PAGE:LINE", help="e.g. docs/attention.md:42")
+    _run_options(show)
+    oracles = commands.add_parser("oracles", help="list the oracle catalog")
+    oracles.add_argument("path", nargs="?", type=Path, help="mkdocs.yml naming your own oracles")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see the module docstring)."""
+    args = build_parser().parse_args(argv)
+    command = {"check": _check, "show": _show, "oracles": _list_oracles}[args.command]
+    try:
+        return command(args)
+    except FormulaCheckError as exc:  # includes MissingTensorFlowError: its text names the extra
+        print(f"formula-check: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("formula-check: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `formula-check oracles | head`: the reader left; say nothing more to it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+
+
+# -- shared steps -----------------------------------------------------------------------------
+
+
+def _prepare(project: Project, args: argparse.Namespace) -> Settings:
+    """Load the project's own oracles and decide the settings every block is built with."""
+    for reference in project.options.oracles:
+        load_oracle(reference, project.root)
+    settings = project.settings(args.timeout)
+    return dataclasses.replace(settings, timing=False) if args.no_timing else settings
+
+
+def _engine(project: Project, args: argparse.Namespace, workers: int | None = None) -> Engine:
+    options = project.options
+    return Engine(
+        project.root,
+        workers=workers or options.workers,
+        cache_dir=project.cache_path(),
+        use_cache=options.cache and not args.no_cache,
+        memory_limit_mb=options.memory_limit_mb,
+    )
+
+
+def _label(where: Location, block_id: str) -> str:
+    return f"{where} [{block_id}]"
+
+
+def run_blocks(
+    engine: Engine, blocks: Sequence[PageBlock], progress: Progress
+) -> list[CheckResult]:
+    """Results in block order; broken blocks become ERROR results without reaching a worker."""
+    found: dict[Location, CheckResult] = {}
+    for block in blocks:
+        if block.spec is None:
+            found[block.location] = block.error_result()
+            progress.finished(found[block.location])
+    specs = [block.spec for block in blocks if block.spec is not None]
+    labels = [_label(spec.location, spec.block_id) for spec in specs] + [""]
+    progress.checking(labels[0])
+    for index, result in enumerate(engine.iter_check(specs)):
+        found[result.location] = result
+        progress.checking(labels[index + 1])
+        progress.finished(result)
+    return [found[block.location] for block in blocks]
+
+
+# -- check ------------------------------------------------------------------------------------
+
+
+def _selected(block: PageBlock, pattern: str | None) -> bool:
+    if pattern is None:
+        return True
+    names = (block.block_id, block.location.path, str(block.location))
+    return any(pattern in name or fnmatch.fnmatchcase(name, pattern) for name in names)
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _check(args: argparse.Namespace) -> int:
+    project, pages = target_pages(args.path)
+    settings = _prepare(project, args)
+    blocks = [block for page in pages for block in read_blocks(page, project, settings)]
+    chosen = [block for block in blocks if _selected(block, args.pattern)]
+    if blocks and not chosen:
+        # A mistyped -k must not pass CI by checking nothing.
+        raise UsageError(f"-k {args.pattern!r} matches none of the {len(blocks)} blocks")
+    fail_on = args.fail_on if args.fail_on is not None else project.options.fail_on
+
+    def failing(result: CheckResult) -> bool:
+        return is_failure(result, fail_on)
+
+    with _engine(project, args, args.workers) as engine, Progress(sys.stderr, len(chosen)) as bar:
+        results = run_blocks(engine, chosen, bar)
+        seconds = bar.elapsed()
+    if args.json is not None:
+        _write(args.json, report_json(results))
+    if args.junit_xml is not None:
+        _write(args.junit_xml, ci_formats.junit_xml(results, failing))
+    if args.github:
+        for line in ci_formats.github_annotations(results, failing):
+            print(line)
+    deselected = len(blocks) - len(chosen)
+    print(
+        summary(
+            results, pages=len(pages), seconds=seconds, deselected=deselected, is_failure=failing
+        )
+    )
+    return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK
+
+
+# -- show -------------------------------------------------------------------------------------
+
+
+def _parse_where(text: str) -> tuple[Path, int]:
+    page, sep, line = text.rpartition(":")
+    if not sep or not line.isdigit() or not page:
+        raise UsageError(f"{text!r}: expected PAGE:LINE, e.g. docs/attention.md:42")
+    path = Path(page)
+    if not path.is_file():
+        raise UsageError(f"{page}: no such page")
+    return path, int(line)
+
+
+def block_at(blocks: Sequence[PageBlock], line: int) -> PageBlock | None:
+    """The block whose fence opens at ``line``, else the last one opening before it (a line
+    inside a formula or its code belongs to that block)."""
+    before = [block for block in blocks if block.location.line <= line]
+    return before[-1] if before else None
+
+
+def _show(args: argparse.Namespace) -> int:
+    path, line = _parse_where(args.where)
+    project = project_near(path.parent)
+    settings = _prepare(project, args)
+    blocks = read_blocks(path, project, settings)
+    block = block_at(blocks, line)
+    if block is None:
+        starts = ", ".join(str(b.location.line) for b in blocks) or "none"
+        raise UsageError(f"{path}:{line}: no formula block here (blocks open at lines: {starts})")
+    if block.spec is None:
+        result = block.error_result()
+    else:
+        with _engine(project, args, workers=1) as engine:
+            result = engine.check_many([block.spec])[0]
+    print(ci_formats.text_card(result, project.root))
+    return EXIT_FAILED if is_failure(result, project.options.fail_on) else EXIT_OK
+
+
+# -- oracles ----------------------------------------------------------------------------------
+
+
+def _list_oracles(args: argparse.Namespace) -> int:
+    config = args.path if args.path is not None else Path(CONFIG_NAME)
+    if args.path is not None or config.is_file():
+        if not config.is_file():
+            raise UsageError(f"{config}: no such file")
+        project = load_project(config)
+        for reference in project.options.oracles:
+            load_oracle(reference, project.root)
+    for oracle in all_oracles():
+        dims = " ".join(f"{name}={size}" for name, size in oracle.dims.items())
+        print(f"{oracle.name}: {oracle.title}")
+        print(f"  {oracle.signature()}")
+        print(f"  default dims: {dims}")
+        print(f"  {' '.join(oracle.latex.split())}")
+        print(f"  source: {oracle.source}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""A docs project seen from outside MkDocs: its folder, its plugin options, its pages' blocks.
+
+The CLI and the pytest plugin check pages without running ``mkdocs build``. They read
+``mkdocs.yml`` the way MkDocs would (its own YAML loader for ``!ENV`` and ``INHERIT``, the
+plugin's own :class:`FormulaCheckConfig` for the options, MkDocs' own file walk for
+``exclude_docs``) but never import what the file names: a ``!!python/name:`` tag stays a
+string, so a CI job needs neither the theme's extensions nor a network.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import ConfigurationError
+from mkdocs.structure.files import get_files
+from mkdocs.utils.meta import get_data
+from mkdocs.utils.yaml import get_yaml_loader, yaml_load
+
+from .config import FormulaCheckConfig
+from .errors import FormulaCheckError
+from .pages import PageBlock, Settings, front_matter_lines, page_blocks
+
+CONFIG_NAME = "mkdocs.yml"
+PLUGIN_NAME = "formula-check"
+PAGE_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkdn", ".mkd"})
+# The MkDocs settings that decide which files are pages; everything else is the theme's.
+_FILE_KEYS = ("docs_dir", "exclude_docs", "draft_docs", "not_in_nav", "use_directory_urls")
+
+
+class ProjectError(FormulaCheckError):
+    """The project cannot be read: no such path, unreadable ``mkdocs.yml``, bad plugin option."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """The ``formula-check`` plugin options that matter outside a build."""
+
+    workers: int = 1
+    timeout: float = 60.0
+    cache: bool = True
+    cache_dir: str = ".cache/formula-check"
+    fail_on: frozenset[str] = frozenset({"mismatch", "error", "timeout"})
+    oracles: tuple[str, ...] = ()
+    timing: bool = True
+    memory_limit_mb: int = 0
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project folder (``root``: snippets, cache and page paths are relative to it)."""
+
+    root: Path
+    options: Options
+    config_file: Path | None = None
+    docs_dir: Path | None = None
+
+    def settings(self, timeout: float | None = None) -> Settings:
+        """What every block of this project is built with."""
+        return Settings(self.root, timeout or self.options.timeout, self.options.timing)
+
+    def page_name(self, path: Path) -> str:
+        """A page as messages name it: relative to the project (``docs/attention.md``)."""
+        resolved = path.resolve()
+        if resolved.is_relative_to(self.root):
+            return resolved.relative_to(self.root).as_posix()
+        return path.as_posix()
+
+    def cache_path(self) -> Path:
+        """The result cache folder."""
+        return self.root / self.options.cache_dir
+
+
+class _SafeLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
+    """Safe YAML that keeps tags it must not act on as plain values (see the module docstring)."""
+
+
+def _keep_python_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> str:
+    # ``!!python/name:pkg.attr`` would import pkg; only its spelling is needed here.
+    return f"!!python/{suffix}"
+
+
+def _keep_scalar(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    return loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else None
+
+
+_SafeLoader.add_multi_constructor("tag:yaml.org,2002:python/", _keep_python_tag)
+_SafeLoader.add_constructor("!relative", _keep_scalar)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """``mkdocs.yml`` as a dict (``!ENV`` resolved, ``INHERIT`` merged, nothing imported)."""
+    try:
+        with path.open("rb") as handle:
+            data = yaml_load(handle, get_yaml_loader(_SafeLoader))
+    except (OSError, ConfigurationError) as exc:
+        raise ProjectError(f"{path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ProjectError(f"{path}: expected a mapping of settings at the top level")
+    return data
+
+
+def plugin_entry(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The options under ``plugins: - formula-check: {...}`` (empty when listed bare or absent)."""
+    plugins = data.get("plugins") or []
+    entries = plugins.items() if isinstance(plugins, Mapping) else _list_entries(plugins)
+    for name, options in entries:
+        if name == PLUGIN_NAME:
+            return dict(options or {})
+    return {}
+
+
+def _list_entries(plugins: Any) -> list[tuple[str, Any]]:
+    entries: list[tuple[str, Any]] = []
+    for item in plugins if isinstance(plugins, list) else []:
+        if isinstance(item, str):
+            entries.append((item, None))
+        elif isinstance(item, Mapping):
+            entries.extend(item.items())
+    return entries
+
+
+def validate_options(raw: Mapping[str, Any], where: str) -> Options:
+    """The plugin's own config class judges the options; an unknown option is an error too."""
+    config = FormulaCheckConfig()
+    config.load_dict(dict(raw))
+    failed, warnings = config.validate()
+    for key, problem in [*failed, *warnings]:
+        raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}, option {key!r}: {problem}")
+    if config.workers < 1 or config.timeout <= 0 or config.memory_limit_mb < 0:
+        raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}: workers, timeout must be positive")
+    return Options(
+        workers=config.workers,
+        timeout=float(config.timeout),
+        cache=config.cache,
+        cache_dir=config.cache_dir,
+        fail_on=frozenset(config.fail_on),
+        oracles=tuple(config.oracles),
+        timing=config.timing,
+        memory_limit_mb=config.memory_limit_mb,
+    )
+
+
+def find_config(start: Path, stop: Path | None = None) -> Path | None:
+    """The nearest ``mkdocs.yml`` in ``start`` or a folder above it (not above ``stop``)."""
+    folder = start.resolve()
+    limit = stop.resolve() if stop is not None else None
+    for candidate in (folder, *folder.parents):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate / CONFIG_NAME
+        if candidate == limit:
+            break
+    return None
+
+
+def load_project(config_file: Path) -> Project:
+    """The project ``config_file`` describes."""
+    data = read_config_file(config_file)
+    options = validate_options(plugin_entry(data), str(config_file))
+    root = config_file.resolve().parent
+    docs_dir = root / str(data.get("docs_dir") or "docs")
+    return Project(root, options, config_file, docs_dir)
+
+
+def bare_project(root: Path) -> Project:
+    """A folder without ``mkdocs.yml``: the plugin's defaults."""
+    return Project(root.resolve(), Options())
+
+
+def site_pages(project: Project) -> list[Path]:
+    """The pages MkDocs would build, in MkDocs' order (``index`` first in each folder)."""
+    assert project.config_file is not None and project.docs_dir is not None
+    if not project.docs_dir.is_dir():
+        raise ProjectError(f"{project.config_file}: docs_dir {project.docs_dir} is not a folder")
+    data = read_config_file(project.config_file)
+    config = MkDocsConfig(config_file_path=str(project.config_file))
+    config.load_dict(
+        {"site_name": "formula-check", **{k: data[k] for k in _FILE_KEYS if k in data}}
+    )
+    failed, _ = config.validate()
+    for key, problem in failed:
+        raise ProjectError(f"{project.config_file}: option {key!r}: {problem}")
+    return [Path(str(file.abs_src_path)) for file in get_files(config).documentation_pages()]
+
+
+def folder_pages(folder: Path) -> list[Path]:
+    """Every page under ``folder`` (hidden files and folders skipped, as MkDocs does)."""
+    pages = []
+    for directory, subfolders, names in os.walk(folder):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        for name in sorted(names, key=lambda n: (Path(n).stem not in ("index", "README"), n)):
+            if Path(name).suffix in PAGE_SUFFIXES and not name.startswith("."):
+                pages.append(Path(directory) / name)
+    return pages
+
+
+def read_blocks(path: Path, project: Project, settings: Settings) -> list[PageBlock]:
+    """A page's formula blocks, split from its front matter exactly as the MkDocs plugin does."""
+    try:
+        # utf-8-sig: MkDocs drops a byte-order mark too, so line numbers agree with its build.
+        raw = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: cannot read page: {exc}") from None
+    markdown, meta = get_data(raw)
+    return page_blocks(
+        markdown.split("\n"),
+        page=project.page_name(path),
+        line_offset=front_matter_lines(raw, markdown),
+        meta=meta,
+        settings=settings,
+    )
+
+
+def project_near(start: Path, *, stop: Path | None = None, fallback: Path | None = None) -> Project:
+    """The project of the nearest ``mkdocs.yml`` above ``start``, else a bare ``fallback``."""
+    config_file = find_config(start, stop)
+    if config_file is not None:
+        return load_project(config_file)
+    return bare_project(fallback if fallback is not None else Path.cwd())
+
+
+def target_pages(target: Path) -> tuple[Project, list[Path]]:
+    """What ``formula-check check TARGET`` checks: a site (``mkdocs.yml`` or its folder), a
+    folder of pages, or one page; the settings come from the nearest ``mkdocs.yml``."""
+    if not target.exists():
+        raise ProjectError(f"{target}: no such file or folder")
+    if target.is_dir() and (target / CONFIG_NAME).is_file():
+        target = target / CONFIG_NAME
+    if target.is_file() and target.suffix in {".yml", ".yaml"}:
+        project = load_project(target)
+        return project, site_pages(project)
+    if target.is_file() and target.suffix in PAGE_SUFFIXES:
+        return project_near(target.parent), [target]
+    if not target.is_dir():
+        raise ProjectError(f"{target}: expected a docs folder, a Markdown page or mkdocs.yml")
+    project = project_near(target)
+    folder = target.resolve()
+    if project.docs_dir is not None and folder.is_relative_to(project.docs_dir.resolve()):
+        # Inside the site's docs: the site's exclusions still apply.
+        return project, [p for p in site_pages(project) if p.resolve().is_relative_to(folder)]
+    return project, folder_pages(target)

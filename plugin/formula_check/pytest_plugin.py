@@ -1,0 +1,219 @@
+"""The pytest face: every formula block of a docs folder as a test item.
+
+``pytest --formula-check docs/`` (or ``formula_check_paths = docs`` in the ini file) collects
+each page as a file node and each block as an item named by its id
+(``docs/attention.md::sdpa``). A failure shows the block's headline and its numbers, never a
+traceback of ours; a block marked ``expect=`` is an xfail whose promise is strict (a block
+that verifies when it should fail is a failure).
+
+pytest loads this module in every run, through its entry point: until one of the two
+switches is given it registers options and nothing else, and imports nothing of ours (the
+engine, the oracles and matplotlib stay unloaded). Each pytest process (each xdist worker)
+keeps one warm engine per project for the whole session and closes it at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
+
+    from .engine import Engine
+    from .model import CheckResult
+    from .pages import PageBlock
+    from .project import Project
+
+_RUN_KEY = pytest.StashKey["FormulaCheckRun"]()
+
+
+class BlockFailedError(Exception):
+    """A block came out otherwise than its author said; ``report`` is what the user sees."""
+
+    def __init__(self, report: str) -> None:
+        super().__init__(report)
+        self.report = report
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--formula-check``, ``--formula-check-no-cache`` and the ``formula_check_paths`` ini."""
+    group = parser.getgroup("formula-check", "verify the formulas of MkDocs pages")
+    group.addoption(
+        "--formula-check",
+        action="store_true",
+        help="collect every formula block of the Markdown pages given as paths",
+    )
+    group.addoption(
+        "--formula-check-no-cache",
+        action="store_true",
+        help="check every block afresh instead of reusing cached results",
+    )
+    parser.addini(
+        "formula_check_paths",
+        type="paths",
+        default=[],
+        help="docs folders whose formula blocks are always collected (turns the plugin on)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Switch on only when asked (see the module docstring)."""
+    paths: list[Path] = config.getini("formula_check_paths")
+    flag = bool(config.getoption("formula_check"))
+    if not (flag or paths):
+        return
+    if paths and config.args_source is pytest.Config.ArgsSource.TESTPATHS:
+        # No paths on the command line: the docs join the test folders instead of needing
+        # to be listed in testpaths too.
+        config.args = [*config.args, *(str(path) for path in paths)]
+    run = FormulaCheckRun(config, paths, any_page=flag)
+    config.stash[_RUN_KEY] = run
+    config.pluginmanager.register(run, "formula-check-run")
+
+
+class FormulaCheckRun:
+    """The plugin once switched on: which pages to collect, and the warm engines."""
+
+    def __init__(self, config: pytest.Config, paths: list[Path], *, any_page: bool) -> None:
+        self.config = config
+        self.roots = [path.resolve() for path in paths]
+        self.any_page = any_page
+        self.use_cache = not config.getoption("formula_check_no_cache")
+        self.projects: dict[Path, Project] = {}
+        self.site_pages: dict[Path, frozenset[Path]] = {}
+        self.engines: dict[Path, Engine] = {}
+        self.unavailable = ""
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.File | None:
+        """A page node for every Markdown page in the chosen paths."""
+        from .project import PAGE_SUFFIXES
+
+        if file_path.suffix not in PAGE_SUFFIXES:
+            return None
+        resolved = file_path.resolve()
+        if not (self.any_page or any(resolved.is_relative_to(root) for root in self.roots)):
+            return None
+        return FormulaPage.from_parent(parent, path=file_path)
+
+    def pytest_sessionfinish(self) -> None:
+        """Stop the workers."""
+        for engine in self.engines.values():
+            engine.close()
+        self.engines.clear()
+
+    def project_for(self, page: Path) -> Project:
+        """The page's project (nearest ``mkdocs.yml`` up to the rootdir), oracles loaded."""
+        from .oracles import load_oracle
+        from .project import project_near
+
+        folder = page.resolve().parent
+        if folder not in self.projects:
+            rootdir = self.config.rootpath
+            project = project_near(folder, stop=rootdir, fallback=rootdir)
+            for reference in project.options.oracles:
+                load_oracle(reference, project.root)
+            self.projects[folder] = project
+        return self.projects[folder]
+
+    def is_built(self, page: Path, project: Project) -> bool:
+        """Would MkDocs build this page? (``exclude_docs`` and hidden files say no.)"""
+        from .project import site_pages
+
+        docs = project.docs_dir
+        if project.config_file is None or docs is None or not page.is_relative_to(docs):
+            return True
+        if project.config_file not in self.site_pages:
+            pages = frozenset(path.resolve() for path in site_pages(project))
+            self.site_pages[project.config_file] = pages
+        return page in self.site_pages[project.config_file]
+
+    def check(self, block: PageBlock, project: Project) -> CheckResult:
+        """One block's result, on this process's warm engine for the project."""
+        from .engine import Engine
+        from .errors import FormulaCheckError
+
+        if block.spec is None:
+            return block.error_result()
+        if self.unavailable:
+            raise BlockFailedError(self.unavailable)
+        if project.root not in self.engines:
+            self.engines[project.root] = Engine(
+                project.root,
+                cache_dir=project.cache_path(),
+                use_cache=self.use_cache and project.options.cache,
+                memory_limit_mb=project.options.memory_limit_mb,
+            )
+        try:
+            return self.engines[project.root].check_many([block.spec])[0]
+        except FormulaCheckError as exc:  # no TensorFlow, no worker: every block would fail so
+            self.unavailable = f"formula-check cannot run: {exc}"
+            raise BlockFailedError(self.unavailable) from None
+
+
+class FormulaPage(pytest.File):
+    """A Markdown page; its children are its formula blocks."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """One item per block, named by its id (a repeated id gets ``@line``)."""
+        from .project import read_blocks
+
+        run = self.config.stash[_RUN_KEY]
+        project = run.project_for(self.path)
+        if not run.is_built(self.path.resolve(), project):
+            return
+        seen: set[str] = set()
+        for block in read_blocks(self.path, project, project.settings()):
+            name = block.block_id
+            if name in seen:
+                name = f"{name}@{block.location.line}"
+            seen.add(name)
+            yield FormulaItem.from_parent(self, name=name, block=block, project=project)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
+        """A project that cannot be read says why, not where in our code."""
+        from .errors import FormulaCheckError
+
+        if isinstance(excinfo.value, FormulaCheckError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class FormulaItem(pytest.Item):
+    """One formula block, checked against its oracle."""
+
+    def __init__(self, *, block: PageBlock, project: Project, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.block = block
+        self.project = project
+
+    def runtest(self) -> None:
+        """Check the block; pass, fail, xfail or skip as its result and ``expect=`` say."""
+        from .ci_formats import failure_report
+        from .session import is_failure
+
+        result = self.config.stash[_RUN_KEY].check(self.block, self.project)
+        self.user_properties.append(("formula_check_status", result.status.value))
+        if is_failure(result, self.project.options.fail_on):
+            raise BlockFailedError(failure_report(result, self.project.root))
+        if result.expected_failure and result.outcome_ok:
+            pytest.xfail(result.headline())
+        if not result.outcome_ok:  # skipped, or a status the project's fail_on tolerates
+            pytest.skip(result.headline())
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
+        """The block's report instead of a traceback through the plugin."""
+        if isinstance(excinfo.value, BlockFailedError):
+            return excinfo.value.report
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the block is: its page and the line its fence opens on (0-based)."""
+        return self.path, self.block.location.line - 1, self.name
