@@ -174,13 +174,19 @@ def test_skipped_block_runs_nothing() -> None:
     engine = shared_engine()
     executed = engine.executed
     result = engine.check(spec_for("attention", "raise SystemExit(1)\n", skip="needs a GPU"))
-    assert result.status is Status.SKIPPED and result.headline() == "docs/page.md:6 [attention]: skipped: needs a GPU"
+    assert (
+        result.status is Status.SKIPPED
+        and result.headline() == "docs/page.md:6 [attention]: skipped: needs a GPU"
+    )
     assert engine.executed == executed
 
 
 def test_two_workers_share_the_load() -> None:
     engine = shared_engine(workers=2)
-    slow = SDPA.replace("    return output, attention_weights", "    import time\n    time.sleep(1.0)\n    return output, attention_weights")
+    slow = SDPA.replace(
+        "    return output, attention_weights",
+        "    import time\n    time.sleep(1.0)\n    return output, attention_weights",
+    )
     results = engine.check_many([spec_for("attention", slow, block_id=f"b{i}") for i in range(4)])
     assert [r.status for r in results] == [Status.VERIFIED] * 4, [r.headline() for r in results]
     assert len(engine.pool.alive_pids()) == 2

@@ -35,7 +35,8 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Your own oracles, as ``package.module:attr`` importable from the project folder."""
 
     language = c.Optional(c.Type(str))
-    """Card language (``en``, ``zh``); default: the theme's ``language``."""
+    """Card language (``en``, ``zh``); default: the theme's ``language``. A page's own
+    ``language:`` front matter wins for that page (a bilingual site)."""
 
     report = c.Type(bool, default=True)
     """Add a ``formula-check-report/`` page and a ``formula-check-report.json`` to the site."""

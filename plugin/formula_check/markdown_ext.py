@@ -11,8 +11,9 @@ only renders. The python fence is left alone and highlights as usual.
 
 Options (``extension_configs={"formula_check": {...}}``): ``page`` (path shown in messages;
 default: the page Zensical is rendering, else ``<page>``), ``root`` (project folder: snippets,
-cache; default the working folder), ``language``, ``fail_on`` (statuses that raise
-``SuperFencesException``, which is what fails a Zensical build; default none),
+cache; default the working folder), ``language`` (a page's front matter ``language:`` wins),
+``fail_on`` (statuses that raise ``SuperFencesException``, which is what fails a Zensical
+build; default none),
 ``image_dir``/``image_url`` (write figures there; default inline ``data:`` URIs), ``workers``,
 ``cache``, ``cache_dir``, ``timeout``, ``timing``, ``oracles``, ``memory_limit_mb``; ``engine``
 (share an :class:`Engine`) and ``session`` (the MkDocs plugin's shared
@@ -120,6 +121,7 @@ class FormulaPreprocessor(Preprocessor):
             settings=session.settings,
         )
         results = session.results_for(blocks)
+        self.extension.labels = session.labels_for_page(meta)
         lines = list(lines)
         for block, result in zip(blocks, results, strict=True):
             self.extension.blocks[block.fence.line] = (block, result)
@@ -159,6 +161,7 @@ class FormulaCheckExtension(Extension):
         self.blocks: dict[int, tuple[PageBlock, CheckResult]] = {}
         self.failures: list[str] = []
         self.session: FormulaSession = self._make_session()
+        self.labels = self.session.labels  # this page's, set by the preprocessor
 
     def extendMarkdown(self, md: Markdown) -> None:  # noqa: N802  (Markdown's API name)
         """Add the preprocessor (the fence is added on the first run, see register_fence)."""
@@ -208,9 +211,9 @@ class FormulaCheckExtension(Extension):
         if self.failures:
             raise SuperFencesException("formula checks failed:\n" + "\n".join(self.failures))
         try:
-            card = self.session.render(result, block)
+            card = self.session.render(result, block, self.labels)
         except Exception as exc:
-            card = self.session.render(_render_failure(result, exc), block)
+            card = self.session.render(_render_failure(result, exc), block, self.labels)
         return display_math(block.latex) + "\n" + card
 
     def _unseen_card(self, src: str) -> str:
@@ -223,7 +226,7 @@ class FormulaCheckExtension(Extension):
             where,
         )
         result = CheckResult("unknown", where, "?", Status.ERROR, failure=failure)
-        return self.session.render(result, None)
+        return self.session.render(result, None, self.labels)
 
     def _make_session(self) -> FormulaSession:
         given = self.getConfig("session")

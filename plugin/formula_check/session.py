@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from .engine import Engine
 from .model import CheckResult, CheckSpec, Location
 from .pages import PageBlock, Settings
-from .render import Figure, Labels, render_card
+from .render import Figure, Labels, labels_for, render_card
 from .render.figure_cache import FigureCache
 
 
@@ -162,12 +162,24 @@ class FormulaSession:
             return None
         return stored[1]
 
-    def render(self, result: CheckResult, block: PageBlock | None) -> str:
-        """The card for ``result``, with figures stored through the image sink."""
+    def labels_for_page(self, meta: Mapping[str, Any] | None) -> Labels:
+        """The card labels of one page: its front matter's ``language:`` wins over the site's.
+
+        A bilingual site keeps one theme language; the Chinese pages say ``language: zh``.
+        """
+        language = meta.get("language") if meta else None
+        if isinstance(language, str) and language.strip():
+            return labels_for(language)
+        return self.labels
+
+    def render(
+        self, result: CheckResult, block: PageBlock | None, labels: Labels | None = None
+    ) -> str:
+        """The card for ``result`` in ``labels`` (default: the site's), figures via the sink."""
         spec = block.spec if block is not None else None
         return render_card(
             result,
-            labels=self.labels,
+            labels=labels or self.labels,
             image_url=lambda figure: self.images.url(figure, self.page),
             heatmaps=spec.heatmaps if spec else None,
             sweep_dim=spec.sweep_dim if spec else "n",

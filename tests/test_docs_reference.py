@@ -1,0 +1,63 @@
+"""The configuration reference page is generated from the config class: every option is in it."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+
+from formula_check.config import FormulaCheckConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOK = ROOT / "docs" / "hooks" / "config_reference.py"
+
+
+def load_hook() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("config_reference_hook", HOOK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def option_names() -> list[str]:
+    return [name for name, _ in FormulaCheckConfig._schema]
+
+
+def test_every_option_has_a_row_with_its_docstring() -> None:
+    hook = load_hook()
+    table = hook.reference_table()
+    rows = table.splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == option_names()
+    docs = hook.attribute_docstrings()
+    assert set(docs) == set(option_names()), "every option needs an attribute docstring"
+    for row, name in zip(rows, option_names(), strict=True):
+        first_words = " ".join(inspect.cleandoc(docs[name]).split()[:4])
+        assert first_words in row, (name, row)
+
+
+def test_types_and_defaults_are_read_from_the_options() -> None:
+    rows = {row.split("`")[1]: row for row in load_hook().reference_table().splitlines()[2:]}
+    assert "| `int` or `float` | `60` |" in rows["timeout"]
+    assert "list of one of `mismatch`, `error`" in rows["fail_on"]
+    assert "`[mismatch, error, timeout]`" in rows["fail_on"]
+    assert "`str` (optional) | *none*" in rows["language"]
+    assert "| `bool` | `true` |" in rows["enabled"]
+
+
+def test_the_marker_is_replaced_and_other_pages_are_untouched() -> None:
+    hook = load_hook()
+    page = f"# Options\n\n{hook.MARKER}\n"
+    assert hook.MARKER not in hook.on_page_markdown(page)
+    assert "| `workers` |" in hook.on_page_markdown(page)
+    assert hook.on_page_markdown("# Elsewhere\n") == "# Elsewhere\n"
+
+
+def test_the_site_uses_the_hook_on_its_reference_page() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert "docs/hooks/config_reference.py" in config["hooks"]
+    reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    assert load_hook().MARKER in reference
