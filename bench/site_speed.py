@@ -241,13 +241,22 @@ def fetch(url: str) -> str:
         return str(response.read().decode("utf-8"))
 
 
+SERVE_WITH_CTRL_C = (
+    "import runpy, signal, sys; sys.argv[0] = 'mkdocs'; "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('mkdocs', run_name='__main__')"
+)
+"""``python -m mkdocs`` with Ctrl-C restored: a job started in the background inherits SIGINT
+ignored, and then ``mkdocs serve`` would never run its ``on_shutdown`` hooks."""
+
+
 class Server:
     """``mkdocs serve`` in its own process group, on a free local port."""
 
     def __init__(self, config: Path, env: dict[str, str], log: Path) -> None:
         self.url = f"http://127.0.0.1:{free_port()}/"
         self.log = log
-        argv = [sys.executable, "-m", "mkdocs", "serve", "-f", str(config)]
+        argv = [sys.executable, "-c", SERVE_WITH_CTRL_C, "serve", "-f", str(config)]
         argv += ["-a", self.url.removeprefix("http://").rstrip("/")]
         with log.open("wb") as sink:
             self.process = subprocess.Popen(
@@ -499,7 +508,7 @@ def scale(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, runner, repeats in (("warm", warm, 5), ("serve", serve, 5), ("scale", scale, 3)):
+    for name, runner, repeats in (("warm", warm, 5), ("serve", serve, 5), ("scale", scale, 2)):
         sub = commands.add_parser(name, help=runner.__name__)
         sub.add_argument("--repeats", type=int, default=repeats)
         sub.set_defaults(run=runner)

@@ -11,7 +11,7 @@ the oracle's formula), which is what ``notebook_compare.py`` executes.
 
 Used as a library by the benchmarks, or on its own::
 
-    python bench/sitegen.py /tmp/site --pages 10 --blocks-per-page 4
+    python bench/sitegen.py OUT_DIR --pages 10 --blocks-per-page 4
 """
 
 from __future__ import annotations
