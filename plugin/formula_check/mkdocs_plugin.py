@@ -37,6 +37,7 @@ from .model import CheckResult
 from .oracles import load_oracle
 from .pages import PageBlock, Settings, front_matter_lines, page_blocks
 from .render import Figure, Labels, labels_for, report_json, report_markdown
+from .render.figure_cache import FigureCache
 from .session import FormulaSession, PageContext, figure_name, is_failure
 
 log = get_plugin_logger(__name__).logger
@@ -75,6 +76,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.results: list[CheckResult] = []
         self.watch: set[Path] = set()
         self.serving = False
+        self.figures: FigureCache | None = None
 
     # -- lifecycle: one instance and one warm engine across `mkdocs serve` rebuilds ------------
 
@@ -136,7 +138,15 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             engine_factory=lambda: self._engine(root),
             fail_on=frozenset(),  # the plugin logs failures; the extension must not raise
             on_result=lambda result: _log_result(result, fail_on),
+            figure_cache=self._figure_cache(root),
         )
+
+    def _figure_cache(self, root: Path) -> FigureCache:
+        """One figure cache for the plugin's life: `serve` rebuilds reuse drawn figures."""
+        directory = root / self.config.cache_dir / "figures" if self.config.cache else None
+        if self.figures is None or self.figures.directory != directory:
+            self.figures = FigureCache(directory)
+        return self.figures
 
     def _engine(self, root: Path) -> Engine:
         key = (

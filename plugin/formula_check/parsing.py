@@ -17,7 +17,7 @@ from .errors import FormulaCheckError, SpecError
 from .model import Location, Scalar, TimingSpec
 from .oracles import all_oracles, get_oracle
 from .presets import PRESETS
-from .render.heatmaps import VALUE_HEATMAPS
+from .render.figure import VALUE_HEATMAPS
 
 Validator = Callable[[str], Any]
 

@@ -20,7 +20,7 @@ from ..model import (
     Verdict,
     format_seconds,
 )
-from .heatmaps import Figure, figures_for
+from .figure import Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, outcome_key
 
 ImageUrl = Callable[[Figure], str]

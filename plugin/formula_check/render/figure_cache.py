@@ -16,7 +16,7 @@ import numpy as np
 from ..cache import unseal, write_sealed
 from ..model import CheckResult, to_plain
 from ..worker import protocol
-from .heatmaps import Figure, figures_for
+from .figure import Figure, figures_for
 from .labels import Labels
 
 RENDERER_VERSION = 1

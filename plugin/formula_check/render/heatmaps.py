@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -30,10 +29,8 @@ from matplotlib.image import AxesImage
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from ..model import Array, CheckResult, SweepPoint, Verdict
+from .figure import VALUE_HEATMAPS, Figure
 from .labels import Labels
-
-VALUE_HEATMAPS = ("weights", "output", "hidden")
-"""Heatmaps a block may ask for; ``delta`` and the scaling plot appear whenever there is data."""
 
 _DPI = 100
 _MAX_WIDTH_IN = 6.0
@@ -60,18 +57,6 @@ _STYLE: dict[str, Any] = {
 Draw = Callable[[MplFigure], None]
 
 _MARKER_COLOUR = "#00e5ff"  # cyan: far from every colour of magma, so the worst cell stands out
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One rendered picture: ``name`` is stable (file names), ``title`` and ``alt`` localized."""
-
-    name: str
-    title: str
-    alt: str
-    png: bytes
-    width: int
-    height: int
 
 
 def figures_for(
