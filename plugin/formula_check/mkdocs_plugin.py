@@ -196,6 +196,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.results = self.session.results_for(blocks)
         except MissingTensorFlowError as exc:
             raise PluginError(f"formula-check: {exc.message}") from None
+        self.session.prefetch_figures(blocks, self.results)
         self.watch.update(_snippet_files(blocks, self.session.settings.root))
         if self.config.report:
             root = self.session.settings.root

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +186,15 @@ class FormulaSession:
             sweep_dim=spec.sweep_dim if spec else "n",
             make_figures=self._figures(),
         )
+
+    def prefetch_figures(self, blocks: Sequence[PageBlock], results: Sequence[CheckResult]) -> None:
+        """Draw the figures of a whole batch up front, in parallel (see FigureCache.prefetch)."""
+        jobs = [
+            (result, block.spec.heatmaps, self.labels, block.spec.sweep_dim)
+            for block, result in zip(blocks, results, strict=True)
+            if block.spec is not None
+        ]
+        self._figures().prefetch(jobs, processes=os.cpu_count() or 1)
 
     def _figures(self) -> FigureCache:
         """Figures are cached beside the results (in memory only when the cache is off)."""
