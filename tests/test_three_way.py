@@ -87,3 +87,42 @@ def test_formula_check_can_be_turned_off() -> None:
         "attention", SDPA, latex=ATTENTION.replace(r"\sqrt{d_k}", "d_k"), check_formula=False
     )
     assert result.status is Status.VERIFIED and result.formula is None
+
+
+MULTIHEAD = (
+    r"\text{MultiHead}(Q, K, V) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)W^O "
+    r"\quad \text{where} \quad \text{head}_i = \text{Attention}(QW_i^Q, KW_i^K, VW_i^V)"
+)
+
+
+def test_multihead_uses_the_attention_an_earlier_block_defined() -> None:
+    from implementations import CORRECT
+
+    oracle, code, options = CORRECT["multihead-tutorial"]
+    right = run(oracle, code, latex=MULTIHEAD, definitions=(("attention", ATTENTION),), **options)
+    assert right.status is Status.VERIFIED, right.headline()
+    assert right.formula is not None and right.formula.state == "agrees"
+    wrong_attention = ATTENTION.replace(r"\sqrt{d_k}", "d_k")
+    wrong = run(
+        oracle, code, latex=MULTIHEAD, definitions=(("attention", wrong_attention),), **options
+    )
+    assert wrong.status is Status.MISMATCH, "the page's own (wrong) Attention must be the one used"
+    assert wrong.formula is not None and wrong.formula.state == "differs"
+
+
+def test_a_page_definition_that_cannot_live_here_falls_back_visibly() -> None:
+    from implementations import CORRECT
+
+    oracle, code, options = CORRECT["sublayer-post"]
+    layer_norm = (
+        r"\text{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta"
+    )
+    result = run(
+        oracle,
+        code,
+        latex=r"\text{LayerNorm}(x + \text{FFN}(x))",
+        definitions=(("layer_norm", layer_norm),),
+        **options,
+    )
+    assert result.formula is not None and result.formula.state == "agrees", result.headline()
+    assert "the page's LayerNorm could not be used here" in result.formula.compiled

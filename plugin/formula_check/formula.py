@@ -6,6 +6,7 @@ the same reference. Together they tie the formula a reader sees to the code that
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,6 @@ from .latex import (
     NotExecutable,
     check_against_oracle,
     compile_formula,
-    default_definitions,
     default_symbols,
     parse_symbols,
 )
@@ -26,18 +26,36 @@ from .model import Array, CheckSpec, FormulaVerdict
 def judge_formula(
     spec: CheckSpec, arrays: Mapping[str, Array], params: Mapping[str, Any]
 ) -> FormulaVerdict | None:
-    """Compile ``spec.latex`` and compare it with the oracle on the check's own arrays."""
+    """Compile ``spec.latex`` and compare it with the oracle on the check's own arrays.
+
+    Functions the page defined earlier (``\\text{Attention}(Q, K, V) = ...``) are used first.
+    When one of them cannot live in this formula (its body names a symbol this oracle does not
+    declare, such as a LayerNorm's mean), the oracle's own definition is used instead and the
+    card says so.
+    """
     if not spec.check_formula or not spec.latex.strip():
         return None
+    page = _definitions(spec, params)
+    verdict = _judge(spec, arrays, params, page)
+    if page and verdict.state in {"invalid", "not_executable"}:
+        retry = _judge(spec, arrays, params, {})
+        if retry.state in {"agrees", "differs"}:
+            names = ", ".join(sorted(page))
+            note = f"the page's {names} could not be used here; the oracle's own definition was"
+            return dataclasses.replace(retry, compiled=f"{retry.compiled}\n({note})")
+    return verdict
+
+
+def _judge(
+    spec: CheckSpec,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    definitions: Mapping[str, CompiledFormula],
+) -> FormulaVerdict:
     try:
         symbols = parse_symbols(spec.symbols) if spec.symbols.strip() else None
         agreement = check_against_oracle(
-            spec.latex,
-            spec.oracle,
-            arrays,
-            params,
-            symbols=symbols,
-            definitions=_definitions(spec, params),
+            spec.latex, spec.oracle, arrays, params, symbols=symbols, definitions=definitions
         )
     except NotExecutable as exc:
         return FormulaVerdict("not_executable", message=exc.reason)
@@ -58,16 +76,8 @@ def judge_formula(
 
 
 def _definitions(spec: CheckSpec, params: Mapping[str, Any]) -> dict[str, CompiledFormula]:
-    """Functions defined by earlier blocks on the page (``\\text{Attention}(Q, K, V) = ...``).
-
-    The oracle's own definitions and table functions come first (the page's ``LayerNorm``
-    block has symbols of its own, such as its mean, that a ``sublayer`` formula does not
-    declare); the page adds the names they lack.
-    """
-    own_table = default_symbols(spec.oracle, params)
-    builtin = set(default_definitions(spec.oracle, params)) | set(
-        own_table.functions if own_table else ()
-    )
+    """Functions defined by earlier blocks on the page, each compiled with its own oracle's
+    symbols (a block whose formula does not compile is reported on its own card)."""
     found: dict[str, CompiledFormula] = {}
     for oracle, latex in spec.definitions:
         table = default_symbols(oracle, params)
@@ -76,7 +86,7 @@ def _definitions(spec: CheckSpec, params: Mapping[str, Any]) -> dict[str, Compil
         try:
             compiled = compile_formula(latex, table, definitions=found)
         except (LatexError, NotExecutable):
-            continue  # that block's own card reports the problem
-        if compiled.definition is not None and compiled.definition.name not in builtin:
+            continue
+        if compiled.definition is not None:
             found[compiled.definition.name] = compiled
     return found
