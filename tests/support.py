@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,13 @@ def spec_for(
         snippet=snippet,
         timing=TimingSpec(enabled=timing),
         **fields,
+    )
+
+
+def start_process(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """A site build started in the background, stdout and stderr merged (builds run in parallel)."""
+    return subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
 
 

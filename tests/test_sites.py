@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from support import start_process
+
 pytestmark = [pytest.mark.site, pytest.mark.tf]
 
 FIXTURE_SITES = Path(__file__).resolve().parent.parent / "fixtures" / "sites"
@@ -39,13 +41,7 @@ class Build:
 
 
 def start_build(project: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "mkdocs", "build", "--strict"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    return start_process([sys.executable, "-m", "mkdocs", "build", "--strict"], project)
 
 
 def finish(process: subprocess.Popen[str], project: Path) -> Build:

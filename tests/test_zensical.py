@@ -26,6 +26,7 @@ import yaml
 
 from formula_check import assets
 from formula_check.engine import Engine
+from support import start_process
 
 if importlib.util.find_spec("zensical") is None:
     pytest.skip(
@@ -60,13 +61,7 @@ def copy_site(destination: Path) -> Path:
 
 
 def start_build(project: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "zensical", "build", "--clean"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    return start_process([sys.executable, "-m", "zensical", "build", "--clean"], project)
 
 
 def finish(process: subprocess.Popen[str], project: Path) -> Build:
