@@ -1,0 +1,129 @@
+"""`mkdocs serve` lives through bad blocks: each edit shows up as a card, the server stays up,
+and the TensorFlow worker started for the first build is the one that serves every rebuild."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.tf, pytest.mark.site]
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sites" / "zh"
+GOOD_LINE = (
+    "    weights = tf.nn.softmax(scores, axis=-1)\n    return tf.matmul(weights, v), weights\n"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def fetch(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode("utf-8"))
+    except OSError:
+        return None
+
+
+def wait_for(what: str, probe: Callable[[], bool], seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        time.sleep(0.3)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def worker_pids(project: Path) -> set[int]:
+    """The TensorFlow workers serving ``project`` (their command line names its folder)."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"formula_check.worker.child" in cmdline and str(project).encode() in cmdline:
+            pids.add(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[str]]]:
+    project = tmp_path / "zh"
+    shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_for("the first build", lambda: "fc-card" in (fetch(url) or ""))
+        yield project, url, server
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def card_status(url: str, block: str) -> str:
+    page = fetch(url) or ""
+    match = re.search(rf'id="fc-{re.escape(block)}" data-fc-status="([a-z_]+)"', page)
+    return match.group(1) if match else ""
+
+
+def test_serve_survives_bad_blocks_and_recovers(
+    served: tuple[Path, str, subprocess.Popen[str]],
+) -> None:
+    project, url, server = served
+    page = project / "docs" / "index.md"
+    workers = worker_pids(project.resolve())
+    assert len(workers) == 1, "one warm worker after the first build"
+    original = page.read_text(encoding="utf-8")
+    assert GOOD_LINE in original
+    assert card_status(url, "注意力") == "verified"
+
+    page.write_text(
+        original.replace(GOOD_LINE, "    raise ValueError('<b>boom</b>')\n", 1), encoding="utf-8"
+    )
+    wait_for("the error card", lambda: card_status(url, "注意力") == "error")
+    html = fetch(url) or ""
+    assert "&lt;b&gt;boom&lt;/b&gt;" in html and "<b>boom</b>" not in html
+
+    page.write_text(
+        original.replace('timing="off"', 'timing="off" dimz="b=2"', 1), encoding="utf-8"
+    )
+    wait_for(
+        "the header error card",
+        lambda: (
+            "unknown option &#x27;dimz&#x27;" in (fetch(url) or "")
+            or "unknown option 'dimz'" in (fetch(url) or "")
+        ),
+    )
+
+    page.write_text(original, encoding="utf-8")
+    wait_for("the fixed block", lambda: card_status(url, "注意力") == "verified")
+    assert server.poll() is None, "the server is still running"
+    assert worker_pids(project.resolve()) == workers, "TensorFlow stayed loaded in the same worker"
