@@ -456,7 +456,7 @@ def scale(args: argparse.Namespace) -> None:
         configs: dict[str, Path] = {}
         for size, workers in cases:
             root = Path(scratch) / f"site-{size}-{workers}"
-            plugin = {"workers": workers, "cache": False}
+            plugin = {"workers": workers, "cache": False, "timing": args.timing}
             configs[f"{size}/{workers}"] = sitegen.write_site(
                 root, sitegen.generate(size), plugin=plugin
             )
@@ -477,7 +477,8 @@ def scale(args: argparse.Namespace) -> None:
         times = interleaved(sides, args.repeats, verify)
         load_after = load_average()
     floor = medians(times["disabled"])
-    print(f"cold builds, cache off, timing off; medians of {args.repeats}; CPU = build + worker(s)")
+    timing = "timing on (the default: warm-up, repeats, tf.function)" if args.timing else "timing off"
+    print(f"cold builds, cache off, {timing}; medians of {args.repeats}; CPU = build + worker(s)")
     print(
         f"{'pages':>6}{'blocks':>8}{'workers':>9}{'wall':>8}{'wall/block':>12}{'CPU':>8}{'CPU/block':>11}"
     )
@@ -517,6 +518,9 @@ def main() -> None:
     )
     commands.choices["serve"].add_argument("--pages", type=int, default=10)
     commands.choices["scale"].add_argument("--sizes", default="10,25,50", help="pages per site")
+    commands.choices["scale"].add_argument(
+        "--timing", action="store_true", help="time every snippet, as a site does by default"
+    )
     args = parser.parse_args()
     args.run(args)
 
