@@ -358,33 +358,28 @@ def serve(args: argparse.Namespace) -> None:
             startup = server.wait_until_served()
             page_url = server.url + "page-001/"
             steps = [("initial build", len(read_ledger(ledger)), _cached(server), 0.0)]
-            prose, block = sitegen.PROSE[1], f"# page {edited.page}, block {edited.index}"
-            prose_times, block_times = [], []
+            current = {
+                "prose": sitegen.PROSE[1],
+                "block": f"# page {edited.page}, block {edited.index}",
+            }
+            latencies: dict[str, list[float]] = {"prose": [], "block": []}
+
+            def timed_edit(kind: str, new: str, repeat: int) -> None:
+                """Replace the current text of ``kind``, time the rebuild, count snippets run."""
+                before = len(read_ledger(ledger))
+                latencies[kind].append(edit_latency(page, current[kind], new, page_url))
+                current[kind] = new
+                ran = len(read_ledger(ledger)) - before
+                steps.append((f"{kind} edit {repeat}", ran, _cached(server), latencies[kind][-1]))
+
             for repeat in range(args.repeats):
-                before = len(read_ledger(ledger))
-                new = f"{sitegen.PROSE[1]} prose-edit-{repeat}"
-                prose_times.append(edit_latency(page, prose, new, page_url))
-                prose = new
-                steps.append(
-                    (
-                        f"prose edit {repeat}",
-                        len(read_ledger(ledger)) - before,
-                        _cached(server),
-                        prose_times[-1],
-                    )
+                timed_edit("prose", f"{sitegen.PROSE[1]} prose-edit-{repeat}", repeat)
+                timed_edit(
+                    "block",
+                    f"# page {edited.page}, block {edited.index} (block-edit-{repeat})",
+                    repeat,
                 )
-                before = len(read_ledger(ledger))
-                new = f"# page {edited.page}, block {edited.index} (block-edit-{repeat})"
-                block_times.append(edit_latency(page, block, new, page_url))
-                block = new
-                steps.append(
-                    (
-                        f"block edit {repeat}",
-                        len(read_ledger(ledger)) - before,
-                        _cached(server),
-                        block_times[-1],
-                    )
-                )
+            prose_times, block_times = latencies["prose"], latencies["block"]
             pids = {pid for pid, _ in read_ledger(ledger)}
             alive_while_serving = all(pid_alive(pid) for pid in pids)
         finally:
@@ -397,8 +392,10 @@ def serve(args: argparse.Namespace) -> None:
             floor_times = []
             for repeat in range(args.repeats):
                 new = f"{sitegen.PROSE[1]} floor-edit-{repeat}"
-                floor_times.append(edit_latency(page, prose, new, floor_server.url + "page-001/"))
-                prose = new
+                floor_times.append(
+                    edit_latency(page, current["prose"], new, floor_server.url + "page-001/")
+                )
+                current["prose"] = new
         finally:
             floor_server.stop()
         os.environ[sitegen.LEDGER_ENV] = str(Path(scratch) / "ledger-bench.txt")
@@ -477,7 +474,9 @@ def scale(args: argparse.Namespace) -> None:
         times = interleaved(sides, args.repeats, verify)
         load_after = load_average()
     floor = medians(times["disabled"])
-    timing = "timing on (the default: warm-up, repeats, tf.function)" if args.timing else "timing off"
+    timing = (
+        "timing on (the default: warm-up, repeats, tf.function)" if args.timing else "timing off"
+    )
     print(f"cold builds, cache off, {timing}; medians of {args.repeats}; CPU = build + worker(s)")
     print(
         f"{'pages':>6}{'blocks':>8}{'workers':>9}{'wall':>8}{'wall/block':>12}{'CPU':>8}{'CPU/block':>11}"

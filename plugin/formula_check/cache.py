@@ -143,11 +143,6 @@ class ResultCache:
         except (protocol.ProtocolError, KeyError, TypeError, ValueError):
             return None
 
-    def clear(self) -> None:
-        """Remove every entry."""
-        for path in self.directory.glob("*/*.fcr"):
-            path.unlink(missing_ok=True)
-
 
 def write_sealed(path: Path, message: bytes) -> None:
     """Write ``message`` with its SHA-256 in front, atomically (temporary file, then rename)."""

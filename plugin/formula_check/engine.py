@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -61,24 +61,17 @@ class Engine:
             self.cache.put(key, result, local_files)
         return result
 
-    def check_many(
-        self, specs: Iterable[CheckSpec], on_result: Callable[[CheckResult], None] | None = None
-    ) -> list[CheckResult]:
-        """Check blocks concurrently (one thread per worker); results in input order.
+    def check_many(self, specs: Iterable[CheckSpec]) -> list[CheckResult]:
+        """Every result of :meth:`iter_check`, in input order."""
+        return list(self.iter_check(specs))
+
+    def iter_check(self, specs: Iterable[CheckSpec]) -> Iterator[CheckResult]:
+        """Check blocks concurrently (one thread per worker), yielding results in input order,
+        each as soon as it and those before it are done (a progress line can follow along).
 
         A spec that raises (bad option, unknown oracle) becomes an ERROR result here, so
         one bad block never hides the others.
         """
-        specs = list(specs)
-        with ThreadPoolExecutor(max_workers=self.pool.size) as executor:
-            results = list(executor.map(self._check_reporting, specs))
-        if on_result is not None:
-            for result in results:
-                on_result(result)
-        return results
-
-    def iter_check(self, specs: Iterable[CheckSpec]) -> Iterator[CheckResult]:
-        """Like :meth:`check_many`, yielding each result as soon as it is ready (any order)."""
         specs = list(specs)
         with ThreadPoolExecutor(max_workers=self.pool.size) as executor:
             yield from executor.map(self._check_reporting, specs)
