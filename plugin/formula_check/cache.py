@@ -62,8 +62,11 @@ def tensorflow_version() -> str:
 
 
 @functools.cache
+@functools.cache
 def checker_digest() -> str:
-    """A digest of this package's own source: a new checker never trusts an old verdict."""
+    """A digest of this package's own source: a new checker never trusts an old verdict.
+
+    Read once per process: the package's files do not change under a running build."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):

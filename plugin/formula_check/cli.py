@@ -139,6 +139,7 @@ def _engine(project: Project, args: argparse.Namespace, workers: int | None = No
         cache_dir=project.cache_path(),
         use_cache=options.cache and not args.no_cache,
         memory_limit_mb=options.memory_limit_mb,
+        fork=options.fork_workers,
     )
 
 

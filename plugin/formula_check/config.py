@@ -48,5 +48,10 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Resident-memory limit per worker in MiB (0: none). The parent polls the worker's RSS
     while a check runs and kills it past the limit; the block is reported as a crash."""
 
+    fork_workers = c.Type(bool, default=True)
+    """On Linux, fork workers from one process that has already imported TensorFlow: a second
+    worker, or the fresh one replacing a worker stopped on a timeout, starts in milliseconds
+    instead of importing TensorFlow again. Off: every worker is a new process."""
+
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""

@@ -34,9 +34,10 @@ class Engine:
         use_cache: bool = True,
         python: str | None = None,
         memory_limit_mb: int = 0,
+        fork: bool = True,
     ) -> None:
         self.root = root.resolve()
-        self.pool = WorkerPool(self.root, workers, python, memory_limit_mb)
+        self.pool = WorkerPool(self.root, workers, python, memory_limit_mb, fork=fork)
         directory = cache_dir if cache_dir is not None else self.root / DEFAULT_CACHE_DIR
         self.cache = ResultCache(
             directory if directory.is_absolute() else self.root / directory, self.root

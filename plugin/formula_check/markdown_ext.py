@@ -15,8 +15,8 @@ cache; default the working folder), ``language`` (a page's front matter ``langua
 ``fail_on`` (statuses that raise ``SuperFencesException``, which is what fails a Zensical
 build; default none),
 ``image_dir``/``image_url`` (write figures there; default inline ``data:`` URIs), ``workers``,
-``cache``, ``cache_dir``, ``timeout``, ``timing``, ``oracles``, ``memory_limit_mb``; ``engine``
-(share an :class:`Engine`) and ``session`` (the MkDocs plugin's shared
+``cache``, ``cache_dir``, ``timeout``, ``timing``, ``oracles``, ``memory_limit_mb``,
+``fork_workers``; ``engine`` (share an :class:`Engine`) and ``session`` (the MkDocs plugin's shared
 :class:`~formula_check.session.FormulaSession`).
 """
 
@@ -156,6 +156,7 @@ class FormulaCheckExtension(Extension):
             "timing": [True, "Time snippets (off: faster builds)"],
             "oracles": [[], "User oracles as package.module:attr"],
             "memory_limit_mb": [0, "Worker memory limit (0: none)"],
+            "fork_workers": [True, "Fork workers from one TensorFlow import (Linux)"],
         }
         super().__init__(**kwargs)
         self.blocks: dict[int, tuple[PageBlock, CheckResult]] = {}
@@ -252,6 +253,7 @@ class FormulaCheckExtension(Extension):
                 cache=bool(self.getConfig("cache")),
                 cache_dir=self.getConfig("cache_dir") or None,
                 memory_limit_mb=int(self.getConfig("memory_limit_mb")),
+                fork=bool(self.getConfig("fork_workers")),
             ),
             labels=labels_for(self.getConfig("language")),
             images=images,

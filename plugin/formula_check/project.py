@@ -49,6 +49,7 @@ class Options:
     oracles: tuple[str, ...] = ()
     timing: bool = True
     memory_limit_mb: int = 0
+    fork_workers: bool = True
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
         oracles=tuple(config.oracles),
         timing=config.timing,
         memory_limit_mb=config.memory_limit_mb,
+        fork_workers=config.fork_workers,
     )
 
 

@@ -146,6 +146,7 @@ class FormulaCheckRun:
                 cache_dir=project.cache_path(),
                 use_cache=self.use_cache and project.options.cache,
                 memory_limit_mb=project.options.memory_limit_mb,
+                fork=project.options.fork_workers,
             )
         try:
             return self.engines[project.root].check_many([block.spec])[0]

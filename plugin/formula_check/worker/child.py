@@ -36,15 +36,21 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     warnings.simplefilter("ignore")
     session = Session(root)
-    protocol.write_message(answers, {"op": "hello", "ok": True, **describe_environment()})
-    return _serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
+    say_hello(answers, describe_environment())
+    return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
 
 
-def _serve(
+def say_hello(answers: IO[bytes], environment: dict[str, Any]) -> None:
+    """The first message of a worker: TensorFlow is imported, here is what it runs on."""
+    protocol.write_message(answers, {"op": "hello", "ok": True, **environment})
+
+
+def serve(
     requests: IO[bytes],
     answers: IO[bytes],
     handle: Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]],
 ) -> int:
+    """Answer requests until EOF or ``shutdown``; returns the exit code."""
     while True:
         try:
             header, arrays = protocol.read_message(requests)

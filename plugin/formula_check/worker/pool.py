@@ -1,12 +1,19 @@
-"""Worker processes seen from the parent: start, ask, time out, kill, replace."""
+"""Worker processes seen from the parent: start, ask, time out, kill, replace.
+
+On Linux a worker is forked from a zygote that has already imported TensorFlow (see
+:mod:`formula_check.worker.zygote`); elsewhere, or if the zygote cannot start, each worker is
+spawned and imports TensorFlow itself. Either way the worker speaks the same protocol.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,14 +42,196 @@ class Reply:
     detail: str = ""
 
 
+def _worker_env() -> dict[str, str]:
+    """The environment of a worker or zygote: the package importable, TensorFlow quiet."""
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def fork_supported() -> bool:
+    """Can workers be forked from a zygote here? (Linux: descriptor passing and /proc.)"""
+    return sys.platform == "linux" and hasattr(socket, "send_fds")
+
+
+class Zygote:
+    """The parent's end of the zygote: started once, then forks ready workers on request.
+
+    Thread-safe: the workers of a pool start concurrently and share it.
+    """
+
+    def __init__(self, root: Path, python: str | None = None) -> None:
+        self.root = root
+        self.python = python or sys.executable
+        self.process: subprocess.Popen[bytes] | None = None
+        self.control: socket.socket | None = None
+        self.failed = ""
+        self._lock = threading.Lock()
+        self._stderr: IO[bytes] | None = None
+
+    def fork(self, stderr: IO[bytes]) -> ForkedProcess:
+        """A new worker process (starting the zygote first if need be)."""
+        with self._lock:
+            control = self._started()
+            ours, theirs = socket.socketpair()
+            try:
+                socket.send_fds(control, [b"fork\n"], [theirs.fileno(), stderr.fileno()])
+                pid = int(self._answer(control)["pid"])
+            except (OSError, KeyError, TypeError, ValueError) as exc:
+                ours.close()
+                self._lost(f"the zygote did not fork ({exc})")
+                raise WorkerError(f"the zygote did not fork ({exc})") from None
+            finally:
+                theirs.close()
+        return ForkedProcess(pid, ours, self)
+
+    def wait(self, pid: int) -> int | None:
+        """The exit status of worker ``pid``, once it has exited (None: unknown)."""
+        with self._lock:
+            if self.control is None:
+                return None
+            try:
+                self.control.sendall(f"wait {pid}\n".encode())
+                status = self._answer(self.control).get("status")
+            except (OSError, ValueError):
+                self._lost("the zygote stopped answering")
+                return None
+            return status if isinstance(status, int) else None
+
+    def _started(self) -> socket.socket:
+        if self.failed:
+            raise WorkerError(self.failed)
+        if self.control is not None and self.process is not None and self.process.poll() is None:
+            return self.control
+        ours, theirs = socket.socketpair()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process)
+        self.process = subprocess.Popen(
+            [self.python, "-m", "formula_check.worker.zygote", str(self.root)],
+            stdin=theirs.fileno(),
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            cwd=self.root,
+            env=_worker_env(),
+            start_new_session=True,
+        )
+        theirs.close()
+        self.control = ours
+        ready, _, _ = select.select([ours], [], [], STARTUP_TIMEOUT)
+        try:
+            hello = self._answer(ours) if ready else {}
+        except (OSError, ValueError):
+            hello = {}
+        if hello.get("ok") is False:
+            self.close()
+            raise MissingTensorFlowError(self.python)
+        if hello.get("ok") is not True:
+            self._broken("the zygote did not start")
+            raise WorkerError(self.failed)
+        return ours
+
+    @staticmethod
+    def _answer(control: socket.socket) -> dict[str, Any]:
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = control.recv(4096)
+            if not chunk:
+                raise ValueError("the zygote hung up")
+            line += chunk
+        answer = json.loads(line)
+        if not isinstance(answer, dict):
+            raise ValueError(f"unexpected answer {line!r}")
+        return answer
+
+    def _broken(self, why: str) -> None:
+        """It cannot work here: workers are spawned from now on."""
+        self.failed = why
+        self.close()
+
+    def _lost(self, why: str) -> None:
+        """It died (killed, crashed): the next fork starts a new one. Alive but confused, it
+        is broken for good."""
+        if self.process is not None and self.process.poll() is None:
+            self._broken(why)
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the zygote (its workers are stopped by their pool)."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.process is not None:
+            if self.process.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            self.process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+class ForkedProcess:
+    """A worker forked by the zygote, seen through the part of ``Popen`` a Worker uses.
+
+    It is the zygote's child, not ours: its exit status comes from the zygote.
+    """
+
+    def __init__(self, pid: int, conversation: socket.socket, zygote: Zygote) -> None:
+        self.pid = pid
+        self.zygote = zygote
+        self.stdin: IO[bytes] | None = conversation.makefile("wb")
+        self.stdout: IO[bytes] | None = conversation.makefile("rb")
+        conversation.close()  # the files keep the socket open until they are closed
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """None while running; the exit status once it has exited."""
+        if self.returncode is None and not is_running(self.pid):
+            status = self.zygote.wait(self.pid)
+            self.returncode = -signal.SIGKILL if status is None else status
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the exit (raises ``subprocess.TimeoutExpired`` after ``timeout``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+            time.sleep(0.01)
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def is_running(pid: int) -> bool:
+    """Does ``pid`` exist and not yet wait as a zombie?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+
+
 class Worker:
     """One child process that keeps TensorFlow imported between requests."""
 
-    def __init__(self, root: Path, python: str | None = None, memory_limit_mb: int = 0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        python: str | None = None,
+        memory_limit_mb: int = 0,
+        zygote: Zygote | None = None,
+    ) -> None:
         self.root = root
         self.python = python or sys.executable
         self.memory_limit_mb = memory_limit_mb
-        self.process: subprocess.Popen[bytes] | None = None
+        self.zygote = zygote
+        self.process: subprocess.Popen[bytes] | ForkedProcess | None = None
         self.environment: dict[str, Any] = {}
         self.started_at = 0.0
         self.peak_rss_kb = 0
@@ -54,19 +243,25 @@ class Worker:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
-        """Spawn the process and wait for its hello (TensorFlow imported)."""
-        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
-        package_parent = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-        self.process = subprocess.Popen(
-            [self.python, "-m", "formula_check.worker.child", str(self.root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr_log(),
-            cwd=self.root,
-            env=env,
-            start_new_session=True,
-        )
+        """Fork or spawn the process and wait for its hello (TensorFlow imported)."""
+        self.process = None
+        if self.zygote is not None and not self.zygote.failed:
+            try:
+                self.process = self.zygote.fork(self._stderr_log())
+            except MissingTensorFlowError:
+                raise
+            except WorkerError:
+                pass  # a broken zygote: spawn instead
+        if self.process is None:
+            self.process = subprocess.Popen(
+                [self.python, "-m", "formula_check.worker.child", str(self.root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr_log(),
+                cwd=self.root,
+                env=_worker_env(),
+                start_new_session=True,
+            )
         self.started_at = time.monotonic()
         reply = self._receive(STARTUP_TIMEOUT)
         if reply.outcome != "ok":
@@ -134,7 +329,7 @@ class Worker:
                 )
         try:
             header, arrays = protocol.read_message(stream)
-        except (EOFError, protocol.ProtocolError):
+        except (EOFError, OSError, protocol.ProtocolError):  # a socket may say ECONNRESET
             return self._crashed("the worker died")
         self._over_memory()
         return Reply("ok", header, arrays)
@@ -219,15 +414,22 @@ class WorkerPool:
     """N workers, started lazily, shared by threads; each request borrows one idle worker."""
 
     def __init__(
-        self, root: Path, size: int = 1, python: str | None = None, memory_limit_mb: int = 0
+        self,
+        root: Path,
+        size: int = 1,
+        python: str | None = None,
+        memory_limit_mb: int = 0,
+        *,
+        fork: bool = True,
     ) -> None:
         if size < 1:
             raise WorkerError(f"workers must be at least 1, got {size}")
         self.root = root
         self.size = size
+        self.zygote = Zygote(root, python) if fork and fork_supported() else None
         self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
         for _ in range(size):
-            self._idle.put(Worker(root, python, memory_limit_mb))
+            self._idle.put(Worker(root, python, memory_limit_mb, self.zygote))
         self._all = list(self._idle.queue)
         self._lock = threading.Lock()
 
@@ -260,6 +462,8 @@ class WorkerPool:
         return [w.process.pid for w in self._all if w.process is not None and w.alive]
 
     def close(self) -> None:
-        """Stop every worker."""
+        """Stop every worker, then the zygote."""
         for worker in self._all:
             worker.close()
+        if self.zygote is not None:
+            self.zygote.close()

@@ -1,0 +1,120 @@
+"""The zygote: one process imports TensorFlow, then forks a ready worker per request.
+
+Importing TensorFlow is the largest fixed cost of a cold check (seconds of CPU). Paid once in
+the zygote, a second worker, or the fresh worker that replaces one killed on a timeout, is a
+``fork()`` away: a few milliseconds instead of another import.
+
+The zygote only imports. It never runs an op or asks for devices, so neither TensorFlow's
+runtime threads nor a GPU context exist yet when it forks: each child creates its own, as a
+freshly started process would. Run as ``python -m formula_check.worker.zygote PROJECT_ROOT``
+with fd 0 a Unix socket to the parent, which speaks one line per request:
+
+``fork`` (with two descriptors attached: the child's conversation socket and its stderr)
+    answered ``{"pid": N}``; the child serves requests exactly like ``worker.child``.
+``wait N``
+    answered ``{"status": S}`` once child N has exited (negative: the signal that killed it).
+
+The first line the zygote writes is its hello: ``{"ok": true}``, or ``{"ok": false, ...}``
+when TensorFlow cannot be imported. EOF on fd 0 ends the zygote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from . import child
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Import TensorFlow, say hello, then fork workers until the parent hangs up."""
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]).resolve() if args else Path.cwd()
+    control = socket.socket(fileno=0)
+    try:
+        from . import execution  # noqa: F401  (the import is the point)
+    except ImportError as exc:
+        send_line(control, {"ok": False, "error": str(exc)})
+        return 3
+    warnings.simplefilter("ignore")
+    send_line(control, {"ok": True})
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 256, 2)
+        except OSError:
+            return 0
+        if not data:
+            return 0
+        command = data.decode("ascii", "replace").split()
+        if command[:1] == ["fork"] and len(fds) == 2:
+            send_line(control, {"pid": _fork(root, control, *fds)})
+        elif command[:1] == ["wait"] and len(command) == 2:
+            for fd in fds:
+                os.close(fd)
+            send_line(control, {"status": _wait(int(command[1]))})
+        else:
+            for fd in fds:
+                os.close(fd)
+            send_line(control, {"error": f"unknown command {data[:40]!r}"})
+
+
+def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) -> int:
+    pid = os.fork()
+    if pid:
+        os.close(conversation)
+        os.close(stderr)
+        return pid
+    # The child: leave the zygote's conversation and become an ordinary worker.
+    code = 70
+    try:
+        control.close()
+        os.setsid()  # its own process group: a timeout kills the snippet's children too
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.dup2(stderr, 2)
+        os.dup2(2, 1)  # stray prints to fd 1 land in the stderr log, as in a spawned worker
+        os.close(stderr)
+        code = _serve_forked(root, conversation)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        os._exit(code)
+    return 0  # pragma: no cover
+
+
+def _serve_forked(root: Path, conversation: int) -> int:
+    from .execution import Session, describe_environment, run_check
+
+    sock = socket.socket(fileno=conversation)
+    requests = sock.makefile("rb")
+    answers = sock.makefile("wb")
+    session = Session(root)
+    child.say_hello(answers, describe_environment())
+    return child.serve(requests, answers, lambda h, a: run_check(session, h, a))
+
+
+def _wait(pid: int) -> int | None:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def send_line(sock: socket.socket, message: dict[str, Any]) -> None:
+    """One JSON object and a newline."""
+    sock.sendall(json.dumps(message).encode() + b"\n")
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

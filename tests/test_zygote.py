@@ -1,0 +1,124 @@
+"""Workers forked from a zygote that imported TensorFlow once, and the spawn fallback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from formula_check.engine import Engine
+from formula_check.errors import MissingTensorFlowError
+from formula_check.model import Status
+from formula_check.worker.pool import fork_supported, is_running
+from implementations import SDPA
+from support import PROJECT, spec_for
+
+pytestmark = [
+    pytest.mark.tf,
+    pytest.mark.skipif(not fork_supported(), reason="workers are forked on Linux only"),
+]
+
+HANG = "def f(q, k, v):\n    while True:\n        pass\n"
+
+
+def parent_pid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def wait_until_gone(pids: list[int]) -> None:
+    deadline = time.monotonic() + 10
+    while any(is_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def verified(engine: Engine, count: int = 1) -> bool:
+    specs = [spec_for("attention", SDPA, block_id=f"sdpa-{i}") for i in range(count)]
+    return all(result.status is Status.VERIFIED for result in engine.check_many(specs))
+
+
+@pytest.fixture
+def engine() -> Engine:
+    with Engine(PROJECT, workers=2, use_cache=False) as engine:
+        yield engine
+
+
+def test_every_worker_is_a_child_of_one_zygote(engine: Engine) -> None:
+    engine.warm_up()
+    zygote = engine.pool.zygote
+    assert zygote is not None and zygote.process is not None
+    pids = engine.pool.alive_pids()
+    assert len(pids) == 2
+    assert {parent_pid(pid) for pid in pids} == {zygote.process.pid}
+    assert verified(engine, 4)
+    environments = [worker.environment for worker in engine.pool._all]
+    assert all(env["tf_version"] and env["device"] for env in environments)
+
+
+def test_a_worker_replaced_after_a_timeout_is_forked_not_reimported(engine: Engine) -> None:
+    engine.warm_up()
+    zygote = engine.pool.zygote
+    assert zygote is not None and zygote.process is not None
+    zygote_pid = zygote.process.pid
+    before = set(engine.pool.alive_pids())
+    result = engine.check(spec_for("attention", HANG, timeout=1.5))
+    assert result.status is Status.TIMEOUT
+    assert verified(engine, 2)
+    after = set(engine.pool.alive_pids())
+    assert after != before
+    assert zygote.process.pid == zygote_pid  # TensorFlow was not imported again
+    assert {parent_pid(pid) for pid in after} == {zygote_pid}
+
+
+def test_crash_statuses_come_from_the_zygote(engine: Engine) -> None:
+    code = "import os, signal\ndef f(q, k, v):\n    os.kill(os.getpid(), signal.SIGABRT)\n"
+    result = engine.check(spec_for("attention", code))
+    assert result.status is Status.ERROR
+    assert "killed by SIGABRT" in result.message
+    assert verified(engine)
+
+
+def test_a_killed_zygote_is_started_again(engine: Engine) -> None:
+    engine.warm_up()
+    zygote = engine.pool.zygote
+    assert zygote is not None and zygote.process is not None
+    first = zygote.process.pid
+    workers = engine.pool.alive_pids()
+    for pid in [first, *workers]:
+        os.kill(pid, signal.SIGKILL)  # the next checks need new workers: a new zygote forks them
+    wait_until_gone(workers)
+    assert verified(engine, 2)
+    assert zygote.process is not None and zygote.process.pid != first
+    assert all(parent_pid(pid) == zygote.process.pid for pid in engine.pool.alive_pids())
+
+
+def test_spawned_workers_when_forking_is_off() -> None:
+    with Engine(PROJECT, workers=1, use_cache=False, fork=False) as engine:
+        assert engine.pool.zygote is None
+        assert verified(engine)
+        (pid,) = engine.pool.alive_pids()
+        assert parent_pid(pid) == os.getpid()
+
+
+def test_closing_stops_workers_and_zygote() -> None:
+    engine = Engine(PROJECT, workers=2, use_cache=False)
+    engine.warm_up()
+    assert engine.pool.zygote is not None and engine.pool.zygote.process is not None
+    pids = [*engine.pool.alive_pids(), engine.pool.zygote.process.pid]
+    engine.close()
+    wait_until_gone(pids)
+    assert not any(is_running(pid) for pid in pids)
+
+
+def test_missing_tensorflow_is_reported_by_the_zygote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "tensorflow"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with Engine(PROJECT, use_cache=False) as engine, pytest.raises(MissingTensorFlowError):
+        engine.check(spec_for("attention", SDPA))
