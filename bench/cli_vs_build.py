@@ -49,7 +49,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    runs: dict[str, list[float]] = {"cli cold": [], "build cold": [], "cli warm": [], "build warm": []}
+    runs: dict[str, list[float]] = {
+        "cli cold": [],
+        "build cold": [],
+        "cli warm": [],
+        "build warm": [],
+    }
     for _ in range(args.repeats):
         for tool, argv in (("cli", CLI), ("build", BUILD)):
             with tempfile.TemporaryDirectory() as tmp:

@@ -253,10 +253,11 @@ ignored, and then ``mkdocs serve`` would never run its ``on_shutdown`` hooks."""
 class Server:
     """``mkdocs serve`` in its own process group, on a free local port."""
 
-    def __init__(self, config: Path, env: dict[str, str], log: Path) -> None:
+    def __init__(self, config: Path, env: dict[str, str], log: Path, *, dirty: bool) -> None:
         self.url = f"http://127.0.0.1:{free_port()}/"
         self.log = log
         argv = [sys.executable, "-c", SERVE_WITH_CTRL_C, "serve", "-f", str(config)]
+        argv += ["--dirty"] if dirty else []
         argv += ["-a", self.url.removeprefix("http://").rstrip("/")]
         with log.open("wb") as sink:
             self.process = subprocess.Popen(
@@ -353,7 +354,7 @@ def serve(args: argparse.Namespace) -> None:
         edited = next((b for b in pages[1] if b.recipe.oracle == "attention"), pages[1][0])
         page = root / "docs" / "page-001.md"
         load_before = load_average()
-        server = Server(on, env, Path(scratch) / "serve-on.log")
+        server = Server(on, env, Path(scratch) / "serve-on.log", dirty=args.dirty)
         try:
             startup = server.wait_until_served()
             page_url = server.url + "page-001/"
@@ -386,7 +387,7 @@ def serve(args: argparse.Namespace) -> None:
             server.stop()
         time.sleep(1.0)
         gone_after_stop = not any(pid_alive(pid) for pid in pids)
-        floor_server = Server(off, env, Path(scratch) / "serve-off.log")
+        floor_server = Server(off, env, Path(scratch) / "serve-off.log", dirty=args.dirty)
         try:
             floor_server.wait_until_served()
             floor_times = []
@@ -403,8 +404,8 @@ def serve(args: argparse.Namespace) -> None:
         load_after = load_average()
     blocks = sum(len(p) for p in pages)
     print(
-        f"site: generated, {args.pages} pages, {blocks} blocks; serve start (cold build) "
-        f"{startup:.1f} s"
+        f"site: generated, {args.pages} pages, {blocks} blocks; mkdocs serve"
+        f"{' --dirty' if args.dirty else ''}; start (cold build) {startup:.1f} s"
     )
     print(f"{'step':<16}{'snippets run':>13}{'cached/total':>14}{'latency':>10}")
     for name, executed, (cached, total), latency in steps:
@@ -516,6 +517,9 @@ def main() -> None:
         "--pages", type=int, default=0, help="use a generated site (default: the good fixture)"
     )
     commands.choices["serve"].add_argument("--pages", type=int, default=10)
+    commands.choices["serve"].add_argument(
+        "--dirty", action="store_true", help="mkdocs serve --dirty: rebuild only edited pages"
+    )
     commands.choices["scale"].add_argument("--sizes", default="10,25,50", help="pages per site")
     commands.choices["scale"].add_argument(
         "--timing", action="store_true", help="time every snippet, as a site does by default"

@@ -31,6 +31,7 @@ def test_draws_once_then_reuses_memory_and_disk(tmp_path: Path) -> None:
     assert first(result(), None, labels) == drawn and first.drawn == 1
     second = FigureCache(tmp_path)  # a new process: nothing in memory
     assert second(result(), None, labels) == drawn and second.drawn == 0
+    assert [f.media_type for f in drawn] == [f.media_type for f in second(result(), None, labels)]
 
 
 def test_key_follows_content_language_and_selection() -> None:
@@ -49,23 +50,3 @@ def test_damaged_entry_is_redrawn(tmp_path: Path) -> None:
     stored.write_bytes(stored.read_bytes()[:-10])
     again = FigureCache(tmp_path)
     assert again(result(), None, labels) and again.drawn == 1
-
-
-def test_prefetch_draws_a_batch_in_processes_with_the_same_bytes(tmp_path: Path) -> None:
-    labels = labels_for("en")
-    results = [result(1.0 + i) for i in range(9)]
-    cache = FigureCache(tmp_path)
-    cache.prefetch([(r, None, labels, "n") for r in results], processes=2)
-    assert cache.drawn == 9
-    inline = FigureCache()(results[3], None, labels)
-    assert cache(results[3], None, labels) == inline, "a drawing process gives the same PNG bytes"
-    assert cache.drawn == 9
-    again = FigureCache(tmp_path)
-    again.prefetch([(r, None, labels, "n") for r in results], processes=2)
-    assert again.drawn == 0, "everything came from disk"
-
-
-def test_small_batches_are_left_to_the_build_process(tmp_path: Path) -> None:
-    cache = FigureCache(tmp_path)
-    cache.prefetch([(result(), None, labels_for("en"), "n")], processes=2)
-    assert cache.drawn == 0 and not list(tmp_path.glob("*/*.fcf"))

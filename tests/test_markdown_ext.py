@@ -77,7 +77,7 @@ def test_mismatch_card_has_the_delta_figure_inline(engine: Engine, project_root:
     html = render(SOFTMAX.format(axis=1), engine, project_root)
     card = card_of(html, "sm")
     assert 'data-fc-status="mismatch"' in card
-    assert '<img src="data:image/png;base64,' in card
+    assert '<img src="data:image/svg+xml;base64,' in card
 
 
 def test_lines_count_front_matter_in_plain_markdown(engine: Engine, project_root: Path) -> None:

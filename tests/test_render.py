@@ -1,16 +1,21 @@
-"""The rendering layer: cards (golden HTML), figures (PNG) and reports. Pure: no TensorFlow."""
+"""The rendering layer: cards (golden HTML), figures (SVG) and reports. Pure: no TensorFlow."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import difflib
-import io
 import json
 import os
+import re
 import string
+import struct
+import subprocess
+import sys
+import zlib
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
-import matplotlib.image
 import numpy as np
 import pytest
 
@@ -37,6 +42,7 @@ from formula_check.render import (
     strip_ansi,
 )
 from formula_check.render.labels import CHINESE, ENGLISH
+from formula_check.render.svg import COLORMAPS
 
 GOLDEN = Path(__file__).parent / "golden"
 EN = labels_for("en")
@@ -45,7 +51,7 @@ HOSTILE = "\x1b[1mOnly input tensors\x1b[0m may be passed <script>alert(1)</scri
 
 
 def image_url(figure: Figure) -> str:
-    return f"assets/formula-check/sdpa-{figure.name}.png?v=1&x=<y>"
+    return f"assets/formula-check/sdpa-{figure.name}{figure.suffix}?v=1&x=<y>"
 
 
 def assert_golden(name: str, text: str) -> None:
@@ -230,7 +236,7 @@ def test_error_card_escapes_markup_and_strips_ansi() -> None:
 def test_stdout_and_urls_are_escaped() -> None:
     html = render_card(mismatch(), labels=EN, image_url=image_url, heatmaps=())
     assert "&lt;b&gt;0.5&lt;/b&gt;" in html
-    assert 'src="assets/formula-check/sdpa-delta.png?v=1&amp;x=&lt;y&gt;"' in html
+    assert 'src="assets/formula-check/sdpa-delta.svg?v=1&amp;x=&lt;y&gt;"' in html
 
 
 def test_hostile_block_id_and_oracle_are_escaped() -> None:
@@ -321,6 +327,17 @@ def test_every_chinese_label_is_filled_and_keeps_the_format_fields() -> None:
 
 # Figures -----------------------------------------------------------------------------------
 
+SVG = "{http://www.w3.org/2000/svg}"
+HREF = "{http://www.w3.org/1999/xlink}href"
+PNG_PREFIX = "data:image/png;base64,"
+VIRIDIS_TOP, VIRIDIS_BOTTOM, VIRIDIS_MIDDLE = (
+    (0xFD, 0xE7, 0x25),
+    (0x44, 0x01, 0x54),
+    (0x21, 0x91, 0x8C),
+)
+MAGMA_TOP, MAGMA_BOTTOM = (0xFC, 0xFD, 0xBF), (0x00, 0x00, 0x04)
+CYAN = (0x00, 0xE5, 0xFF)
+
 
 def _attention(heads: int | None, seed: int = 0) -> CheckResult:
     rng = np.random.default_rng(seed)
@@ -330,30 +347,190 @@ def _attention(heads: int | None, seed: int = 0) -> CheckResult:
     return dataclasses.replace(verified(), arrays={"weights": weights})
 
 
-def _decode(figure: Figure) -> np.ndarray:
-    assert figure.png.startswith(b"\x89PNG\r\n\x1a\n")
-    return np.asarray(matplotlib.image.imread(io.BytesIO(figure.png), format="png"))
+def _sweep() -> tuple[SweepPoint, ...]:
+    return (SweepPoint(64, 1e-3, 1e-4), SweepPoint(16, 1e-4, 2e-4), SweepPoint(32, 3e-4, 1e-5))
 
 
-def test_png_bytes_are_reproducible() -> None:
-    first = figures_for(_attention(3), None, EN)
-    second = figures_for(_attention(3), None, EN)
-    assert [f.png for f in first] == [f.png for f in second]
-    assert b"matplotlib" not in first[0].png  # no "Software" chunk naming the version
+def _svg(figure: Figure) -> ET.Element:
+    """The parsed document, after checking it is a standalone, self-contained SVG."""
+    assert figure.media_type == "image/svg+xml" and figure.suffix == ".svg"
+    root = ET.fromstring(figure.data)
+    assert root.tag == f"{SVG}svg" and root.get("version") == "1.1"
+    assert root.get("width") == str(figure.width) and root.get("height") == str(figure.height)
+    assert root.get("viewBox") == f"0 0 {figure.width} {figure.height}"
+    text = figure.data.decode("utf-8")
+    assert "<script" not in text and "foreignObject" not in text and "javascript:" not in text
+    for element in root.iter():
+        assert element.tag.startswith(SVG), element.tag
+        for name, value in element.attrib.items():
+            if name in {HREF, "href"}:
+                assert value.startswith(PNG_PREFIX)  # embedded, never fetched
+            assert "url(" not in value or value.startswith("url(#"), value
+    background = root.find(f"{SVG}rect")
+    assert background is not None and background.get("fill") == "#ffffff"
+    assert background.get("width") == str(figure.width)  # opaque white: readable on slate
+    return root
 
 
-def test_png_decodes_with_its_stated_size() -> None:
+def _texts(root: ET.Element, css: str | None = None) -> list[str]:
+    scope = root.iter() if css is None else _group(root, css).iter()
+    return [element.text or "" for element in scope if element.tag == f"{SVG}text"]
+
+
+def _group(root: ET.Element, css: str) -> ET.Element:
+    group = root.find(f".//{SVG}g[@class='{css}']")
+    assert group is not None, css
+    return group
+
+
+def _decode_png(data: bytes) -> np.ndarray:
+    """The RGB pixels of a PNG as this renderer writes it: 8-bit RGB, filter 0 on every row."""
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    position, chunks = 8, []
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position : position + 8])
+        body = data[position + 8 : position + 8 + length]
+        (crc,) = struct.unpack(">I", data[position + 8 + length : position + 12 + length])
+        assert zlib.crc32(kind + body) == crc
+        chunks.append((kind, body))
+        position += 12 + length
+    assert [kind for kind, _ in chunks] == [b"IHDR", b"IDAT", b"IEND"]
+    width, height, depth, colour, _, _, _ = struct.unpack(">IIBBBBB", chunks[0][1])
+    assert (depth, colour) == (8, 2)
+    rows = np.frombuffer(zlib.decompress(chunks[1][1]), dtype=np.uint8).reshape(height, -1)
+    assert rows.shape[1] == 1 + 3 * width and not rows[:, 0].any()  # filter byte 0
+    return rows[:, 1:].reshape(height, width, 3)
+
+
+@dataclasses.dataclass
+class Grid:
+    """One heatmap image: where it is drawn and what it holds."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    pixels: np.ndarray
+
+    def colour(self, row: int, col: int, shape: tuple[int, int]) -> tuple[int, ...]:
+        """The colour of cell ``(row, col)`` of a ``shape`` grid, read at its centre."""
+        y = int((row + 0.5) * self.pixels.shape[0] / shape[0])
+        x = int((col + 0.5) * self.pixels.shape[1] / shape[1])
+        return tuple(int(c) for c in self.pixels[y, x])
+
+    def centre(self, row: int, col: int, shape: tuple[int, int]) -> tuple[float, float]:
+        return (
+            self.x + (col + 0.5) * self.width / shape[1],
+            self.y + (row + 0.5) * self.height / shape[0],
+        )
+
+
+def _grids(root: ET.Element) -> list[Grid]:
+    grids = []
+    for image in root.iter(f"{SVG}image"):
+        assert image.get("preserveAspectRatio") == "none"
+        assert "image-rendering:pixelated" in (image.get("style") or "")
+        data = base64.b64decode(image.get(HREF, "").removeprefix(PNG_PREFIX))
+        size = [float(image.get(name, "nan")) for name in ("x", "y", "width", "height")]
+        grids.append(Grid(*size, pixels=_decode_png(data)))
+    return grids
+
+
+def _hex(colour: str) -> tuple[int, ...]:
+    return tuple(bytes.fromhex(colour.removeprefix("#")))
+
+
+def test_figures_are_reproducible_svg() -> None:
+    result = dataclasses.replace(
+        mismatch(), arrays={**mismatch().arrays, **_attention(3).arrays}, sweep=_sweep()
+    )
+    first = figures_for(result, None, EN)
+    second = figures_for(dataclasses.replace(result), None, EN)
+    assert [f.name for f in first] == ["weights", "delta", "sweep"]
+    assert [f.data for f in first] == [f.data for f in second]
+    for figure in first:
+        _svg(figure)
+        assert figure.data.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<svg ')
+        assert 200 <= figure.width <= 600 and 150 <= figure.height <= 600
+
+
+def test_figure_media_type_and_suffix() -> None:
     (figure,) = figures_for(_attention(None), None, EN)
-    pixels = _decode(figure)
-    assert pixels.shape[:2] == (figure.height, figure.width)
-    assert 200 <= figure.width <= 600 and 150 <= figure.height <= 600
-    assert pixels[0, 0, :3].tolist() == [1.0, 1.0, 1.0]  # opaque white, readable on slate
+    assert (figure.media_type, figure.suffix) == ("image/svg+xml", ".svg")
+    png = Figure("x", "t", "a", b"\x89PNG", 10, 10, media_type="image/png")
+    assert png.suffix == ".png"
+    with pytest.raises(ValueError, match="media type"):
+        Figure("x", "t", "a", b"", 10, 10, media_type="image/gif")
+
+
+def test_drawing_never_loads_matplotlib() -> None:
+    code = (
+        "import sys\n"
+        "import formula_check.render as render\n"
+        "assert 'formula_check.render.heatmaps' not in sys.modules\n"
+        "from test_render import _attention, mismatch\n"
+        "render.figures_for(_attention(2), None, render.labels_for('en'))\n"
+        "render.figures_for(mismatch(), (), render.labels_for('en'))\n"
+        "assert 'formula_check.render.heatmaps' in sys.modules\n"
+        "assert not [m for m in sys.modules if m.startswith('matplotlib')]\n"
+    )
+    here = Path(__file__).parent
+    paths = os.pathsep.join([str(here.parent / "plugin"), str(here)])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=here,
+        env={**os.environ, "PYTHONPATH": paths},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_colormap_anchors() -> None:
+    assert len(COLORMAPS["viridis"]) == len(COLORMAPS["magma"]) == 33
+    assert (COLORMAPS["viridis"][0], COLORMAPS["viridis"][-1]) == ("#440154", "#fde725")
+    assert (COLORMAPS["magma"][0], COLORMAPS["magma"][-1]) == ("#000004", "#fcfdbf")
 
 
 def test_single_head_alt_text() -> None:
     (figure,) = figures_for(_attention(None), None, EN)
     assert figure.name == "weights"
     assert figure.alt == "Attention weights, batch 0, 5×7"
+    assert figure.title == "Attention weights"
+    assert _svg(figure).findtext(f"{SVG}title") == figure.alt
+
+
+def test_weights_cells_have_the_colormap_colours() -> None:
+    weights = np.zeros((2, 5, 7))
+    weights[0, 2, 3], weights[0, 4, 6] = 1.0, 0.5
+    weights[1] = 9.0  # batch 1 is not drawn and does not stretch the scale
+    (figure,) = figures_for(dataclasses.replace(verified(), arrays={"weights": weights}), None, EN)
+    root = _svg(figure)
+    (grid,) = _grids(root)
+    assert grid.colour(2, 3, (5, 7)) == VIRIDIS_TOP
+    assert grid.colour(4, 6, (5, 7)) == VIRIDIS_MIDDLE
+    assert grid.colour(0, 0, (5, 7)) == grid.colour(4, 5, (5, 7)) == VIRIDIS_BOTTOM
+    # At least six image pixels a cell: browsers that smooth images still show sharp cells.
+    assert grid.pixels.shape[0] >= 6 * 5 and grid.pixels.shape[1] >= 6 * 7
+    assert _texts(root, "fc-colorbar") == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+    assert _texts(root, "fc-xticks") == ["0", "2", "4", "6"]  # at most six, at whole cells
+    assert _texts(root, "fc-yticks") == ["0", "1", "2", "3", "4"]
+    gradient = root.find(f".//{SVG}linearGradient")
+    assert gradient is not None
+    stops = [stop.get("stop-color") for stop in gradient]
+    assert (stops[0], stops[-1]) == ("#440154", "#fde725")
+    assert {"n", "m"} <= set(_texts(root))  # the axes carry the oracle's dim names
+
+
+def test_ticks_sit_at_cell_centres() -> None:
+    (figure,) = figures_for(_attention(None), None, EN)
+    root = _svg(figure)
+    (grid,) = _grids(root)
+    labels = _group(root, "fc-xticks")
+    for text in labels:
+        x, _ = grid.centre(0, int(text.text or ""), (5, 7))
+        assert float(text.get("x", "nan")) == pytest.approx(x, abs=0.01)
 
 
 @pytest.mark.parametrize(("heads", "rows"), [(3, 1), (4, 1), (6, 2), (8, 2)])
@@ -361,13 +538,58 @@ def test_multihead_weights_make_one_grid(heads: int, rows: int) -> None:
     (figure,) = figures_for(_attention(heads), None, EN)
     assert figure.alt == f"Attention weights, batch 0, {heads} heads, 5×7"
     assert figure.width <= 600
-    assert figure.height == 60 + 190 * rows  # wraps at four heads a row
+    assert figure.height == 4 + 180 * rows  # grows with the rows
+    root = _svg(figure)
+    panels = root.findall(f".//{SVG}g[@class='fc-panel']")
+    assert len(panels) == heads
+    titles = [text for panel in panels for text in _texts(panel) if text.startswith("head")]
+    assert titles == [f"head {index + 1}" for index in range(heads)]
+    grids = _grids(root)
+    assert len(grids) == heads
+    assert len({grid.x for grid in grids}) == min(heads, 4)  # wraps at four a row
+    assert len({grid.y for grid in grids}) == rows
+    if heads > 4:
+        assert grids[4].x == grids[0].x and grids[4].y > grids[0].y
+    assert len(root.findall(f".//{SVG}g[@class='fc-colorbar']")) == 1  # one shared scale
 
 
-def test_chinese_alt_text() -> None:
+def test_multihead_shares_one_scale() -> None:
+    weights = np.zeros((1, 2, 3, 3))
+    weights[0, 0, 1, 1], weights[0, 1, 0, 0] = 0.5, 2.0
+    result = dataclasses.replace(verified(), arrays={"weights": weights})
+    first, second = _grids(_svg(figures_for(result, None, EN)[0]))
+    assert first.colour(1, 1, (3, 3)) != VIRIDIS_TOP  # 0.5 of a scale that ends at 2
+    assert second.colour(0, 0, (3, 3)) == VIRIDIS_TOP
+
+
+def test_chinese_alt_text_and_panel_titles() -> None:
     (figure,) = figures_for(_attention(3), None, ZH)
     assert figure.alt == "注意力权重，批次 0，3 个注意力头，5×7"
     assert figure.title == "注意力权重"
+    texts = _texts(_svg(figure))
+    assert {"头 1", "头 2", "头 3"} <= set(texts)
+    assert not any(text.startswith("head") for text in texts)
+
+
+def test_hostile_dim_names_are_escaped() -> None:
+    hostile = '<b>&"'
+    shapes = (ShapeInfo("weights", "output", (2, 5, 7), ("b", hostile, "m\x1b[1m")),)
+    result = dataclasses.replace(_attention(None), shapes=shapes)
+    (figure,) = figures_for(result, None, EN)
+    root = _svg(figure)  # still parses
+    assert hostile in _texts(root) and "m[1m" in _texts(root)
+    assert b"<b>" not in figure.data and b"&lt;b&gt;&amp;&quot;" in figure.data
+    sweep = dataclasses.replace(verified(), sweep=_sweep())
+    (plot,) = figures_for(sweep, (), EN, sweep_dim=hostile)
+    assert f"size {hostile}" in _texts(_svg(plot))
+
+
+def test_long_dim_names_are_cut_to_fit() -> None:
+    long_name = "a_dimension_name_far_too_long_to_fit_under_the_plot" * 2
+    shapes = (ShapeInfo("weights", "output", (2, 5, 7), ("b", "n", long_name)),)
+    (figure,) = figures_for(dataclasses.replace(_attention(None), shapes=shapes), None, EN)
+    (cut,) = [text for text in _texts(_svg(figure)) if text.startswith("a_dimension")]
+    assert cut.endswith("…") and len(cut) < len(long_name)
 
 
 def test_heatmap_selection() -> None:
@@ -389,8 +611,31 @@ def test_positional_encoding_alt_and_three_d_output_skipped() -> None:
     encoding = dataclasses.replace(verified(), arrays={"output": np.zeros((50, 16))}, shapes=())
     (figure,) = figures_for(encoding, None, EN)
     assert figure.alt == "Positional encoding, 50×16 (position × dim)"
+    (grid,) = _grids(_svg(figure))
+    assert grid.colour(10, 3, (50, 16)) == VIRIDIS_BOTTOM  # a constant map: no division by 0
     attention_output = dataclasses.replace(verified(), arrays={"output": np.zeros((2, 5, 16))})
     assert figures_for(attention_output, None, EN) == []
+
+
+def test_hidden_heatmap_draws_batch_zero() -> None:
+    hidden = np.zeros((2, 5, 64))
+    hidden[0, 1, 40] = -3.0
+    hidden[0, 4, 0] = 5.0
+    hidden[1] = 100.0
+    result = dataclasses.replace(verified(), arrays={"hidden": hidden})
+    (figure,) = figures_for(result, None, EN)
+    assert figure.alt == "Feed-forward hidden activations, batch 0, 5×64 (n × d_ff)"
+    (grid,) = _grids(_svg(figure))
+    assert grid.colour(1, 40, (5, 64)) == VIRIDIS_BOTTOM
+    assert grid.colour(4, 0, (5, 64)) == VIRIDIS_TOP
+
+
+def test_huge_maps_are_sampled_to_their_drawn_size() -> None:
+    result = dataclasses.replace(verified(), arrays={"output": np.ones((2000, 1500))})
+    (figure,) = figures_for(result, None, EN)
+    (grid,) = _grids(_svg(figure))
+    assert grid.pixels.shape[0] <= grid.height + 1 and grid.pixels.shape[1] <= grid.width + 1
+    assert len(figure.data) < 50_000
 
 
 def test_delta_heatmap_only_when_present() -> None:
@@ -398,14 +643,59 @@ def test_delta_heatmap_only_when_present() -> None:
     assert figures_for(mismatch(arrays={}), (), EN) == []
     (figure,) = figures_for(mismatch(), (), EN)
     assert figure.alt == "|actual − expected|: output, b=1, worst at (1, 3, 7), 5×16"
-    _decode(figure)
+    assert "|Δ| at b=1; worst (1, 3, 7)" in _texts(_svg(figure))
+
+
+def test_delta_colours_and_worst_cell_circle() -> None:
+    delta = np.zeros((2, 5, 16))
+    delta[1, 3, 7] = 3.1e-2
+    delta[1, 0, 2] = np.nan
+    delta[1, 4, 15] = np.inf
+    delta[0, 0, 0] = 1.0  # another batch: not drawn
+    (figure,) = figures_for(
+        mismatch(arrays={"delta": delta, "delta_worst": np.array([1, 3, 7])}), (), EN
+    )
+    root = _svg(figure)
+    (grid,) = _grids(root)
+    assert grid.colour(3, 7, (5, 16)) == MAGMA_TOP
+    assert grid.colour(0, 0, (5, 16)) == MAGMA_BOTTOM
+    assert grid.colour(0, 2, (5, 16)) == grid.colour(4, 15, (5, 16)) == CYAN
+    (ring,) = [c for c in root.iter(f"{SVG}circle") if c.get("stroke") == "#00e5ff"]
+    assert ring.get("fill") == "none"
+    centre = float(ring.get("cx", "nan")), float(ring.get("cy", "nan"))
+    assert centre == pytest.approx(grid.centre(3, 7, (5, 16)), abs=0.01)
+    gradient = root.find(f".//{SVG}linearGradient")
+    assert gradient is not None
+    assert [gradient[0].get("stop-color"), gradient[-1].get("stop-color")] == ["#000004", "#fcfdbf"]
+    assert _texts(root, "fc-colorbar")[-1] == "0.03"
+
+
+def test_delta_colorbar_labels_are_compact() -> None:
+    delta = np.zeros((3, 4))
+    delta[1, 2] = 4e-7
+    (figure,) = figures_for(mismatch(arrays={"delta": delta}), (), EN)
+    assert _texts(_svg(figure), "fc-colorbar") == ["0", "1e-07", "2e-07", "3e-07", "4e-07"]
 
 
 def test_delta_without_worst_index_uses_argmax() -> None:
     delta = np.zeros((3, 4))
     delta[2, 1] = 1.0
+    delta[0, 0] = np.nan
     (figure,) = figures_for(mismatch(arrays={"delta": delta}), (), EN)
     assert "(2, 1)" in figure.alt
+    assert "|Δ|; worst (2, 1)" in _texts(_svg(figure))
+
+
+def test_delta_in_chinese_has_a_chinese_title() -> None:
+    (figure,) = figures_for(mismatch(), (), ZH)
+    assert "|Δ|（b=1）；最大误差 (1, 3, 7)" in _texts(_svg(figure))
+
+
+def test_one_dimensional_delta_is_one_row() -> None:
+    (figure,) = figures_for(mismatch(arrays={"delta": np.array([0.0, 2.0, 1.0])}), (), EN)
+    assert "(1)" in figure.alt
+    (grid,) = _grids(_svg(figure))
+    assert grid.colour(0, 1, (1, 3)) == MAGMA_TOP
 
 
 def test_delta_with_bad_worst_index_is_an_error() -> None:
@@ -415,14 +705,45 @@ def test_delta_with_bad_worst_index_is_an_error() -> None:
 
 
 def test_sweep_plot_present_with_points() -> None:
-    sweep = (SweepPoint(64, 1e-3, 1e-4), SweepPoint(16, 1e-4, 2e-4), SweepPoint(32, 3e-4, 1e-5))
-    (figure,) = figures_for(dataclasses.replace(verified(), sweep=sweep), (), EN)
+    (figure,) = figures_for(dataclasses.replace(verified(), sweep=_sweep()), (), EN)
     assert figure.name == "sweep"
     assert figure.alt.endswith("n = 16, 32, 64")
-    _decode(figure)
-    html = render_card(dataclasses.replace(verified(), sweep=sweep), labels=EN, image_url=image_url)
+    root = _svg(figure)
+    assert _texts(root, "fc-xticks") == ["16", "32", "64"]  # exactly the measured sizes
+    y_ticks = _texts(root, "fc-yticks")
+    assert {"100 µs", "1 ms"} <= set(y_ticks)
+    assert all(re.fullmatch(r"\d+(\.\d+)? (s|ms|µs|ns)", tick) for tick in y_ticks), y_ticks
+    assert {"Median time", "O(n²) guide", "size n"} <= set(_texts(root))
+    dashed = [line for line in root.iter(f"{SVG}polyline") if line.get("stroke-dasharray")]
+    assert len(dashed) == 2  # the guide and its legend sample
+    html = render_card(
+        dataclasses.replace(verified(), sweep=_sweep()), labels=EN, image_url=image_url
+    )
     assert '<details class="fc-section fc-scaling">' in html
     assert figures_for(verified(), (), EN) == []
+
+
+def test_sweep_under_one_decade_ticks_two_and_five() -> None:
+    sweep = (SweepPoint(100, 1.5e-4, 1e-5), SweepPoint(300, 5.5e-4, 1e-5))
+    (figure,) = figures_for(dataclasses.replace(verified(), sweep=sweep), (), EN)
+    assert _texts(_svg(figure), "fc-yticks") == ["100 µs", "200 µs", "500 µs"]
+    narrow = (SweepPoint(100, 2.1e-4, 1e-5), SweepPoint(200, 4.5e-4, 1e-5))
+    (figure,) = figures_for(dataclasses.replace(verified(), sweep=narrow), (), EN)
+    assert _texts(_svg(figure), "fc-yticks") == ["200 µs", "300 µs", "400 µs"]  # every digit
+
+
+def test_sweep_skips_points_a_log_axis_cannot_show() -> None:
+    sweep = (SweepPoint(0, 1e-3, 0.0), SweepPoint(8, 0.0, 0.0))
+    assert figures_for(dataclasses.replace(verified(), sweep=sweep), (), EN) == []
+    sweep = (SweepPoint(64, 2e-3, 5e-3),)  # one point, spread larger than the median
+    (figure,) = figures_for(dataclasses.replace(verified(), sweep=sweep), (), EN)
+    assert _texts(_svg(figure), "fc-xticks") == ["64"]
+
+
+def test_sweep_in_chinese() -> None:
+    (figure,) = figures_for(dataclasses.replace(verified(), sweep=_sweep()), (), ZH)
+    assert figure.title == "耗时随规模变化"
+    assert {"中位耗时", "O(n²) 参考线", "规模 n"} <= set(_texts(_svg(figure)))
 
 
 def test_card_puts_figures_in_their_sections() -> None:
@@ -434,6 +755,7 @@ def test_card_puts_figures_in_their_sections() -> None:
     assert '<details class="fc-section fc-delta" open><summary>Where they differ</summary>' in html
     assert '<details class="fc-section fc-figures"><summary>Heatmaps</summary>' in html
     assert 'loading="lazy"' in html and 'width="480" height="340"' in html
+    assert 'src="assets/formula-check/sdpa-weights.svg?v=1' in html
 
 
 # Reports -----------------------------------------------------------------------------------

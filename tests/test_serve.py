@@ -49,16 +49,30 @@ def wait_for(what: str, probe: Callable[[], bool], seconds: float = 120.0) -> No
 
 
 def worker_pids(project: Path) -> set[int]:
-    """The TensorFlow workers serving ``project`` (their command line names its folder)."""
-    pids = set()
+    """The TensorFlow workers serving ``project``: spawned ones name the child module and the
+    project folder on their command line; forked ones are children of the zygote, whose
+    command line they share."""
+    commands: dict[int, list[bytes]] = {}
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
             continue
-        if b"formula_check.worker.child" in cmdline and str(project).encode() in cmdline:
-            pids.add(int(entry.name))
-    return pids
+        parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+
+    def runs(pid: int, module: bytes) -> bool:
+        command = commands.get(pid, [])
+        return module in command and str(project).encode() in command
+
+    zygote = b"formula_check.worker.zygote"
+    return {
+        pid
+        for pid in commands
+        if runs(pid, b"formula_check.worker.child")
+        or (runs(pid, zygote) and runs(parents.get(pid, 0), zygote))
+    }
 
 
 @pytest.fixture

@@ -147,7 +147,7 @@ class FormulaCheckExtension(Extension):
             "root": ["", "Project folder for snippets and the cache; default: working folder"],
             "language": ["en", "Card language (en, zh)"],
             "fail_on": [[], "Statuses that raise SuperFencesException (fails Zensical builds)"],
-            "image_dir": ["", "Folder to write figure PNGs to; default: inline data: URIs"],
+            "image_dir": ["", "Folder to write figure files to; default: inline data: URIs"],
             "image_url": ["", "URL prefix of image_dir as seen from the page"],
             "workers": [1, "Worker processes"],
             "cache": [True, "Reuse results of unchanged checks"],

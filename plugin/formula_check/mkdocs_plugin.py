@@ -49,20 +49,20 @@ class SiteImages:
     """Collects figures while pages render; ``on_post_build`` writes them into the site."""
 
     def __init__(self) -> None:
-        self.pngs: dict[str, bytes] = {}
+        self.files: dict[str, bytes] = {}
 
     def url(self, figure: Figure, page: PageContext) -> str:
-        """Remember the PNG and link to it relative to the page."""
+        """Remember the figure and link to it relative to the page."""
         name = figure_name(figure)
-        self.pngs[name] = figure.png
+        self.files[name] = figure.data
         return get_relative_url(f"{assets.ASSET_DIR}/{name}", page.url)
 
     def write(self, site_dir: Path) -> None:
         """Write every collected figure under ``site_dir``."""
         folder = site_dir / assets.ASSET_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        for name, png in self.pngs.items():
-            (folder / name).write_bytes(png)
+        for name, data in self.files.items():
+            (folder / name).write_bytes(data)
 
 
 class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-untyped-call]
@@ -155,6 +155,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.config.cache,
             self.config.cache_dir,
             self.config.memory_limit_mb,
+            self.config.fork_workers,
         )
         if self.engine is None or key != self.engine_key:
             self.on_shutdown()
@@ -165,6 +166,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 cache_dir=cache_dir,
                 use_cache=self.config.cache,
                 memory_limit_mb=self.config.memory_limit_mb,
+                fork=self.config.fork_workers,
             )
             self.engine_key = key
         return self.engine
@@ -196,7 +198,6 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.results = self.session.results_for(blocks)
         except MissingTensorFlowError as exc:
             raise PluginError(f"formula-check: {exc.message}") from None
-        self.session.prefetch_figures(blocks, self.results)
         self.watch.update(_snippet_files(blocks, self.session.settings.root))
         if self.config.report:
             root = self.session.settings.root

@@ -8,7 +8,7 @@ that verifies when it should fail is a failure).
 
 pytest loads this module in every run, through its entry point: until one of the two
 switches is given it registers options and nothing else, and imports nothing of ours (the
-engine, the oracles and matplotlib stay unloaded). Each pytest process (each xdist worker)
+engine and the oracles stay unloaded). Each pytest process (each xdist worker)
 keeps one warm engine per project for the whole session and closes it at the end.
 """
 

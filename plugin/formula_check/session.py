@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,15 +47,16 @@ class ImageSink(Protocol):
 
 def figure_name(figure: Figure) -> str:
     """A content-addressed file name: the same picture always gets the same name."""
-    return hashlib.sha256(figure.png).hexdigest()[:20] + ".png"
+    return hashlib.sha256(figure.data).hexdigest()[:20] + figure.suffix
 
 
 class DataUriImages:
     """Figures inlined as ``data:`` URIs: nothing to copy, pages are self-contained."""
 
     def url(self, figure: Figure, page: PageContext) -> str:
-        """The PNG bytes as a base64 ``data:`` URI."""
-        return "data:image/png;base64," + base64.b64encode(figure.png).decode("ascii")
+        """The file's bytes as a base64 ``data:`` URI."""
+        encoded = base64.b64encode(figure.data).decode("ascii")
+        return f"data:{figure.media_type};base64,{encoded}"
 
 
 class DirectoryImages:
@@ -67,12 +67,12 @@ class DirectoryImages:
         self.url_prefix = url_prefix.rstrip("/")
 
     def url(self, figure: Figure, page: PageContext) -> str:
-        """Write the PNG (once) and return its URL."""
+        """Write the file (once) and return its URL."""
         name = figure_name(figure)
         target = self.directory / name
         if not target.exists():
             self.directory.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(figure.png)
+            target.write_bytes(figure.data)
         return f"{self.url_prefix}/{name}"
 
 
@@ -89,14 +89,20 @@ _ENGINES: dict[tuple[Any, ...], Engine] = {}
 
 
 def shared_engine(
-    root: Path, *, workers: int, cache: bool, cache_dir: str | None, memory_limit_mb: int
+    root: Path,
+    *,
+    workers: int,
+    cache: bool,
+    cache_dir: str | None,
+    memory_limit_mb: int,
+    fork: bool = True,
 ) -> Engine:
     """One engine per settings for the life of the process (closed at exit).
 
     Without the MkDocs plugin nobody owns a build's lifetime, and a new engine per page would
     import TensorFlow once per page.
     """
-    key = (root, workers, cache, cache_dir, memory_limit_mb)
+    key = (root, workers, cache, cache_dir, memory_limit_mb, fork)
     if key not in _ENGINES:
         if not _ENGINES:
             atexit.register(_close_engines)
@@ -107,6 +113,7 @@ def shared_engine(
             cache_dir=directory,
             use_cache=cache,
             memory_limit_mb=memory_limit_mb,
+            fork=fork,
         )
     return _ENGINES[key]
 
@@ -186,15 +193,6 @@ class FormulaSession:
             sweep_dim=spec.sweep_dim if spec else "n",
             make_figures=self._figures(),
         )
-
-    def prefetch_figures(self, blocks: Sequence[PageBlock], results: Sequence[CheckResult]) -> None:
-        """Draw the figures of a whole batch up front, in parallel (see FigureCache.prefetch)."""
-        jobs = [
-            (result, block.spec.heatmaps, self.labels, block.spec.sweep_dim)
-            for block, result in zip(blocks, results, strict=True)
-            if block.spec is not None
-        ]
-        self._figures().prefetch(jobs, processes=os.cpu_count() or 1)
 
     def _figures(self) -> FigureCache:
         """Figures are cached beside the results (in memory only when the cache is off)."""

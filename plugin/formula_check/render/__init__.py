@@ -1,4 +1,4 @@
-"""Results -> HTML cards, PNG figures and report pages. Pure: no TensorFlow, no MkDocs."""
+"""Results -> HTML cards, SVG figures and report pages. Pure: no TensorFlow, no MkDocs."""
 
 from __future__ import annotations
 

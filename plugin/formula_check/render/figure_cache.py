@@ -1,31 +1,23 @@
 """Figures drawn once: keyed by everything they are drawn from, kept in memory and on disk.
 
-Drawing a heatmap with matplotlib costs a few hundred milliseconds; a cached rebuild of a site
-must not pay that again for pictures whose inputs did not change. PNG bytes are reproducible,
-so a stored figure is exactly the one that would be drawn.
+Drawing is cheap (milliseconds), but a cached rebuild of a large site should cost no more
+than reading what it drew last time. Figure bytes are reproducible, so a stored figure is
+exactly the one that would be drawn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..cache import result_from_json, result_to_json, unseal, write_sealed
-from ..model import Array, CheckResult, to_plain
+from ..cache import checker_digest, unseal, write_sealed
+from ..model import CheckResult, to_plain
 from ..worker import protocol
 from .figure import Figure, figures_for
-from .labels import Labels, labels_for
-
-RENDERER_VERSION = 1
-"""Bump when the drawing code changes, so stored figures are redrawn."""
+from .labels import Labels
 
 
 def figure_key(
@@ -34,7 +26,7 @@ def figure_key(
     """A digest of every input of :func:`figures_for` (arrays by content)."""
     digest = hashlib.sha256()
     meta = {
-        "version": RENDERER_VERSION,
+        "checker": checker_digest(),  # new drawing code redraws
         "heatmaps": heatmaps,
         "language": labels.language,
         "sweep_dim": sweep_dim,
@@ -48,26 +40,6 @@ def figure_key(
         digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
         digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()
-
-
-FigureJob = tuple[CheckResult, "tuple[str, ...] | None", Labels, str]
-"""What one card's figures are drawn from: result, heatmap choice, labels, sweep dim."""
-
-_PARALLEL_FROM = 8
-"""Fewer missing figure sets than this are drawn in the build process itself."""
-
-
-def _draw(
-    result: dict[str, Any],
-    arrays: dict[str, Array],
-    heatmaps: tuple[str, ...] | None,
-    language: str,
-    sweep_dim: str,
-) -> list[Figure]:
-    """Runs in a drawing process: rebuild the result, draw its figures."""
-    return figures_for(
-        result_from_json(result, arrays), heatmaps, labels_for(language), sweep_dim=sweep_dim
-    )
 
 
 class FigureCache:
@@ -98,44 +70,6 @@ class FigureCache:
         self.memory[key] = figures
         return figures
 
-    def prefetch(self, jobs: Sequence[FigureJob], processes: int) -> None:
-        """Draw every missing figure set of ``jobs`` at once, in ``processes`` processes.
-
-        Drawing is CPU-bound Python (threads would not help); a cold build of a large site
-        otherwise draws one picture after another in the build process. Small batches are
-        left to :meth:`__call__`, where starting processes would cost more than it saves.
-        """
-        missing: dict[
-            str, tuple[dict[str, Any], dict[str, Array], tuple[str, ...] | None, str, str]
-        ] = {}
-        for result, heatmaps, labels, sweep_dim in jobs:
-            key = figure_key(result, heatmaps, labels, sweep_dim)
-            if key in self.memory or key in missing:
-                continue
-            stored = self._load(key)
-            if stored is not None:
-                self.memory[key] = stored
-                continue
-            missing[key] = (
-                result_to_json(result),
-                dict(result.arrays),
-                heatmaps,
-                labels.language,
-                sweep_dim,
-            )
-        if processes < 2 or len(missing) < _PARALLEL_FROM:
-            return
-        context = multiprocessing.get_context("spawn")  # never fork a process that runs threads
-        try:
-            with ProcessPoolExecutor(min(processes, len(missing)), mp_context=context) as pool:
-                drawn = {key: pool.submit(_draw, *job) for key, job in missing.items()}
-                for key, future in drawn.items():
-                    self.memory[key] = future.result()
-                    self.drawn += 1
-                    self._store(key, self.memory[key])
-        except (BrokenProcessPool, OSError):
-            return  # whatever is left is drawn in this process, page by page
-
     def _path(self, key: str) -> Path | None:
         return None if self.directory is None else self.directory / key[:2] / f"{key}.fcf"
 
@@ -151,9 +85,10 @@ class FigureCache:
                     item["name"],
                     item["title"],
                     item["alt"],
-                    arrays[f"png/{i}"].tobytes(),
+                    arrays[f"data/{i}"].tobytes(),
                     int(item["width"]),
                     int(item["height"]),
+                    str(item["media_type"]),
                 )
                 for i, item in enumerate(header["figures"])
             ]
@@ -173,9 +108,10 @@ class FigureCache:
                     "alt": f.alt,
                     "width": f.width,
                     "height": f.height,
+                    "media_type": f.media_type,
                 }
                 for f in figures
             ]
         }
-        arrays = {f"png/{i}": np.frombuffer(f.png, dtype=np.uint8) for i, f in enumerate(figures)}
+        arrays = {f"data/{i}": np.frombuffer(f.data, dtype=np.uint8) for i, f in enumerate(figures)}
         write_sealed(path, protocol.encode(header, arrays))

@@ -1,4 +1,4 @@
-"""Small, reproducible PNG figures of what a check computed: heatmaps, |Δ| and scaling.
+"""Small, reproducible SVG figures of what a check computed: heatmaps, |Δ| and scaling.
 
 Conventions for ``CheckResult.arrays`` (the engine fills them):
 
@@ -10,53 +10,90 @@ Conventions for ``CheckResult.arrays`` (the engine fills them):
     feed-forward activations ``(b, n, d_ff)``;
 ``delta`` and ``delta_worst``
     ``|actual - expected|`` of the worst mismatching output (any rank) and its worst index.
+
+Every figure is drawn by hand with :mod:`.svg`: about a millisecond each, text set by the
+browser (so words follow the page's language), identical bytes for identical input.
 """
 
 from __future__ import annotations
 
-import io
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-import matplotlib
-import matplotlib.style
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure as MplFigure
-from matplotlib.image import AxesImage
-from matplotlib.ticker import MaxNLocator, NullLocator
 
 from ..model import Array, CheckResult, SweepPoint, Verdict
 from .figure import VALUE_HEATMAPS, Figure
 from .labels import Labels
+from .svg import (
+    AXIS_COLOUR,
+    COLORMAPS,
+    Svg,
+    colorize,
+    compact,
+    fit_text,
+    integer_ticks,
+    nice_ticks,
+    png,
+    sample,
+    text_width,
+    upscale,
+)
 
-_DPI = 100
-_MAX_WIDTH_IN = 6.0
+# Type sizes and spacing, in CSS pixels. A white figure with dark text reads the same on
+# Material's light and slate palettes (the stylesheet adds a thin border on slate).
+_TICK_SIZE = 11.0
+_LABEL_SIZE = 12.0
+_TITLE_SIZE = 13.0
+_TICK = 4.0  # tick mark length
+_GAP = 2.0  # between a tick mark and its label
+_PAD = 8.0  # figure edge
+_TITLE_LINE = _TITLE_SIZE + 7.0
+_CBAR_WIDTH = 12.0
+_PANEL_GAP = 12.0  # right of and below each heatmap panel
+_MOST_TICKS = 6
+
 _HEAD_COLUMNS = 4
-# A white figure with dark text reads the same on Material's light and slate palettes;
-# a transparent one would put black tick labels on a near-black page (the stylesheet adds a
-# thin border so the white edge looks deliberate on slate). Image text stays ASCII/DejaVu
-# because the bundled font has no CJK glyphs: localized words go in captions and alt text.
-_STYLE: dict[str, Any] = {
-    "figure.facecolor": "white",
-    "savefig.facecolor": "white",
-    "axes.facecolor": "white",
-    "text.color": "#212121",
-    "axes.labelcolor": "#212121",
-    "axes.edgecolor": "#616161",
-    "xtick.color": "#212121",
-    "ytick.color": "#212121",
-    "font.family": "DejaVu Sans",
-    "font.size": 8,
-    "axes.titlesize": 9,
-    "image.interpolation": "nearest",
-}
-
-Draw = Callable[[MplFigure], None]
+_GRID_WIDTH = 600
+_GRID_ROW = 180  # one row of multi-head panels
+_WEIGHTS_SIZE = (420, 320)
+_MATRIX_SIZE = (600, 300)
+_DELTA_SIZE = (480, 340)
+_SWEEP_SIZE = (480, 320)
 
 _MARKER_COLOUR = "#00e5ff"  # cyan: far from every colour of magma, so the worst cell stands out
+_MISSING_COLOUR = "#e0e0e0"  # a non-finite value in a viridis map
+_LINE_COLOUR = "#1565c0"
+_GUIDE_COLOUR = "#757575"
+_GRID_COLOUR = "#e0e0e0"
+_LIMIT = 1e307  # colour scales stay finite even for values near the float64 maximum
+
+
+@dataclass(frozen=True)
+class _Box:
+    x: float
+    y: float
+    width: float
+    height: float
+
+    @property
+    def right(self) -> float:
+        return self.x + self.width
+
+    @property
+    def bottom(self) -> float:
+        return self.y + self.height
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """How values become colours: a colormap over ``[lo, hi]``, ``bad`` for NaN and ±inf."""
+
+    cmap: str
+    lo: float
+    hi: float
+    bad: str
 
 
 def figures_for(
@@ -91,29 +128,9 @@ def figures_for(
     return [figure for figure in figures if figure is not None]
 
 
-def _new_figure(width: float, height: float) -> MplFigure:
-    figure = MplFigure(figsize=(min(width, _MAX_WIDTH_IN), height), dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(figure)  # no pyplot: no global figure registry, safe in a server
-    return figure
-
-
-def _finish(figure: MplFigure, name: str, title: str, alt: str) -> Figure:
-    buffer = io.BytesIO()
-    # "Software" carries the matplotlib version; dropping it keeps bytes equal across installs.
-    figure.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
-    png = buffer.getvalue()
-    # The IHDR chunk always comes first: width and height are bytes 16-24.
-    width = int.from_bytes(png[16:20], "big")
-    height = int.from_bytes(png[20:24], "big")
-    return Figure(name=name, title=title, alt=alt, png=png, width=width, height=height)
-
-
-def _render(name: str, title: str, alt: str, draw: Draw, *, size: tuple[float, float]) -> Figure:
-    # "default" first: a user's matplotlibrc (savefig.bbox, transparency...) must not leak in.
-    with matplotlib.style.context(["default", _STYLE]):
-        figure = _new_figure(*size)
-        draw(figure)
-        return _finish(figure, name, title, alt)
+def _finish(svg: Svg, name: str, title: str, alt: str) -> Figure:
+    data = svg.finish(alt)
+    return Figure(name=name, title=title, alt=alt, data=data, width=svg.width, height=svg.height)
 
 
 def _dims(result: CheckResult, name: str, rank: int, default: Sequence[str]) -> tuple[str, ...]:
@@ -127,44 +144,155 @@ def _dims(result: CheckResult, name: str, rank: int, default: Sequence[str]) -> 
     return tuple(default)[-rank:] if rank <= len(default) else tuple(f"d{i}" for i in range(rank))
 
 
-def _heatmap(axes: Axes, data: Array, cmap: Any, dims: tuple[str, str], **kw: Any) -> AxesImage:
-    image = axes.imshow(data, cmap=cmap, aspect="auto", interpolation="nearest", **kw)
-    axes.set_ylabel(dims[0])
-    axes.set_xlabel(dims[1])
-    axes.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
-    axes.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
-    return image
-
-
 def _describe(labels: Labels, *parts: str) -> str:
     return labels.separator.join(part for part in parts if part)
 
 
+# Heatmaps ----------------------------------------------------------------------------------
+
+
+def _value_range(values: Array, *, lo: float | None = None) -> tuple[float, float]:
+    """The colour scale's ends: finite values only, never empty (a constant map gets a unit)."""
+    finite = values[np.isfinite(values)]
+    low = float(finite.min()) if finite.size else 0.0
+    high = float(finite.max()) if finite.size else 1.0
+    low = max(low if lo is None else lo, -_LIMIT)
+    high = min(high, _LIMIT)
+    if not high > low:
+        high = low + (abs(low) or 1.0)
+    return low, high
+
+
+def _colorbar_ticks(scale: _Scale) -> list[tuple[float, str]]:
+    values = nice_ticks(scale.lo, scale.hi, _MOST_TICKS)
+    return list(zip(values, compact(values), strict=True))
+
+
+def _colorbar(svg: Svg, x: float, top: float, bottom: float, scale: _Scale) -> None:
+    """A vertical bar of the colormap from ``lo`` (bottom) to ``hi`` (top), ticks at right."""
+    height = bottom - top
+    svg.rect(x, top, _CBAR_WIDTH, height, fill=svg.gradient(COLORMAPS[scale.cmap]))
+    svg.rect(x, top, _CBAR_WIDTH, height, stroke=AXIS_COLOUR)
+    ticks = [
+        (bottom - (value - scale.lo) / (scale.hi - scale.lo) * height, text)
+        for value, text in _colorbar_ticks(scale)
+    ]
+    right = x + _CBAR_WIDTH
+    svg.segments((right, y, right + _TICK, y) for y, _ in ticks)
+    label_x = right + _TICK + _GAP
+    svg.labels(
+        ((label_x, y + 0.35 * _TICK_SIZE, text) for y, text in ticks),
+        size=_TICK_SIZE,
+        anchor="start",
+        css="fc-colorbar",
+    )
+
+
+def _colorbar_width(scale: _Scale) -> float:
+    widest = max(text_width(text, _TICK_SIZE) for _, text in _colorbar_ticks(scale))
+    return _CBAR_WIDTH + _TICK + _GAP + widest
+
+
+def _plot_area(outer: _Box, rows: int, dims: tuple[str, str], *, titled: bool) -> _Box:
+    """The cells' rectangle inside a panel, leaving room for title, ticks and axis titles."""
+    top = _TITLE_LINE if titled else 0.0
+    ticks = text_width(str(max(rows - 1, 0)), _TICK_SIZE)
+    left = _TICK + _GAP + ticks + (4.0 + _LABEL_SIZE if dims[0] else 0.0)
+    bottom = _TICK + _GAP + _TICK_SIZE + (4.0 + _LABEL_SIZE if dims[1] else 0.0) + 2.0
+    return _Box(outer.x + left, outer.y + top, outer.width - left, outer.height - top - bottom)
+
+
+def _heatmap(
+    svg: Svg, plot: _Box, plane: Array, scale: _Scale, dims: tuple[str, str], title: str
+) -> None:
+    """One grid of cells with its frame, integer ticks at cell centres and axis titles."""
+    rows, cols = plane.shape
+    cell = (plot.width / cols, plot.height / rows)
+    taken_rows, down = sample(rows, plot.height)
+    taken_cols, across = sample(cols, plot.width)
+    values = plane[np.ix_(taken_rows, taken_cols)]
+    pixels = colorize(values, scale.cmap, scale.lo, scale.hi, scale.bad)
+    svg.image(plot.x, plot.y, plot.width, plot.height, png(upscale(pixels, across, down)))
+    svg.rect(plot.x, plot.y, plot.width, plot.height, stroke=AXIS_COLOUR)
+    if title:
+        fitted = fit_text(title, _TITLE_SIZE, plot.width + 2 * _PANEL_GAP)
+        svg.text(plot.x + plot.width / 2, plot.y - 7.0, fitted, size=_TITLE_SIZE, anchor="middle")
+
+    room = text_width(str(max(cols - 1, 0)), _TICK_SIZE) + 6.0
+    columns = integer_ticks(cols, min(_MOST_TICKS, int(plot.width // room)))
+    xs = [(plot.x + (col + 0.5) * cell[0], str(col)) for col in columns]
+    svg.segments((x, plot.bottom, x, plot.bottom + _TICK) for x, _ in xs)
+    label_y = plot.bottom + _TICK + _GAP + 0.8 * _TICK_SIZE
+    svg.labels(
+        ((x, label_y, text) for x, text in xs), size=_TICK_SIZE, anchor="middle", css="fc-xticks"
+    )
+
+    rows_ticked = integer_ticks(rows, min(_MOST_TICKS, int(plot.height // (_TICK_SIZE + 3.0))))
+    ys = [(plot.y + (row + 0.5) * cell[1], str(row)) for row in rows_ticked]
+    svg.segments((plot.x - _TICK, y, plot.x, y) for y, _ in ys)
+    label_x = plot.x - _TICK - _GAP
+    items = ((label_x, y + 0.35 * _TICK_SIZE, text) for y, text in ys)
+    svg.labels(items, size=_TICK_SIZE, anchor="end", css="fc-yticks")
+
+    if dims[1]:
+        y = plot.bottom + _TICK + _GAP + _TICK_SIZE + 4.0 + 0.8 * _LABEL_SIZE
+        name = fit_text(dims[1], _LABEL_SIZE, plot.width)
+        svg.text(plot.x + plot.width / 2, y, name, size=_LABEL_SIZE, anchor="middle")
+    if dims[0]:
+        widest = max(text_width(text, _TICK_SIZE) for _, text in ys)
+        x = label_x - widest - 4.0 - 0.2 * _LABEL_SIZE
+        name = fit_text(dims[0], _LABEL_SIZE, plot.height)
+        middle = plot.y + plot.height / 2
+        svg.text(x, middle, name, size=_LABEL_SIZE, anchor="middle", vertical=True)
+
+
+def _heatmaps(
+    svg: Svg,
+    planes: Sequence[Array],
+    titles: Sequence[str],
+    dims: tuple[str, str],
+    scale: _Scale,
+    *,
+    columns: int = 1,
+) -> list[_Box]:
+    """Panels in a grid of ``columns`` sharing one colorbar at the right; their plot boxes."""
+    rows = math.ceil(len(planes) / columns)
+    bar = _colorbar_width(scale)
+    column_width = (svg.width - 2 * _PAD - bar) / columns
+    row_height = (svg.height - 2 * _PAD + _PANEL_GAP) / rows
+    boxes = []
+    for index, (plane, title) in enumerate(zip(planes, titles, strict=True)):
+        row, col = divmod(index, columns)
+        outer = _Box(
+            _PAD + col * column_width,
+            _PAD + row * row_height,
+            column_width - _PANEL_GAP,
+            row_height - _PANEL_GAP,
+        )
+        plot = _plot_area(outer, plane.shape[0], dims, titled=bool(title))
+        with svg.group("fc-panel"):
+            _heatmap(svg, plot, plane, scale, dims, title)
+        boxes.append(plot)
+    _colorbar(svg, svg.width - _PAD - bar, boxes[0].y, boxes[-1].bottom, scale)
+    return boxes
+
+
 def _weights_figure(result: CheckResult, labels: Labels) -> Figure | None:
     weights = np.asarray(result.arrays["weights"], dtype=np.float64)
-    if weights.ndim not in (3, 4):
+    if weights.ndim not in (3, 4) or weights.size == 0:
         return None
     dims = _dims(result, "weights", weights.ndim, ("b", "h", "n", "m"))
     planes = weights[0] if weights.ndim == 4 else weights[0][np.newaxis]
     heads, rows, cols = planes.shape
-    grid_rows = math.ceil(heads / _HEAD_COLUMNS)
-    grid_cols = min(heads, _HEAD_COLUMNS)
-    vmax = float(np.nanmax(planes)) if planes.size else 1.0
-
-    def draw(figure: MplFigure) -> None:
-        grid = figure.subplots(grid_rows, grid_cols, squeeze=False)
-        image = None
-        for index, axes in enumerate(grid.flat):
-            if index >= heads:
-                axes.set_axis_off()
-                continue
-            image = _heatmap(
-                axes, planes[index], "viridis", (dims[-2], dims[-1]), vmin=0.0, vmax=vmax
-            )
-            if weights.ndim == 4:
-                axes.set_title(f"head {index + 1}")
-        if image is not None:
-            figure.colorbar(image, ax=grid.ravel().tolist(), shrink=0.9)
+    scale = _Scale("viridis", *_value_range(planes, lo=0.0), bad=_MISSING_COLOUR)
+    if weights.ndim == 4:
+        grid_rows = math.ceil(heads / _HEAD_COLUMNS)
+        svg = Svg(_GRID_WIDTH, grid_rows * _GRID_ROW + int(2 * _PAD - _PANEL_GAP))
+        titles = [labels.head_title.format(index=index + 1) for index in range(heads)]
+        columns = min(heads, _HEAD_COLUMNS)
+    else:
+        svg, titles, columns = Svg(*_WEIGHTS_SIZE), [""], 1
+    _heatmaps(svg, list(planes), titles, (dims[-2], dims[-1]), scale, columns=columns)
 
     head_text = labels.heads.format(count=heads) if weights.ndim == 4 else ""
     alt = _describe(
@@ -174,18 +302,14 @@ def _weights_figure(result: CheckResult, labels: Labels) -> Figure | None:
         head_text,
         f"{rows}×{cols}",
     )
-    height = 0.6 + 1.9 * grid_rows if weights.ndim == 4 else 3.2
-    width = _MAX_WIDTH_IN if grid_cols > 1 else 4.2
-    return _render("weights", labels.attention_weights, alt, draw, size=(width, height))
+    return _finish(svg, "weights", labels.attention_weights, alt)
 
 
 def _matrix_figure(name: str, title: str, alt: str, matrix: Array, dims: tuple[str, str]) -> Figure:
-    def draw(figure: MplFigure) -> None:
-        axes = figure.subplots()
-        image = _heatmap(axes, matrix, "viridis", dims)
-        figure.colorbar(image, ax=axes, shrink=0.9)
-
-    return _render(name, title, alt, draw, size=(_MAX_WIDTH_IN, 3.0))
+    svg = Svg(*_MATRIX_SIZE)
+    scale = _Scale("viridis", *_value_range(matrix), bad=_MISSING_COLOUR)
+    _heatmaps(svg, [matrix], [""], dims, scale)
+    return _finish(svg, name, title, alt)
 
 
 def _size_text(matrix: Array, dims: tuple[str, str]) -> str:
@@ -194,7 +318,7 @@ def _size_text(matrix: Array, dims: tuple[str, str]) -> str:
 
 def _encoding_figure(result: CheckResult, labels: Labels) -> Figure | None:
     matrix = np.asarray(result.arrays["output"], dtype=np.float64)
-    if matrix.ndim != 2:
+    if matrix.ndim != 2 or matrix.size == 0:
         return None  # an attention or FFN output is (b, n, d): not a picture worth drawing
     dims = _dims(result, "output", 2, ("position", "dim"))
     axes = (dims[0], dims[1])
@@ -204,7 +328,7 @@ def _encoding_figure(result: CheckResult, labels: Labels) -> Figure | None:
 
 def _hidden_figure(result: CheckResult, labels: Labels) -> Figure | None:
     hidden = np.asarray(result.arrays["hidden"], dtype=np.float64)
-    if hidden.ndim not in (2, 3):
+    if hidden.ndim not in (2, 3) or hidden.size == 0:
         return None
     dims = _dims(result, "hidden", hidden.ndim, ("b", "n", "d_ff"))
     matrix = hidden[0] if hidden.ndim == 3 else hidden
@@ -248,21 +372,23 @@ def _delta_figure(result: CheckResult, labels: Labels) -> Figure | None:
     where = ", ".join(str(i) for i in worst)
     fixed = ", ".join(f"{d}={i}" for d, i in zip(dims[:-2], lead, strict=True))
 
-    def draw(figure: MplFigure) -> None:
-        axes = figure.subplots()
-        cmap = matplotlib.colormaps["magma"].with_extremes(bad=_MARKER_COLOUR)
-        image = _heatmap(axes, np.ma.masked_invalid(plane), cmap, axis_names)
-        axes.plot(
-            col,
-            row,
-            marker="o",
-            markersize=14,
-            markerfacecolor="none",
-            markeredgecolor=_MARKER_COLOUR,
-            markeredgewidth=2.0,
-        )
-        axes.set_title(f"|Δ| at {fixed}; worst ({where})" if fixed else f"|Δ|; worst ({where})")
-        figure.colorbar(image, ax=axes, shrink=0.9)
+    svg = Svg(*_DELTA_SIZE)
+    scale = _Scale("magma", *_value_range(plane), bad=_MARKER_COLOUR)
+    title = (
+        labels.delta_title_at.format(fixed=fixed, index=where)
+        if fixed
+        else labels.delta_title.format(index=where)
+    )
+    (plot,) = _heatmaps(svg, [plane], [title], axis_names, scale)
+    cell_width, cell_height = plot.width / plane.shape[1], plot.height / plane.shape[0]
+    radius = min(max(0.5 * min(cell_width, cell_height), 6.0), 12.0)
+    svg.circle(
+        plot.x + (col + 0.5) * cell_width,
+        plot.y + (row + 0.5) * cell_height,
+        radius,
+        stroke=_MARKER_COLOUR,
+        width=2.0,
+    )
 
     name = verdict.name if verdict else "delta"
     alt = _describe(
@@ -272,7 +398,67 @@ def _delta_figure(result: CheckResult, labels: Labels) -> Figure | None:
         labels.worst.format(index=where),
         f"{plane.shape[0]}×{plane.shape[1]}",
     )
-    return _render("delta", labels.where_they_differ, alt, draw, size=(4.8, 3.4))
+    return _finish(svg, "delta", labels.where_they_differ, alt)
+
+
+# Scaling -----------------------------------------------------------------------------------
+
+
+def _log_range(low: float, high: float, *, least: float = 0.6) -> tuple[float, float]:
+    """Decade exponents spanning ``[low, high]`` with a 5% margin, at least ``least`` wide."""
+    start, stop = math.log10(low), math.log10(high)
+    margin = 0.05 * (stop - start)
+    start, stop = start - margin, stop + margin
+    if stop - start < least:
+        middle = (start + stop) / 2
+        start, stop = middle - least / 2, middle + least / 2
+    return start, stop
+
+
+def _log_ticks(start: float, stop: float) -> list[float]:
+    """Round durations between two decade exponents, for a log axis.
+
+    Decades; under one decade, 2 and 5 times them as well; if that still leaves fewer than
+    three, every digit. Over eight decades, every other decade (or third...).
+    """
+    candidates = ((1,), (1, 2, 5), tuple(range(1, 10)))
+    for least, mantissas in zip((2, 3, 0), candidates, strict=True):
+        if mantissas == (1,) and stop - start < 1:
+            continue
+        ticks = [
+            float(f"{mantissa * 10.0**power:.6g}")
+            for power in range(math.floor(start), math.ceil(stop) + 1)
+            for mantissa in mantissas
+            if start <= math.log10(mantissa) + power <= stop
+        ]
+        if len(ticks) >= least:
+            break
+    return ticks[:: max(1, math.ceil(len(ticks) / 8))]
+
+
+def _duration(seconds: float) -> str:
+    """A tick label for a duration: ``100 µs``, ``2 ms``, ``1 s``."""
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= size * (1 - 1e-9):
+            return f"{seconds / size:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+@dataclass(frozen=True)
+class _LogPlot:
+    """A log-log plot area: ``box`` on screen, decade exponents ``xs`` and ``ys`` it spans."""
+
+    box: _Box
+    xs: tuple[float, float]
+    ys: tuple[float, float]
+
+    def x(self, value: float) -> float:
+        span = self.xs[1] - self.xs[0]
+        return self.box.x + (math.log10(value) - self.xs[0]) / span * self.box.width
+
+    def y(self, value: float) -> float:
+        span = self.ys[1] - self.ys[0]
+        return self.box.bottom - (math.log10(value) - self.ys[0]) / span * self.box.height
 
 
 def _sweep_figure(points: Sequence[SweepPoint], labels: Labels, sweep_dim: str) -> Figure | None:
@@ -281,33 +467,103 @@ def _sweep_figure(points: Sequence[SweepPoint], labels: Labels, sweep_dim: str) 
         return None  # a log-log axis has nowhere to put a zero
     sizes = np.array([p.size for p in usable], dtype=np.float64)
     medians = np.array([p.median for p in usable], dtype=np.float64)
-    spreads = np.array([p.spread for p in usable], dtype=np.float64)
+    spreads = np.array([max(p.spread, 0.0) for p in usable], dtype=np.float64)
     # A lower error bar reaching zero has no place on a log axis; stop it just above.
-    lower = np.minimum(spreads, medians * 0.99)
+    lower = medians - np.minimum(spreads, medians * 0.99)
+    upper = medians + spreads
     guide = medians[-1] * (sizes / sizes[-1]) ** 2
 
-    def draw(figure: MplFigure) -> None:
-        axes = figure.subplots()
-        axes.errorbar(
-            sizes,
-            medians,
-            yerr=np.vstack([lower, spreads]),
-            marker="o",
-            color="#1565c0",
-            capsize=3,
-            label="median time",
-        )
-        axes.plot(sizes, guide, linestyle="--", color="#757575", label="O(n²) guide")
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        # Tick exactly the measured sizes: "2×10¹" says less than "16, 32, 64".
-        axes.set_xticks(sizes, labels=[str(p.size) for p in usable])
-        axes.xaxis.set_minor_locator(NullLocator())
-        axes.set_xlabel(sweep_dim)
-        axes.set_ylabel("median time (s)")
-        axes.grid(True, which="both", color="#e0e0e0", linewidth=0.5)
-        axes.legend(loc="upper left")
+    ys = _log_range(float(min(lower.min(), guide.min())), float(max(upper.max(), guide.max())))
+    y_ticks = [(value, _duration(value)) for value in _log_ticks(*ys)]
+    x_ticks = sorted({p.size for p in usable})
+    svg = Svg(*_SWEEP_SIZE)
+    widest = max(text_width(text, _TICK_SIZE) for _, text in y_ticks)
+    left = _PAD + _LABEL_SIZE + 4.0 + widest + _GAP + _TICK
+    right = _PAD + text_width(str(x_ticks[-1]), _TICK_SIZE) / 2
+    bottom = _PAD + _TICK + _GAP + _TICK_SIZE + 4.0 + _LABEL_SIZE + 2.0
+    box = _Box(left, _PAD + 4.0, svg.width - left - right, svg.height - _PAD - 4.0 - bottom)
+    plot = _LogPlot(box, _log_range(float(sizes[0]), float(sizes[-1])), ys)
+
+    x_title = labels.sweep_axis.format(dim=sweep_dim)
+    _log_axes(svg, plot, x_ticks, y_ticks, (labels.median_time, x_title))
+    svg.polyline(
+        [(plot.x(s), plot.y(g)) for s, g in zip(sizes, guide, strict=True)],
+        stroke=_GUIDE_COLOUR,
+        dash="6 4",
+    )
+    bars = []
+    for size, low, high in zip(sizes, lower, upper, strict=True):
+        x, bottom_end, top_end = plot.x(size), plot.y(low), plot.y(high)
+        bars += [(x, bottom_end, x, top_end)]
+        bars += [(x - 3.0, end, x + 3.0, end) for end in (bottom_end, top_end)]
+    svg.segments(bars, stroke=_LINE_COLOUR, crisp=False)
+    middle = [(plot.x(s), plot.y(m)) for s, m in zip(sizes, medians, strict=True)]
+    svg.polyline(middle, stroke=_LINE_COLOUR)
+    for x, y in middle:
+        svg.circle(x, y, 3.5, fill=_LINE_COLOUR)
+    _legend(svg, box, labels)
 
     sizes_text = ", ".join(str(p.size) for p in usable)
     alt = _describe(labels, labels.scaling_plot, f"{sweep_dim} = {sizes_text}")
-    return _render("sweep", labels.scaling, alt, draw, size=(4.8, 3.2))
+    return _finish(svg, "sweep", labels.scaling, alt)
+
+
+def _log_axes(
+    svg: Svg,
+    plot: _LogPlot,
+    x_ticks: Sequence[int],
+    y_ticks: Sequence[tuple[float, str]],
+    titles: tuple[str, str],
+) -> None:
+    """Grid, frame, ticks at the measured sizes and at round durations, and axis titles."""
+    box = plot.box
+    svg.segments(
+        [(plot.x(size), box.y, plot.x(size), box.bottom) for size in x_ticks]
+        + [(box.x, plot.y(value), box.right, plot.y(value)) for value, _ in y_ticks],
+        stroke=_GRID_COLOUR,
+    )
+    svg.rect(box.x, box.y, box.width, box.height, stroke=AXIS_COLOUR)
+
+    svg.segments((plot.x(size), box.bottom, plot.x(size), box.bottom + _TICK) for size in x_ticks)
+    label_y = box.bottom + _TICK + _GAP + 0.8 * _TICK_SIZE
+    shown, last_edge = [], -math.inf
+    for size in x_ticks:
+        x, text = plot.x(size), str(size)
+        half = text_width(text, _TICK_SIZE) / 2
+        if x - half >= last_edge + 4.0:  # sizes too close to label both: the first one wins
+            shown.append((x, label_y, text))
+            last_edge = x + half
+    svg.labels(shown, size=_TICK_SIZE, anchor="middle", css="fc-xticks")
+    svg.segments((box.x - _TICK, plot.y(value), box.x, plot.y(value)) for value, _ in y_ticks)
+    label_x = box.x - _TICK - _GAP
+    items = ((label_x, plot.y(value) + 0.35 * _TICK_SIZE, text) for value, text in y_ticks)
+    svg.labels(items, size=_TICK_SIZE, anchor="end", css="fc-yticks")
+
+    y_title, x_title = titles
+    title_y = box.bottom + _TICK + _GAP + _TICK_SIZE + 4.0 + 0.8 * _LABEL_SIZE
+    fitted = fit_text(x_title, _LABEL_SIZE, box.width)
+    svg.text(box.x + box.width / 2, title_y, fitted, size=_LABEL_SIZE, anchor="middle")
+    fitted = fit_text(y_title, _LABEL_SIZE, box.height)
+    middle = box.y + box.height / 2
+    svg.text(
+        _PAD + 0.8 * _LABEL_SIZE, middle, fitted, size=_LABEL_SIZE, anchor="middle", vertical=True
+    )
+
+
+def _legend(svg: Svg, plot: _Box, labels: Labels) -> None:
+    """The key in the plot's upper left corner: median time, then the O(n²) guide."""
+    entries = (labels.median_time, labels.legend_guide)
+    sample, line = 22.0, _TICK_SIZE + 5.0
+    room = plot.width - 2 * 8.0 - sample - 16.0
+    texts = [fit_text(text, _TICK_SIZE, room) for text in entries]
+    width = sample + 16.0 + max(text_width(text, _TICK_SIZE) for text in texts)
+    box = _Box(plot.x + 8.0, plot.y + 8.0, width, line * len(texts) + 6.0)
+    start, end = box.x + 5.0, box.x + 5.0 + sample
+    middles = [box.y + 3.0 + line * (index + 0.5) for index in range(len(texts))]
+    with svg.group("fc-legend"):
+        svg.rect(box.x, box.y, box.width, box.height, fill="#ffffff", stroke="#bdbdbd")
+        svg.polyline([(start, middles[0]), (end, middles[0])], stroke=_LINE_COLOUR)
+        svg.circle((start + end) / 2, middles[0], 3.5, fill=_LINE_COLOUR)
+        svg.polyline([(start, middles[1]), (end, middles[1])], stroke=_GUIDE_COLOUR, dash="6 4")
+        items = ((end + 6.0, y + 0.35 * _TICK_SIZE, t) for y, t in zip(middles, texts, strict=True))
+        svg.labels(items, size=_TICK_SIZE, anchor="start", css="fc-legend-labels")

@@ -1,4 +1,4 @@
-"""Every word a card, a figure caption or the report shows, in English and Chinese."""
+"""Every word a card, a figure or the report shows, in English and Chinese."""
 
 from __future__ import annotations
 
@@ -86,6 +86,11 @@ class Labels:
     formula_invalid: str = "formula does not compile"
     formula_not_executable: str = "formula not executable — checked against the oracle only"
     formula_compiled: str = "compiled as"
+    head_title: str = "head {index}"
+    sweep_axis: str = "size {dim}"
+    legend_guide: str = "O(n²) guide"
+    delta_title: str = "|Δ|; worst ({index})"
+    delta_title_at: str = "|Δ| at {fixed}; worst ({index})"
 
     def outcome(self, key: str) -> str:
         """The badge text for one of :data:`OUTCOME_KEYS`."""
@@ -239,6 +244,11 @@ CHINESE = Labels(
     formula_invalid="公式无法编译",
     formula_not_executable="公式不可执行——仅与参考实现比对代码",
     formula_compiled="编译结果",
+    head_title="头 {index}",
+    sweep_axis="规模 {dim}",
+    legend_guide="O(n²) 参考线",
+    delta_title="|Δ|；最大误差 ({index})",
+    delta_title_at="|Δ|（{fixed}）；最大误差 ({index})",
 )
 """Simplified Chinese; also used for ``zh-TW`` until a Traditional table exists."""
 
