@@ -11,6 +11,10 @@ over ``--repeats`` with the sides interleaved:
   fresh process (CI) and as "Run All" again in a kernel that already imported TensorFlow
   (an author's edit loop). Target: >= 10x faster.
 
+The same two comparisons are also made with ``formula-check check``: like executing the
+notebook, it verifies the checks and builds no site, so MkDocs' own rendering (about 1.5 s
+for these pages with Material) is not counted against the checker.
+
 Bench-only dependencies (not in pyproject): ``pip install nbclient nbformat ipykernel``.
 Run from the project root: ``python bench/notebook_compare.py --repeats 3``.
 """
@@ -107,13 +111,26 @@ def main() -> None:
             shutil.rmtree(cache, ignore_errors=True)
             return build_timing(config)
 
+        def cli() -> Timing:
+            command = [str(Path(sys.executable).parent / "formula-check"), "check", str(config)]
+            return run_timed(command, cwd=config.parent)[0]
+
+        def cold_cli() -> Timing:
+            shutil.rmtree(cache, ignore_errors=True)
+            return cli()
+
+        def warm_cli() -> Timing:
+            if not cache.exists():
+                cli()
+            return cli()
+
         def warm_build() -> Timing:
             if not cache.exists():
                 build_timing(config)  # this repeat started here: fill the cache first
             return build_timing(config)
 
         def verify(name: str) -> None:
-            if name.startswith("notebook"):
+            if name.startswith(("notebook", "cli")):
                 return
             cached, ok, total = report_counts(site_dir)
             expected = total if name == "warm build" else 0
@@ -124,6 +141,8 @@ def main() -> None:
             {
                 "cold build": cold_build,
                 "warm build": warm_build,
+                "cli, cold": cold_cli,
+                "cli, warm": warm_cli,
                 "notebook, fresh": lambda: execute(notebook, 1)[0],
             },
             args.repeats,
@@ -132,7 +151,10 @@ def main() -> None:
         _, kernel_runs = execute(notebook, args.repeats + 1)
         load_after = load_average()
     rerun = median(kernel_runs[1:])
-    cold, warm, fresh = (medians(times[k]) for k in ("cold build", "warm build", "notebook, fresh"))
+    cold, warm, fresh, cli_cold, cli_warm = (
+        medians(times[k])
+        for k in ("cold build", "warm build", "notebook, fresh", "cli, cold", "cli, warm")
+    )
     blocks = sum(len(p) for p in pages)
     print(
         f"{args.pages} pages, {blocks} blocks; notebook: {code_cells} code cells (setup + 1/block)"
@@ -144,6 +166,8 @@ def main() -> None:
         ("cold: empty cache vs fresh kernel", cold, fresh, 1.0),
         ("warm: all cached vs fresh kernel (CI)", warm, fresh, 10.0),
         ("warm: all cached vs Run All, warm kernel", warm, Timing(rerun, float("nan")), 10.0),
+        ("CLI cold: empty cache vs fresh kernel", cli_cold, fresh, 1.0),
+        ("CLI warm: all cached vs fresh kernel (CI)", cli_warm, fresh, 10.0),
     )
     for label, ours, theirs, target in rows:
         ratio = theirs.wall / ours.wall

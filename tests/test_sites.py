@@ -7,6 +7,7 @@ waits for its own, so the TensorFlow imports overlap instead of adding up.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -182,6 +183,39 @@ def test_chinese_site_has_chinese_cards(builds: dict[str, Build]) -> None:
     assert '<span class="fc-badge">已验证</span>' in page
     assert '<span class="fc-badge">预期失败</span>' in page
     assert 'id="fc-注意力"' in page
+
+
+@pytest.mark.parametrize("name", SITES)
+def test_every_card_placeholder_is_filled(builds: dict[str, Build], name: str) -> None:
+    """Pages render while their blocks are checked; no page may keep a placeholder."""
+    site = builds[name].project / "site"
+    report = json.loads((site / "formula-check-report.json").read_text())
+    pages = {path: path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
+    assert len(pages) > 2
+    assert not [path for path, html in pages.items() if "fc-pending" in html]
+    cards = sum(html.count('<div class="admonition ') for html in pages.values())
+    assert cards >= len(report["blocks"])
+    table = builds[name].html("formula-check-report/index.html")
+    rows = table.count('<tr class="fc-ok">') + table.count('<tr class="fc-bad">')
+    assert rows == len(report["blocks"])
+
+
+def test_a_build_without_tensorflow_stops_with_one_clear_error(tmp_path: Path) -> None:
+    project = tmp_path / "good"
+    shutil.copytree(
+        FIXTURE_SITES / "good", project, ignore=shutil.ignore_patterns("site", ".cache")
+    )
+    fake = tmp_path / "no-tf" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
+    argv = [sys.executable, "-m", "mkdocs", "build", "--strict"]
+    env = dict(os.environ, PYTHONPATH=str(fake.parent))
+    done = subprocess.run(
+        argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 1
+    assert "ERROR   -  formula-check: TensorFlow is not installed for" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def _image_sources(page: str) -> list[str]:

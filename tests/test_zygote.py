@@ -122,3 +122,11 @@ def test_missing_tensorflow_is_reported_by_the_zygote(
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     with Engine(PROJECT, use_cache=False) as engine, pytest.raises(MissingTensorFlowError):
         engine.check(spec_for("attention", SDPA))
+
+
+def test_a_zygote_given_up_means_spawned_workers(engine: Engine) -> None:
+    zygote = engine.pool.zygote
+    assert zygote is not None
+    zygote._broken("given up on purpose")
+    assert verified(engine, 2)
+    assert {parent_pid(pid) for pid in engine.pool.alive_pids()} == {os.getpid()}

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from .cache import ResultCache, cache_key, tensorflow_version
 from .errors import FormulaCheckError, MissingTensorFlowError
-from .evaluate import evaluate, snippet_failure
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import plan_check
 from .worker.pool import WorkerPool
@@ -86,6 +85,9 @@ class Engine:
             return error_result(spec, type(exc).__name__, exc.message)
 
     def _run(self, spec: CheckSpec) -> tuple[CheckResult, list[str]]:
+        # Judging loads the LaTeX compiler; a build served from the cache never needs it.
+        from .evaluate import evaluate, snippet_failure
+
         plan = plan_check(spec, str(self.root))
         reply, env_fields = self.pool.request(plan.header, plan.arrays, spec.timeout)
         self.executed += 1

@@ -23,6 +23,7 @@ build; default none),
 from __future__ import annotations
 
 import re
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -120,17 +121,21 @@ class FormulaPreprocessor(Preprocessor):
             meta=meta,
             settings=session.settings,
         )
-        results = session.results_for(blocks)
+        answers = session.answers_for(blocks)
         self.extension.labels = session.labels_for_page(meta)
         lines = list(lines)
-        for block, result in zip(blocks, results, strict=True):
-            self.extension.blocks[block.fence.line] = (block, result)
+        for block, answer in zip(blocks, answers, strict=True):
+            self.extension.blocks[block.fence.line] = (block, answer)
             opening = _OPENING.match(lines[block.fence.row])
             assert opening is not None  # the scanner matched this very line
             lines[block.fence.row] = f'{opening[0]}{FENCE_NAME} fc_line="{block.fence.line}"'
             if not block.fence.closed:
                 lines.append(opening[0])  # so SuperFences still hands us the block
-        self.extension.failures = [r.headline() for r in results if is_failure(r, session.fail_on)]
+        self.extension.failures = [
+            answer.headline()
+            for answer in answers
+            if isinstance(answer, CheckResult) and is_failure(answer, session.fail_on)
+        ]
         return lines
 
 
@@ -159,7 +164,7 @@ class FormulaCheckExtension(Extension):
             "fork_workers": [True, "Fork workers from one TensorFlow import (Linux)"],
         }
         super().__init__(**kwargs)
-        self.blocks: dict[int, tuple[PageBlock, CheckResult]] = {}
+        self.blocks: dict[int, tuple[PageBlock, CheckResult | Future[CheckResult]]] = {}
         self.failures: list[str] = []
         self.session: FormulaSession = self._make_session()
         self.labels = self.session.labels  # this page's, set by the preprocessor
@@ -208,13 +213,13 @@ class FormulaCheckExtension(Extension):
         found = self.blocks.get(int(line)) if line.isdigit() else None
         if found is None:
             return display_math(src) + "\n" + self._unseen_card(src)
-        block, result = found
+        block, answer = found
         if self.failures:
             raise SuperFencesException("formula checks failed:\n" + "\n".join(self.failures))
-        try:
-            card = self.session.render(result, block, self.labels)
-        except Exception as exc:
-            card = self.session.render(_render_failure(result, exc), block, self.labels)
+        if isinstance(answer, Future):  # still being checked: the plugin fills it in later
+            card = self.session.placeholder(answer, block, self.labels)
+        else:
+            card = self.session.card(answer, block, self.labels)
         return display_math(block.latex) + "\n" + card
 
     def _unseen_card(self, src: str) -> str:
@@ -260,15 +265,6 @@ class FormulaCheckExtension(Extension):
             fail_on=frozenset(self.getConfig("fail_on")),
             page=PageContext(self.getConfig("page")),
         )
-
-
-def _render_failure(result: CheckResult, exc: Exception) -> CheckResult:
-    failure = SnippetFailure(
-        type(exc).__name__, f"could not render this card: {exc}", result.location
-    )
-    return CheckResult(
-        result.block_id, result.location, result.oracle, Status.ERROR, failure=failure
-    )
 
 
 def makeExtension(**kwargs: Any) -> FormulaCheckExtension:  # noqa: N802  (Markdown's API name)

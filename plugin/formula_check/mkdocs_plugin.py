@@ -16,7 +16,9 @@ The hooks are glue. What they add to the Markdown extension alone:
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult
 from .oracles import load_oracle
 from .pages import PageBlock, Settings, front_matter_lines, page_blocks
-from .render import Figure, Labels, labels_for, report_json, report_markdown
+from .render import Figure, Labels, labels_for, report_body, report_json
 from .render.figure_cache import FigureCache
 from .session import FormulaSession, PageContext, figure_name, is_failure
 
@@ -73,7 +75,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.engine_key: tuple[Any, ...] = ()
         self.session: FormulaSession | None = None
         self.images = SiteImages()
-        self.results: list[CheckResult] = []
+        self.blocks: list[PageBlock] = []
+        self.pages: list[File] = []
+        self.report: File | None = None
         self.watch: set[Path] = set()
         self.serving = False
         self.figures: FigureCache | None = None
@@ -187,21 +191,26 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
     # -- the site-wide batch ---------------------------------------------------------------
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
-        """Add the assets, then check every block of every page at once."""
+        """Add the assets, then start checking every block of every page, in page order.
+
+        The checks run in the background while MkDocs renders: a card whose result is not in
+        yet is a placeholder until :meth:`on_post_page` (the first pages wait for TensorFlow's
+        import, the later ones mostly find their results ready).
+        """
         if self.session is None:
             return files
         for asset in assets.site_assets(mathjax=self.config.mathjax):
             _add_asset(files, config, asset)
+        with _plugin_errors():
+            self.session.wait_all()  # a rebuild starts after the last batch has ended
         self.session.known.clear()
-        blocks = [block for file in files.documentation_pages() for block in self._blocks(file)]
-        try:
-            self.results = self.session.results_for(blocks)
-        except MissingTensorFlowError as exc:
-            raise PluginError(f"formula-check: {exc.message}") from None
-        self.watch.update(_snippet_files(blocks, self.session.settings.root))
+        self.pages = list(files.documentation_pages())
+        self.blocks = [block for file in self.pages for block in self._blocks(file)]
+        self.session.check_in_background(self.blocks)
+        self.watch.update(_snippet_files(self.blocks, self.session.settings.root))
         if self.config.report:
-            root = self.session.settings.root
-            files.append(_report_page(files, config, self.results, self.session.labels, root))
+            self.report = _report_page(files, config, self.session.labels, self.session.nonce)
+            files.append(self.report)
         return files
 
     def _blocks(self, file: File) -> list[PageBlock]:
@@ -232,10 +241,43 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     # -- output ----------------------------------------------------------------------------
 
+    def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
+        """Put the cards (and the report's table) in place of their placeholders."""
+        if self.session is None:
+            return output
+        with _plugin_errors():
+            output = self.session.fill_placeholders(output)
+            if self.report is not None and page.file is self.report:
+                output = output.replace(_report_placeholder(self.session.nonce), self._report())
+        return output
+
+    def _report(self) -> str:
+        assert self.session is not None and self.report is not None
+        self.session.wait_all()
+        results = [self.session.known[block.location][1] for block in self.blocks]
+        urls = {_page_path(f, self.session.settings.root): f.url for f in self.pages}
+        report_url = self.report.url
+
+        def page_url(result: CheckResult) -> str:
+            target = get_relative_url(urls.get(result.location.path, ""), report_url)
+            return (
+                target if not target.endswith("..") else target + "/"
+            ) + f"#fc-{result.block_id}"
+
+        return report_body(results, self.session.labels, page_url)
+
+    def on_build_error(self, *, error: Exception) -> None:
+        """A failed build still lets its checks end before the next build starts."""
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                self.session.wait_all()
+
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         """Write the figures and the JSON report (every result, including late ones)."""
         if self.session is None:
             return
+        with _plugin_errors():
+            self.session.wait_all()  # every result is logged before the build ends
         site_dir = Path(config.site_dir)
         self.images.write(site_dir)
         if self.config.report:
@@ -289,19 +331,24 @@ def _add_asset(files: Files, config: MkDocsConfig, asset: assets.Asset) -> None:
         files.append(File.generated(config, uri, content=asset.text))
 
 
-def _report_page(
-    files: Files, config: MkDocsConfig, results: list[CheckResult], labels: Labels, root: Path
-) -> File:
-    """A generated page listing every block; links are relative because the table is raw HTML."""
-    report = File.generated(config, REPORT_PAGE, content="")
-    urls = {_page_path(f, root): f.url for f in files.documentation_pages()}
+def _report_page(files: Files, config: MkDocsConfig, labels: Labels, nonce: str) -> File:
+    """A generated page listing every block: its title now, its table once every check is done
+    (:meth:`FormulaCheckPlugin.on_post_page`); links are relative, the table being raw HTML."""
+    content = f"# {labels.report_title}\n\n{_report_placeholder(nonce)}\n"
+    return File.generated(config, REPORT_PAGE, content=content)
 
-    def page_url(result: CheckResult) -> str:
-        target = get_relative_url(urls.get(result.location.path, ""), report.url)
-        return (target if not target.endswith("..") else target + "/") + f"#fc-{result.block_id}"
 
-    report.content_string = report_markdown(results, labels, page_url)
-    return report
+def _report_placeholder(nonce: str) -> str:
+    return f'<div class="fc-pending" data-fc-report="{nonce}"></div>'
+
+
+@contextlib.contextmanager
+def _plugin_errors() -> Iterator[None]:
+    """A missing TensorFlow stops the build with one clear message, not a traceback."""
+    try:
+        yield
+    except MissingTensorFlowError as exc:
+        raise PluginError(f"formula-check: {exc.message}") from None
 
 
 def _snippet_files(blocks: list[PageBlock], root: Path) -> set[Path]:

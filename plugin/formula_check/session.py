@@ -3,6 +3,11 @@
 Markdown makes a new extension instance per page (MkDocs does, Zensical does); the session is
 what survives between them, so the TensorFlow workers start once and a block checked in the
 MkDocs plugin's site-wide pre-pass is not checked again when its page renders.
+
+The MkDocs plugin also lets pages render while their blocks are still being checked
+(:meth:`FormulaSession.check_in_background`): a card whose result is not in yet is written as
+a placeholder element, filled in by :meth:`FormulaSession.fill_placeholders` once the page's
+HTML is complete. Markdown, templates and the TensorFlow import then use the machine at once.
 """
 
 from __future__ import annotations
@@ -10,13 +15,17 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
+import re
+import secrets
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from .engine import Engine
-from .model import CheckResult, CheckSpec, Location
+from .model import CheckResult, CheckSpec, Location, SnippetFailure, Status
 from .pages import PageBlock, Settings
 from .render import Figure, Labels, labels_for, render_card
 from .render.figure_cache import FigureCache
@@ -124,6 +133,19 @@ def _close_engines() -> None:
     _ENGINES.clear()
 
 
+_PLACEHOLDER = re.compile(r'<div class="fc-pending" data-fc-token="([0-9a-f]+-[0-9]+)"></div>')
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """A card waiting for its result: what to render it with, and for which page."""
+
+    future: Future[CheckResult]
+    block: PageBlock
+    labels: Labels
+    page: PageContext
+
+
 @dataclass
 class FormulaSession:
     """Everything the pages of one build share (see the module docstring)."""
@@ -138,6 +160,10 @@ class FormulaSession:
     on_result: Callable[[CheckResult], None] | None = None
     known: dict[Location, tuple[CheckSpec | None, CheckResult]] = field(default_factory=dict)
     figure_cache: FigureCache | None = None
+    pending: dict[Location, tuple[CheckSpec, Future[CheckResult]]] = field(default_factory=dict)
+    placeholders: dict[str, Placeholder] = field(default_factory=dict)
+    nonce: str = field(default_factory=lambda: secrets.token_hex(6))
+    _checking: threading.Thread | None = None
 
     def get_engine(self) -> Engine:
         """The engine, created on first use (pages without formulas never start TensorFlow)."""
@@ -156,11 +182,99 @@ class FormulaSession:
             result = self._reusable(block)
             if result is None:
                 result = block.error_result() if block.spec is None else next(fresh)
-                self.known[block.location] = (block.spec, result)
-                if self.on_result is not None:
-                    self.on_result(result)
+                self._record(block, result)
             results.append(result)
         return results
+
+    def check_in_background(self, blocks: Sequence[PageBlock]) -> None:
+        """Start checking every block not known yet, in page order, on a background thread.
+
+        Each result is recorded (and passed to ``on_result``) as it arrives; a page asking for
+        one still running gets a :class:`~concurrent.futures.Future` from :meth:`lookup`.
+        """
+        self.wait_all()  # an earlier batch (a rebuild) has finished before this one starts
+        todo: list[PageBlock] = []
+        for block in blocks:
+            if self._reusable(block) is not None or block.location in self.pending:
+                continue
+            if block.spec is None:
+                self._record(block, block.error_result())
+            else:
+                todo.append(block)
+        if not todo:
+            return
+        engine = self.get_engine()
+        futures = {block.location: Future[CheckResult]() for block in todo}
+        for block in todo:
+            assert block.spec is not None
+            self.pending[block.location] = (block.spec, futures[block.location])
+
+        def check() -> None:
+            specs = [block.spec for block in todo if block.spec is not None]
+            try:
+                for block, result in zip(todo, engine.iter_check(specs), strict=True):
+                    self._record(block, result)
+                    futures[block.location].set_result(result)
+            except BaseException as exc:  # handed to whoever waits for a result
+                for future in futures.values():
+                    if not future.done():
+                        future.set_exception(exc)
+
+        self._checking = threading.Thread(target=check, name="formula-check", daemon=True)
+        self._checking.start()
+
+    def wait_all(self) -> None:
+        """Wait for the background batch; re-raises what stopped it (no TensorFlow...)."""
+        if self._checking is not None:
+            self._checking.join()
+            self._checking = None
+        pending, self.pending = self.pending, {}
+        for _, future in pending.values():
+            future.result()
+
+    def lookup(self, block: PageBlock) -> CheckResult | Future[CheckResult] | None:
+        """The block's result, its future while it is being checked, or None if unknown."""
+        result = self._reusable(block)
+        if result is not None:
+            return result
+        running = self.pending.get(block.location)
+        if running is not None and running[0] == block.spec:
+            future = running[1]
+            return future.result() if future.done() and not future.exception() else future
+        return None
+
+    def placeholder(
+        self, future: Future[CheckResult], block: PageBlock, labels: Labels | None
+    ) -> str:
+        """An element standing for the card until :meth:`fill_placeholders` replaces it."""
+        token = f"{self.nonce}-{len(self.placeholders)}"
+        self.placeholders[token] = Placeholder(future, block, labels or self.labels, self.page)
+        return f'<div class="fc-pending" data-fc-token="{token}"></div>'
+
+    def fill_placeholders(self, html: str) -> str:
+        """``html`` with every placeholder of this session replaced by its card (waiting for
+        results still being checked)."""
+
+        def card(match: re.Match[str]) -> str:
+            waiting = self.placeholders.pop(match[1], None)
+            if waiting is None:
+                return match[0]  # not ours (a page quoting the markup): leave it alone
+            result = waiting.future.result()
+            return self.card(result, waiting.block, waiting.labels, page=waiting.page)
+
+        return _PLACEHOLDER.sub(card, html)
+
+    def answers_for(self, blocks: Sequence[PageBlock]) -> list[CheckResult | Future[CheckResult]]:
+        """Known results and futures of blocks being checked; the rest is checked now."""
+        found = [self.lookup(block) for block in blocks]
+        missing = [block for block, answer in zip(blocks, found, strict=True) if answer is None]
+        fresh = iter(self.results_for(missing) if missing else [])
+        return [answer if answer is not None else next(fresh) for answer in found]
+
+    def _record(self, block: PageBlock, result: CheckResult) -> None:
+        self.known[block.location] = (block.spec, result)
+        if self.on_result is not None:
+            self.on_result(result)
 
     def _reusable(self, block: PageBlock) -> CheckResult | None:
         stored = self.known.get(block.location)
@@ -181,18 +295,44 @@ class FormulaSession:
         return self.labels
 
     def render(
-        self, result: CheckResult, block: PageBlock | None, labels: Labels | None = None
+        self,
+        result: CheckResult,
+        block: PageBlock | None,
+        labels: Labels | None = None,
+        *,
+        page: PageContext | None = None,
     ) -> str:
-        """The card for ``result`` in ``labels`` (default: the site's), figures via the sink."""
+        """The card for ``result`` in ``labels`` (default: the site's), figures via the sink,
+        linked from ``page`` (default: the page being rendered)."""
         spec = block.spec if block is not None else None
+        where = page or self.page
         return render_card(
             result,
             labels=labels or self.labels,
-            image_url=lambda figure: self.images.url(figure, self.page),
+            image_url=lambda figure: self.images.url(figure, where),
             heatmaps=spec.heatmaps if spec else None,
             sweep_dim=spec.sweep_dim if spec else "n",
             make_figures=self._figures(),
         )
+
+    def card(
+        self,
+        result: CheckResult,
+        block: PageBlock | None,
+        labels: Labels | None = None,
+        *,
+        page: PageContext | None = None,
+    ) -> str:
+        """:meth:`render`, or if drawing the card fails, an error card saying why."""
+        try:
+            return self.render(result, block, labels, page=page)
+        except Exception as exc:  # a card that cannot be drawn must not take the page down
+            message = f"could not render this card: {exc}"
+            failure = SnippetFailure(type(exc).__name__, message, result.location)
+            broken = CheckResult(
+                result.block_id, result.location, result.oracle, Status.ERROR, failure=failure
+            )
+            return self.render(broken, block, labels, page=page)
 
     def _figures(self) -> FigureCache:
         """Figures are cached beside the results (in memory only when the cache is off)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from .card import ImageUrl, render_card, status_class, strip_ansi
 from .figure import VALUE_HEATMAPS, Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, labels_for, outcome_key
-from .report import report_json, report_markdown
+from .report import report_body, report_json, report_markdown
 
 STYLESHEET = Path(__file__).parent / "assets" / "formula-check.css"
 """The card's stylesheet; a site adds it with ``extra_css`` (the MkDocs plugin copies it)."""
@@ -23,6 +23,7 @@ __all__ = [
     "labels_for",
     "outcome_key",
     "render_card",
+    "report_body",
     "report_json",
     "report_markdown",
     "status_class",

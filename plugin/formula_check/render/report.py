@@ -120,7 +120,16 @@ def report_markdown(
     labels: Labels,
     page_url: Callable[[CheckResult], str],
 ) -> str:
-    """A report page body: a title, the counts, and one table row per block in page order.
+    """A report page: its title, then :func:`report_body`."""
+    return f"# {labels.report_title}\n\n" + report_body(results, labels, page_url)
+
+
+def report_body(
+    results: Sequence[CheckResult],
+    labels: Labels,
+    page_url: Callable[[CheckResult], str],
+) -> str:
+    """The counts, and one table row per block in page order, as HTML.
 
     ``page_url`` gives the link to a block (e.g. ``attention/#fc-sdpa``). The table is raw
     HTML with every value escaped, so no page path or message can inject Markdown or markup.
@@ -142,7 +151,4 @@ def report_markdown(
         *rows,
         "</tbody></table></div>",
     ]
-    return (
-        "\n\n".join([f"# {labels.report_title}", _summary(results, labels), "\n".join(table)])
-        + "\n"
-    )
+    return _summary(results, labels) + "\n\n" + "\n".join(table) + "\n"

@@ -29,6 +29,8 @@ from ..model import Array
 from . import protocol
 
 STARTUP_TIMEOUT = 120.0
+ZYGOTE_RESTARTS = 3
+"""A zygote lost more often than this is given up: workers are spawned instead."""
 _POLL = 0.1
 
 
@@ -67,6 +69,7 @@ class Zygote:
         self.process: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.failed = ""
+        self.losses = 0
         self._lock = threading.Lock()
         self._stderr: IO[bytes] | None = None
 
@@ -149,10 +152,11 @@ class Zygote:
         self.close()
 
     def _lost(self, why: str) -> None:
-        """It died (killed, crashed): the next fork starts a new one. Alive but confused, it
-        is broken for good."""
-        if self.process is not None and self.process.poll() is None:
-            self._broken(why)
+        """It died or stopped making sense: stop it; the next fork starts a new one. After
+        :data:`ZYGOTE_RESTARTS` of those, it is broken for good."""
+        self.losses += 1
+        if self.losses > ZYGOTE_RESTARTS:
+            self._broken(f"{why} ({self.losses} times)")
         else:
             self.close()
 
