@@ -204,6 +204,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         with _plugin_errors():
             self.session.wait_all()  # a rebuild starts after the last batch has ended
         self.session.known.clear()
+        self.session.placeholders.clear()  # left by pages an earlier build did not finish
         self.pages = list(files.documentation_pages())
         self.blocks = [block for file in self.pages for block in self._blocks(file)]
         self.session.check_in_background(self.blocks)
