@@ -509,7 +509,7 @@ def scale(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, runner, repeats in (("warm", warm, 5), ("serve", serve, 5), ("scale", scale, 2)):
+    for name, runner, repeats in (("warm", warm, 11), ("serve", serve, 5), ("scale", scale, 2)):
         sub = commands.add_parser(name, help=runner.__name__)
         sub.add_argument("--repeats", type=int, default=repeats)
         sub.set_defaults(run=runner)
