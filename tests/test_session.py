@@ -80,7 +80,7 @@ def test_foreign_or_repeated_tokens_are_left_alone(session: FormulaSession) -> N
     future: Future[CheckResult] = Future()
     future.set_result(failed(block))
     ours = session.placeholder(future, block, None)
-    forged = '<div class="fc-pending" data-fc-token="abc123-0"></div>'
+    forged = '<div class="fc-pending" data-fc-token="abc123-0" data-search-exclude></div>'
     filled = session.fill_placeholders(forged + ours + ours)
     assert filled.startswith(forged)
     assert filled.count("fc-card") == 1  # a token is used once; a copy of it stays inert

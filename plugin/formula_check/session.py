@@ -133,7 +133,9 @@ def _close_engines() -> None:
     _ENGINES.clear()
 
 
-_PLACEHOLDER = re.compile(r'<div class="fc-pending" data-fc-token="([0-9a-f]+-[0-9]+)"></div>')
+_PLACEHOLDER = re.compile(
+    r'<div class="fc-pending" data-fc-token="([0-9a-f]+-[0-9]+)" data-search-exclude></div>'
+)
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ class FormulaSession:
         """An element standing for the card until :meth:`fill_placeholders` replaces it."""
         token = f"{self.nonce}-{len(self.placeholders)}"
         self.placeholders[token] = Placeholder(future, block, labels or self.labels, self.page)
-        return f'<div class="fc-pending" data-fc-token="{token}"></div>'
+        return f'<div class="fc-pending" data-fc-token="{token}" data-search-exclude></div>'
 
     def fill_placeholders(self, html: str) -> str:
         """``html`` with every placeholder of this session replaced by its card (waiting for

@@ -94,9 +94,11 @@ def render_card(
         _timings(result.timings, result.environment, labels),
         _stdout(result.stdout, labels),
     ]
+    # data-search-exclude: Material's search skips the card (verdicts and timings are noise
+    # there, and a card filled in after the page was indexed must not make builds differ).
     opening = (
         f'<div class="admonition {_ADMONITION[key]} fc-card fc-status-{status_class(result)}" '
-        f'id="fc-{_esc(result.block_id)}" data-fc-status="{key}">'
+        f'id="fc-{_esc(result.block_id)}" data-fc-status="{key}" data-search-exclude>'
     )
     return "\n".join([opening, *(s for s in sections if s), "</div>"]) + "\n"
 
