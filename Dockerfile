@@ -2,8 +2,9 @@
 #
 #   docker build -t formula-check .                          # CPU TensorFlow
 #   docker build -t formula-check --build-arg EXTRA=gpu .    # CUDA TensorFlow
-#   docker run --rm -v "$PWD:/docs" -p 8000:8000 formula-check          # serve on :8000
-#   docker run --rm -v "$PWD:/docs" formula-check check                 # CI: exit 1 on drift
+#   docker run --rm --init -v "$PWD:/docs" -p 8000:8000 formula-check   # serve on :8000
+#   docker run --rm --init -v "$PWD:/docs" formula-check check          # CI: exit 1 on drift
+#   (--init: a small init as PID 1 reaps any worker process that outlives its parent)
 FROM python:3.11-slim
 
 ARG EXTRA=cpu

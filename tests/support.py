@@ -52,3 +52,44 @@ def start_process(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
 def run(oracle: str, source: str, **fields: Any) -> CheckResult:
     """Check one inline snippet on the shared engine."""
     return shared_engine().check(spec_for(oracle, source, **fields))
+
+
+def _processes() -> tuple[dict[int, list[bytes]], dict[int, int]]:
+    """Command lines and parent pids of every process we can see."""
+    commands: dict[int, list[bytes]] = {}
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if not entry.name.isdigit() or stat.rpartition(")")[2].split()[0] == "Z":
+            continue  # a zombie has exited: it runs nothing
+        commands[int(entry.name)] = command
+        parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    return commands, parents
+
+
+def checker_pids(project: Path) -> set[int]:
+    """Every process formula-check runs for ``project``: zygote and workers."""
+    commands, _ = _processes()
+    modules = (b"formula_check.worker.child", b"formula_check.worker.zygote")
+    return {
+        pid
+        for pid, command in commands.items()
+        if any(module in command for module in modules) and str(project).encode() in command
+    }
+
+
+def worker_pids(project: Path) -> set[int]:
+    """The TensorFlow workers serving ``project``: spawned ones name the child module and the
+    project folder on their command line; forked ones are children of the zygote, whose
+    command line they share."""
+    commands, parents = _processes()
+    ours = checker_pids(project)
+    return {
+        pid
+        for pid in ours
+        if b"formula_check.worker.child" in commands[pid] or parents.get(pid) in ours
+    }

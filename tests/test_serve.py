@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from support import worker_pids
+
 pytestmark = [pytest.mark.tf, pytest.mark.site]
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sites" / "zh"
@@ -46,33 +48,6 @@ def wait_for(what: str, probe: Callable[[], bool], seconds: float = 120.0) -> No
             return
         time.sleep(0.3)
     pytest.fail(f"timed out waiting for {what}")
-
-
-def worker_pids(project: Path) -> set[int]:
-    """The TensorFlow workers serving ``project``: spawned ones name the child module and the
-    project folder on their command line; forked ones are children of the zygote, whose
-    command line they share."""
-    commands: dict[int, list[bytes]] = {}
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            commands[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_text()
-        except (OSError, ValueError):
-            continue
-        parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-
-    def runs(pid: int, module: bytes) -> bool:
-        command = commands.get(pid, [])
-        return module in command and str(project).encode() in command
-
-    zygote = b"formula_check.worker.zygote"
-    return {
-        pid
-        for pid in commands
-        if runs(pid, b"formula_check.worker.child")
-        or (runs(pid, zygote) and runs(parents.get(pid, 0), zygote))
-    }
 
 
 @pytest.fixture

@@ -108,3 +108,25 @@ def test_lookup_returns_a_future_only_for_the_same_spec(session: FormulaSession)
     other = PAGE.replace("axis=-1", "axis=1")
     (edited,) = page_blocks(other.split("\n"), page="docs/a.md", settings=session.settings)
     assert session.lookup(edited) is None  # the page changed under the running check
+
+
+def test_tokens_are_never_reused_after_a_partial_fill(session: FormulaSession) -> None:
+    block = block_of(session)
+    first: Future[CheckResult] = Future()
+    first.set_result(failed(block))
+    kept = session.placeholder(first, block, None)
+    session.placeholder(first, block, None)  # its page never comes back (a plugin dropped it)
+    session.fill_placeholders(kept)
+    later = [session.placeholder(first, block, None) for _ in range(2)]
+    assert len(set(later)) == 2 and not set(later) & {kept}
+    assert session.fill_placeholders("".join(later)).count("fc-card") == 2
+
+
+def test_a_re_serialised_placeholder_is_still_found(session: FormulaSession) -> None:
+    block = block_of(session)
+    future: Future[CheckResult] = Future()
+    future.set_result(failed(block))
+    ours = session.placeholder(future, block, None)
+    token = ours.split('data-fc-token="')[1].split('"')[0]
+    rewritten = f'<div data-search-exclude="" data-fc-token=\'{token}\' class="fc-pending">\n</div>'
+    assert "fc-card" in session.fill_placeholders(rewritten)

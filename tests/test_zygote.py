@@ -130,3 +130,24 @@ def test_a_zygote_given_up_means_spawned_workers(engine: Engine) -> None:
     zygote._broken("given up on purpose")
     assert verified(engine, 2)
     assert {parent_pid(pid) for pid in engine.pool.alive_pids()} == {os.getpid()}
+
+
+def test_workers_die_with_their_zygote(engine: Engine) -> None:
+    engine.warm_up()
+    zygote = engine.pool.zygote
+    assert zygote is not None and zygote.process is not None
+    workers = engine.pool.alive_pids()
+    os.kill(zygote.process.pid, signal.SIGKILL)
+    wait_until_gone(workers)
+    assert not any(is_running(pid) for pid in workers), "an orphaned worker kept running"
+    assert verified(engine, 2)  # a new zygote forks new workers
+
+
+def test_a_closed_engine_starts_nothing_again() -> None:
+    engine = Engine(PROJECT, workers=1, use_cache=False)
+    assert verified(engine)
+    engine.close()
+    result = engine.check(spec_for("attention", SDPA, block_id="after-close"))
+    assert result.status is Status.ERROR and "stopped" in result.message
+    assert engine.pool.alive_pids() == []
+    assert engine.pool.zygote is not None and engine.pool.zygote.process is None

@@ -62,7 +62,6 @@ def tensorflow_version() -> str:
 
 
 @functools.cache
-@functools.cache
 def checker_digest() -> str:
     """A digest of this package's own source: a new checker never trusts an old verdict.
 

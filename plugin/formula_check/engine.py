@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -65,16 +65,22 @@ class Engine:
         """Every result of :meth:`iter_check`, in input order."""
         return list(self.iter_check(specs))
 
-    def iter_check(self, specs: Iterable[CheckSpec]) -> Iterator[CheckResult]:
+    def iter_check(self, specs: Iterable[CheckSpec]) -> Generator[CheckResult, None, None]:
         """Check blocks concurrently (one thread per worker), yielding results in input order,
         each as soon as it and those before it are done (a progress line can follow along).
 
         A spec that raises (bad option, unknown oracle) becomes an ERROR result here, so
         one bad block never hides the others.
         """
-        specs = list(specs)
-        with ThreadPoolExecutor(max_workers=self.pool.size) as executor:
-            yield from executor.map(self._check_reporting, specs)
+        executor = ThreadPoolExecutor(max_workers=self.pool.size)
+        futures = [executor.submit(self._check_reporting, spec) for spec in specs]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            # Stopped early (the caller closed the iterator, a check raised): drop the queue
+            # rather than run it to the end; only checks already running are waited for.
+            executor.shutdown(wait=True, cancel_futures=True)
 
     def _check_reporting(self, spec: CheckSpec) -> CheckResult:
         try:

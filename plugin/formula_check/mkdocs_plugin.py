@@ -25,7 +25,7 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.livereload import LiveReloadServer
-from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
@@ -89,7 +89,12 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.serving = command == "serve"
 
     def on_shutdown(self) -> None:
-        """Stop the workers."""
+        """Stop the checks still queued (Ctrl-C) and the workers."""
+        if self.session is not None:
+            self.session.shutdown()
+        self._close_engine()
+
+    def _close_engine(self) -> None:
         if self.engine is not None:
             self.engine.close()
             self.engine = None
@@ -162,7 +167,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.config.fork_workers,
         )
         if self.engine is None or key != self.engine_key:
-            self.on_shutdown()
+            self._close_engine()
             cache_dir = root / self.config.cache_dir
             self.engine = Engine(
                 root,
@@ -242,6 +247,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     # -- output ----------------------------------------------------------------------------
 
+    @event_priority(100)  # before plugins that rewrite the HTML (minifiers) see placeholders
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
         """Put the cards (and the report's table) in place of their placeholders."""
         if self.session is None:
@@ -279,6 +285,14 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             return
         with _plugin_errors():
             self.session.wait_all()  # every result is logged before the build ends
+        lost = sorted({p.page.path for p in self.session.placeholders.values()})
+        if lost:
+            log.warning(
+                f"cards missing from {', '.join(lost)}: their placeholders were removed or "
+                "rewritten before formula-check could fill them (a theme override or another "
+                "plugin changing the page's HTML); the checks themselves ran and are logged above"
+            )
+            self.session.placeholders.clear()
         site_dir = Path(config.site_dir)
         self.images.write(site_dir)
         if self.config.report:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
+import itertools
 import re
 import secrets
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,8 +134,10 @@ def _close_engines() -> None:
     _ENGINES.clear()
 
 
+# Found by its token alone, so that a plugin that re-serialises the HTML (attribute order,
+# quoting, empty-attribute syntax) before us does not hide a card.
 _PLACEHOLDER = re.compile(
-    r'<div class="fc-pending" data-fc-token="([0-9a-f]+-[0-9]+)" data-search-exclude></div>'
+    r"""<div\b[^>]*?\bdata-fc-token=["']?([0-9a-f]+-[0-9]+)["']?[^>]*>\s*</div>"""
 )
 
 
@@ -166,6 +169,8 @@ class FormulaSession:
     placeholders: dict[str, Placeholder] = field(default_factory=dict)
     nonce: str = field(default_factory=lambda: secrets.token_hex(6))
     _checking: threading.Thread | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _tokens: Iterator[int] = field(default_factory=itertools.count)
 
     def get_engine(self) -> Engine:
         """The engine, created on first use (pages without formulas never start TensorFlow)."""
@@ -213,14 +218,21 @@ class FormulaSession:
 
         def check() -> None:
             specs = [block.spec for block in todo if block.spec is not None]
+            results = engine.iter_check(specs)
             try:
-                for block, result in zip(todo, engine.iter_check(specs), strict=True):
+                for block, result in zip(todo, results, strict=False):
+                    if self._stopping.is_set():
+                        break  # shutting down: what is left is dropped, not reported
                     self._record(block, result)
                     futures[block.location].set_result(result)
             except BaseException as exc:  # handed to whoever waits for a result
                 for future in futures.values():
                     if not future.done():
                         future.set_exception(exc)
+            finally:
+                results.close()  # stops the queue of checks not started yet
+                for future in futures.values():
+                    future.cancel()  # only those never answered: nobody will answer them
 
         self._checking = threading.Thread(target=check, name="formula-check", daemon=True)
         self._checking.start()
@@ -232,7 +244,19 @@ class FormulaSession:
             self._checking = None
         pending, self.pending = self.pending, {}
         for _, future in pending.values():
-            future.result()
+            if not future.cancelled():
+                future.result()
+
+    def shutdown(self) -> None:
+        """Stop for good (Ctrl-C, the end of ``mkdocs serve``): blocks not started are dropped,
+        the workers stop, and the background batch ends without reporting anything more."""
+        self._stopping.set()
+        if self.engine is not None:
+            self.engine.close()  # a check still running ends now, as "stopped"
+        if self._checking is not None:
+            self._checking.join()
+            self._checking = None
+        self.pending.clear()
 
     def lookup(self, block: PageBlock) -> CheckResult | Future[CheckResult] | None:
         """The block's result, its future while it is being checked, or None if unknown."""
@@ -249,7 +273,7 @@ class FormulaSession:
         self, future: Future[CheckResult], block: PageBlock, labels: Labels | None
     ) -> str:
         """An element standing for the card until :meth:`fill_placeholders` replaces it."""
-        token = f"{self.nonce}-{len(self.placeholders)}"
+        token = f"{self.nonce}-{next(self._tokens)}"
         self.placeholders[token] = Placeholder(future, block, labels or self.labels, self.page)
         return f'<div class="fc-pending" data-fc-token="{token}" data-search-exclude></div>'
 
@@ -275,7 +299,7 @@ class FormulaSession:
 
     def _record(self, block: PageBlock, result: CheckResult) -> None:
         self.known[block.location] = (block.spec, result)
-        if self.on_result is not None:
+        if self.on_result is not None and not self._stopping.is_set():
             self.on_result(result)
 
     def _reusable(self, block: PageBlock) -> CheckResult | None:

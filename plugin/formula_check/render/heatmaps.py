@@ -156,9 +156,10 @@ def _value_range(values: Array, *, lo: float | None = None) -> tuple[float, floa
     finite = values[np.isfinite(values)]
     low = float(finite.min()) if finite.size else 0.0
     high = float(finite.max()) if finite.size else 1.0
-    low = max(low if lo is None else lo, -_LIMIT)
-    high = min(high, _LIMIT)
-    if not high > low:
+    low = min(max(low if lo is None else lo, -_LIMIT), _LIMIT)
+    high = min(max(high, -_LIMIT), _LIMIT)
+    # A span too thin to divide (a constant map, denormals) gets a width the ticks can use.
+    if not high - low > max(abs(low), abs(high), 1e-300) * 1e-9:
         high = low + (abs(low) or 1.0)
     return low, high
 

@@ -29,6 +29,7 @@ from ..model import Array
 from . import protocol
 
 STARTUP_TIMEOUT = 120.0
+ANSWER_TIMEOUT = 60.0
 ZYGOTE_RESTARTS = 3
 """A zygote lost more often than this is given up: workers are spawned instead."""
 _POLL = 0.1
@@ -54,7 +55,11 @@ def _worker_env() -> dict[str, str]:
 
 def fork_supported() -> bool:
     """Can workers be forked from a zygote here? (Linux: descriptor passing and /proc.)"""
-    return sys.platform == "linux" and hasattr(socket, "send_fds")
+    return (
+        sys.platform == "linux"
+        and hasattr(socket, "send_fds")
+        and os.access("/proc/self/stat", os.R_OK)
+    )
 
 
 class Zygote:
@@ -70,6 +75,7 @@ class Zygote:
         self.control: socket.socket | None = None
         self.failed = ""
         self.losses = 0
+        self.closed = False
         self._lock = threading.Lock()
         self._stderr: IO[bytes] | None = None
 
@@ -81,28 +87,36 @@ class Zygote:
             try:
                 socket.send_fds(control, [b"fork\n"], [theirs.fileno(), stderr.fileno()])
                 pid = int(self._answer(control)["pid"])
-            except (OSError, KeyError, TypeError, ValueError) as exc:
+            except BaseException as exc:  # an unread answer would be the next fork's pid
                 ours.close()
                 self._lost(f"the zygote did not fork ({exc})")
-                raise WorkerError(f"the zygote did not fork ({exc})") from None
+                if isinstance(exc, (OSError, KeyError, TypeError, ValueError)):
+                    raise WorkerError(f"the zygote did not fork ({exc})") from None
+                raise
             finally:
                 theirs.close()
         return ForkedProcess(pid, ours, self)
 
-    def wait(self, pid: int) -> int | None:
-        """The exit status of worker ``pid``, once it has exited (None: unknown)."""
+    def wait(self, pid: int) -> int | bool | None:
+        """The exit status of worker ``pid`` if it has exited, True if it is still running,
+        None if nobody knows (the zygote is gone)."""
         with self._lock:
             if self.control is None:
                 return None
             try:
                 self.control.sendall(f"wait {pid}\n".encode())
-                status = self._answer(self.control).get("status")
+                answer = self._answer(self.control)
             except (OSError, ValueError):
                 self._lost("the zygote stopped answering")
                 return None
-            return status if isinstance(status, int) else None
+            if answer.get("running") is True:
+                return True
+            status = answer.get("status")
+            return status if isinstance(status, int) and not isinstance(status, bool) else None
 
     def _started(self) -> socket.socket:
+        if self.closed:
+            raise WorkerError("the worker pool is closed")
         if self.failed:
             raise WorkerError(self.failed)
         if self.control is not None and self.process is not None and self.process.poll() is None:
@@ -131,6 +145,7 @@ class Zygote:
         if hello.get("ok") is not True:
             self._broken("the zygote did not start")
             raise WorkerError(self.failed)
+        ours.settimeout(ANSWER_TIMEOUT)  # a fork or a status takes milliseconds
         return ours
 
     @staticmethod
@@ -160,8 +175,14 @@ class Zygote:
         else:
             self.close()
 
+    def shut(self) -> None:
+        """Stop the zygote for good: no later fork starts another one."""
+        with self._lock:
+            self.closed = True
+            self.close()
+
     def close(self) -> None:
-        """Stop the zygote (its workers are stopped by their pool)."""
+        """Stop the zygote (its workers are stopped by their pool, and die with it)."""
         if self.control is not None:
             self.control.close()
             self.control = None
@@ -189,12 +210,27 @@ class ForkedProcess:
         self.stdout: IO[bytes] | None = conversation.makefile("rb")
         conversation.close()  # the files keep the socket open until they are closed
         self.returncode: int | None = None
+        # A pidfd names this very process even if its pid is reused after it is gone.
+        self.pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(pid)
+
+    def _exited(self) -> bool:
+        if self.pidfd is not None:
+            ready, _, _ = select.select([self.pidfd], [], [], 0)
+            return bool(ready)
+        return not is_running(self.pid)
 
     def poll(self) -> int | None:
         """None while running; the exit status once it has exited."""
-        if self.returncode is None and not is_running(self.pid):
+        if self.returncode is None and self._exited():
             status = self.zygote.wait(self.pid)
+            if status is True:
+                return None  # exiting right now: ask again later
             self.returncode = -signal.SIGKILL if status is None else status
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -209,7 +245,10 @@ class ForkedProcess:
     def kill(self) -> None:
         """SIGKILL."""
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
 
 
 def is_running(pid: int) -> bool:
@@ -235,6 +274,7 @@ class Worker:
         self.python = python or sys.executable
         self.memory_limit_mb = memory_limit_mb
         self.zygote = zygote
+        self.closed = False
         self.process: subprocess.Popen[bytes] | ForkedProcess | None = None
         self.environment: dict[str, Any] = {}
         self.started_at = 0.0
@@ -302,6 +342,8 @@ class Worker:
         self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
     ) -> Reply:
         """Send one request and wait up to ``timeout`` seconds for its answer."""
+        if self.closed:
+            return Reply("crash", {}, {}, "the checker was stopped before this check ran")
         if not self.alive:
             self.start()
         assert self.process is not None and self.process.stdin is not None
@@ -312,8 +354,16 @@ class Worker:
         return self._receive(timeout)
 
     def _receive(self, timeout: float) -> Reply:
-        assert self.process is not None and self.process.stdout is not None
-        stream: IO[bytes] = self.process.stdout
+        stopped = Reply("crash", {}, {}, "the checker was stopped while this check ran")
+        process = self.process
+        if process is None or process.stdout is None:
+            return stopped  # closed by another thread: the pool was shut
+        try:
+            return self._wait_for_answer(process.stdout, timeout)
+        except ValueError:  # its streams were closed under us, for the same reason
+            return stopped
+
+    def _wait_for_answer(self, stream: IO[bytes], timeout: float) -> Reply:
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -357,7 +407,8 @@ class Worker:
         return 0
 
     def _crashed(self, what: str) -> Reply:
-        assert self.process is not None
+        if self.process is None:
+            return Reply("crash", {}, {}, "the checker was stopped while this check ran")
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
         code = self.kill()
@@ -392,11 +443,12 @@ class Worker:
         return code
 
     def close(self) -> None:
-        """Stop the worker at once.
+        """Stop the worker at once, for good.
 
         The worker holds nothing worth flushing, and a polite exit of a process that has
         TensorFlow loaded takes about a second of teardown: killing it is both safe and fast.
         """
+        self.closed = True
         self.kill()
         if self.stderr_log is not None:
             self.stderr_log.close()
@@ -466,8 +518,8 @@ class WorkerPool:
         return [w.process.pid for w in self._all if w.process is not None and w.alive]
 
     def close(self) -> None:
-        """Stop every worker, then the zygote."""
+        """Stop every worker, then the zygote; later requests are refused, not restarted."""
+        if self.zygote is not None:
+            self.zygote.shut()
         for worker in self._all:
             worker.close()
-        if self.zygote is not None:
-            self.zygote.close()

@@ -5,17 +5,20 @@ the zygote, a second worker, or the fresh worker that replaces one killed on a t
 ``fork()`` away: a few milliseconds instead of another import.
 
 The zygote only imports. It never runs an op or asks for devices, so neither TensorFlow's
-runtime threads nor a GPU context exist yet when it forks: each child creates its own, as a
-freshly started process would. Run as ``python -m formula_check.worker.zygote PROJECT_ROOT``
+thread pools nor a GPU context exist yet when it forks: each child creates its own, as a
+freshly started process would (NumPy's BLAS may have started a thread; BLAS libraries handle
+fork). Run as ``python -m formula_check.worker.zygote PROJECT_ROOT``
 with fd 0 a Unix socket to the parent, which speaks one line per request:
 
 ``fork`` (with two descriptors attached: the child's conversation socket and its stderr)
     answered ``{"pid": N}``; the child serves requests exactly like ``worker.child``.
 ``wait N``
-    answered ``{"status": S}`` once child N has exited (negative: the signal that killed it).
+    answered ``{"status": S}`` if child N has exited (negative: the signal that killed it),
+    ``{"running": true}`` if it has not; it never blocks.
 
 The first line the zygote writes is its hello: ``{"ok": true}``, or ``{"ok": false, ...}``
-when TensorFlow cannot be imported. EOF on fd 0 ends the zygote.
+when TensorFlow cannot be imported. EOF on fd 0 (the parent closed the pool, or died) ends
+the zygote, and it takes its workers with it: each worker also dies with the zygote.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[0]).resolve() if args else Path.cwd()
     control = socket.socket(fileno=0)
+    # Inherited "ignore" would reap children behind our back and lose their exit statuses.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    children: set[int] = set()
     try:
         from . import execution  # noqa: F401  (the import is the point)
     except ImportError as exc:
@@ -45,27 +51,39 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     warnings.simplefilter("ignore")
     send_line(control, {"ok": True})
+    try:
+        _answer_until_eof(root, control, children)
+    finally:
+        for pid in children:  # the pool is gone: so are the workers it can no longer reach
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+    return 0
+
+
+def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) -> None:
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(control, 256, 2)
         except OSError:
-            return 0
+            return
         if not data:
-            return 0
+            return
         command = data.decode("ascii", "replace").split()
         if command[:1] == ["fork"] and len(fds) == 2:
-            send_line(control, {"pid": _fork(root, control, *fds)})
-        elif command[:1] == ["wait"] and len(command) == 2:
-            for fd in fds:
-                os.close(fd)
-            send_line(control, {"status": _wait(int(command[1]))})
+            pid = _fork(root, control, *fds)
+            children.add(pid)
+            send_line(control, {"pid": pid})
+            continue
+        for fd in fds:
+            os.close(fd)
+        if command[:1] == ["wait"] and len(command) == 2 and command[1].isdigit():
+            send_line(control, _wait(int(command[1]), children))
         else:
-            for fd in fds:
-                os.close(fd)
             send_line(control, {"error": f"unknown command {data[:40]!r}"})
 
 
 def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) -> int:
+    zygote = os.getpid()
     pid = os.fork()
     if pid:
         os.close(conversation)
@@ -76,6 +94,7 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
     try:
         control.close()
         os.setsid()  # its own process group: a timeout kills the snippet's children too
+        _die_with_parent(zygote)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.dup2(stderr, 2)
         os.dup2(2, 1)  # stray prints to fd 1 land in the stderr log, as in a spawned worker
@@ -102,12 +121,28 @@ def _serve_forked(root: Path, conversation: int) -> int:
     return child.serve(requests, answers, lambda h, a: run_check(session, h, a))
 
 
-def _wait(pid: int) -> int | None:
+def _die_with_parent(zygote: int) -> None:
+    """Ask Linux to SIGKILL this worker when the zygote dies (no orphan spins on)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != zygote:  # the zygote died before the request took effect
+        os._exit(70)
+
+
+def _wait(pid: int, children: set[int]) -> dict[str, Any]:
+    """The exit status of child ``pid`` if it has exited; never blocks."""
     try:
-        _, status = os.waitpid(pid, 0)
+        done, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return None
-    return os.waitstatus_to_exitcode(status)
+        children.discard(pid)
+        return {"status": None}
+    if done == 0:
+        return {"running": True}
+    children.discard(pid)
+    return {"status": os.waitstatus_to_exitcode(status)}
 
 
 def send_line(sock: socket.socket, message: dict[str, Any]) -> None:

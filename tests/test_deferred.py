@@ -1,0 +1,126 @@
+"""Pages render while their blocks are checked: hooks that touch the placeholders, and Ctrl-C.
+
+Real ``mkdocs build`` runs with the result cache off, so every card starts as a placeholder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support import checker_pids
+
+pytestmark = [pytest.mark.tf, pytest.mark.site]
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sites" / "good"
+
+HOOKS = """
+import re
+
+from mkdocs.plugins import event_priority
+
+
+@event_priority(200)  # before formula-check, as a minifier listed first would be
+def on_post_page(output, page, config):
+    if page.file.src_uri == "index.md":  # re-serialised: same element, other attribute syntax
+        return output.replace(" data-search-exclude>", ' data-search-exclude="">')
+    if page.file.src_uri == "layers.md":  # dropped altogether
+        return re.sub(r'<div class="fc-pending"[^>]*></div>', "", output)
+    return output
+"""
+
+SLOW = """```formula id="slow-{index}" oracle="softmax" dims="b=1 n=2 m=3" timing="off" seed="{index}"
+\\text{{softmax}}(x)_i = \\frac{{e^{{x_i}}}}{{\\sum_j e^{{x_j}}}}
+```
+
+```python
+import os
+import time
+
+import tensorflow as tf
+
+
+def softmax(x):
+    with open(os.environ["FC_TEST_LEDGER"], "a", encoding="utf-8") as ledger:
+        ledger.write("{index}\\n")
+    time.sleep(1.5)
+    return tf.nn.softmax(x, axis=-1)
+```
+"""
+
+
+def build(project: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "build", *extra],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own group: SIGINT reaches it as a terminal's Ctrl-C would
+    )
+
+
+def wait_until(condition: object, limit: float) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_cards_survive_rewritten_placeholders_and_missing_ones_are_reported(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "good"
+    shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    (project / "hooks.py").write_text(HOOKS, encoding="utf-8")
+    config = (project / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config.replace("  - formula-check\n", "  - formula-check:\n      cache: false\n")
+    (project / "mkdocs.yml").write_text(config + "hooks:\n  - hooks.py\n", encoding="utf-8")
+    output, _ = build(project).communicate(timeout=300)
+    index = (project / "site" / "index.html").read_text(encoding="utf-8")
+    layers = (project / "site" / "layers" / "index.html").read_text(encoding="utf-8")
+    assert "fc-pending" not in index
+    assert index.count('data-fc-status="') == index.count('<div class="arithmatex">') > 3
+    assert "fc-card" not in layers
+    warnings = [line for line in output.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1, output
+    assert "cards missing from docs/layers.md: their placeholders were removed" in warnings[0]
+
+
+def test_ctrl_c_drops_the_queued_checks_and_leaves_no_process(tmp_path: Path) -> None:
+    project = tmp_path / "slow"
+    (project / "docs").mkdir(parents=True)
+    page = "# Slow\n\n" + "\n".join(SLOW.format(index=i) for i in range(8))
+    (project / "docs" / "index.md").write_text(page, encoding="utf-8")
+    (project / "mkdocs.yml").write_text(
+        "site_name: Slow\nplugins:\n  - formula-check:\n      cache: false\n"
+        "markdown_extensions:\n  - pymdownx.superfences\n  - pymdownx.arithmatex:\n"
+        "      generic: true\n",
+        encoding="utf-8",
+    )
+    ledger = tmp_path / "ledger.txt"
+    ledger.touch()
+    env = dict(os.environ, FC_TEST_LEDGER=str(ledger))
+    process = build(project, env=env)
+    try:
+        assert wait_until(lambda: ledger.read_text().strip(), 180), "no snippet ever started"
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    ran = ledger.read_text().split()
+    assert process.returncode != 0
+    assert len(ran) <= 2, f"queued blocks kept running after Ctrl-C: {ran}"
+    assert "worker crashed" not in output
+    assert wait_until(lambda: not checker_pids(project.resolve()), 10), "a worker outlived mkdocs"
