@@ -638,6 +638,21 @@ def test_huge_maps_are_sampled_to_their_drawn_size() -> None:
     assert len(figure.data) < 50_000
 
 
+@pytest.mark.parametrize(
+    "matrix",
+    [
+        np.array([[0.0, 5e-324], [0.0, 0.0]]),  # a range of one denormal
+        np.full((2, 3), 1.5e308),  # constant, near the largest float
+        np.full((2, 3), -1.5e308),
+        np.array([[1e-310, 2e-310]]),
+    ],
+)
+def test_extreme_value_ranges_still_draw(matrix: np.ndarray) -> None:
+    encoding = dataclasses.replace(verified(), arrays={"output": matrix}, shapes=())
+    (figure,) = figures_for(encoding, None, EN)
+    ET.fromstring(figure.data)
+
+
 def test_delta_heatmap_only_when_present() -> None:
     assert [f.name for f in figures_for(mismatch(), (), EN)] == ["delta"]
     assert figures_for(mismatch(arrays={}), (), EN) == []
