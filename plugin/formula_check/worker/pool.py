@@ -518,8 +518,13 @@ class WorkerPool:
         return [w.process.pid for w in self._all if w.process is not None and w.alive]
 
     def close(self) -> None:
-        """Stop every worker, then the zygote; later requests are refused, not restarted."""
+        """Stop every worker, then the zygote; later requests are refused, not restarted.
+
+        Workers go first, so that the zygote reaps them (their CPU time is then counted in
+        this process's children, as a spawned worker's is)."""
         if self.zygote is not None:
-            self.zygote.shut()
+            self.zygote.closed = True  # no fork from now on
         for worker in self._all:
             worker.close()
+        if self.zygote is not None:
+            self.zygote.shut()
