@@ -56,9 +56,17 @@ def softmax(x):
 """
 
 
+# A test runner may run us with SIGINT ignored (xdist workers do), and an ignored signal stays
+# ignored across exec: MkDocs is started with Python's own Ctrl-C handler put back.
+MKDOCS_WITH_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['mkdocs', *sys.argv[1:]]; runpy.run_module('mkdocs', run_name='__main__')"
+)
+
+
 def build(project: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "mkdocs", "build", *extra],
+        [sys.executable, "-c", MKDOCS_WITH_CTRL_C, "build", *extra],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,
