@@ -91,6 +91,23 @@ def test_round_trip_and_damage(tmp_path: Path) -> None:
         cache.put("ab" * 32, result, [])
 
 
+def test_unchanged_entries_are_read_once_and_replaced_ones_again(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    spec = spec_for("attention", SDPA)
+    key = "cd" * 32
+    cache.put(key, sample_result(), [])
+    first = cache.get(key, spec)
+    assert first is not None and cache.get(key, spec) == first
+    assert cache.decoded == 1, "a rebuild does not decode an unchanged entry again"
+    other = dataclasses.replace(sample_result(), status=Status.MISMATCH)
+    cache.put(key, other, [])  # a new file under the same name
+    again = cache.get(key, spec)
+    assert again is not None and again.status is Status.MISMATCH and cache.decoded == 2
+    [path] = list((tmp_path / "cache").glob("*/*.fcr"))
+    path.unlink()
+    assert cache.get(key, spec) is None  # deleted on disk: gone from memory too
+
+
 def test_no_temporary_files_left_behind(tmp_path: Path) -> None:
     cache = ResultCache(tmp_path / "cache", tmp_path)
     for i in range(5):

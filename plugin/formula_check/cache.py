@@ -102,21 +102,18 @@ class ResultCache:
         self.root = root
         self.hits = 0
         self.misses = 0
+        self.decoded = 0
+        # Entries already read, by key, with the identity of the file they came from: a
+        # rebuild (``mkdocs serve``) re-reads only entries whose file was replaced.
+        self._memory: dict[str, tuple[tuple[int, int, int], CheckResult, dict[str, str]]] = {}
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.fcr"
 
     def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
         """The cached result for ``key`` relocated to ``spec``'s block, or None."""
-        path = self._path(key)
-        try:
-            blob = path.read_bytes()
-        except OSError:
-            self.misses += 1
-            return None
-        entry = self._decode(blob)
+        entry = self._read(key)
         if entry is None:
-            path.unlink(missing_ok=True)  # damaged: forget it, recompute
             self.misses += 1
             return None
         result, depends = entry
@@ -127,6 +124,29 @@ class ResultCache:
         return dataclasses.replace(
             result, block_id=spec.block_id, location=spec.location, cached=True
         )
+
+    def _read(self, key: str) -> tuple[CheckResult, dict[str, str]] | None:
+        path = self._path(key)
+        try:
+            stat = path.stat()
+        except OSError:
+            self._memory.pop(key, None)
+            return None
+        identity = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # a rewrite is a new file
+        remembered = self._memory.get(key)
+        if remembered is not None and remembered[0] == identity:
+            return remembered[1], remembered[2]
+        try:
+            entry = self._decode(path.read_bytes())
+        except OSError:
+            entry = None
+        self.decoded += 1
+        if entry is None:
+            path.unlink(missing_ok=True)  # damaged: forget it, recompute
+            self._memory.pop(key, None)
+            return None
+        self._memory[key] = (identity, *entry)
+        return entry
 
     def put(self, key: str, result: CheckResult, local_files: list[str]) -> None:
         """Store ``result`` atomically along with the hashes of the project files it imported."""
