@@ -97,6 +97,7 @@ def test_good_site_exits_0_with_a_summary(first_runs: dict[str, Run]) -> None:
     assert "formula-check: 13 blocks on 3 pages in " in run.out
     assert ": 12 verified, 1 expected failure" in run.out
     assert "slowest:" in run.out
+    assert "starting workers (TensorFlow import): " in run.out
     assert "failures" not in run.out
     # Not a terminal: one plain progress line per block, no carriage returns.
     assert "[13/13] " in run.err
@@ -131,6 +132,7 @@ def test_a_cached_rerun_reads_the_cache(first_runs, monkeypatch, capsys) -> None
     run = check(first_runs, "good", monkeypatch, capsys)
     assert run.code == 0
     assert "(13 cached)" in run.out
+    assert "starting workers" not in run.out  # nothing ran: no worker was started
 
 
 @pytest.mark.tf

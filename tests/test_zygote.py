@@ -151,3 +151,12 @@ def test_a_closed_engine_starts_nothing_again() -> None:
     assert result.status is Status.ERROR and "stopped" in result.message
     assert engine.pool.alive_pids() == []
     assert engine.pool.zygote is not None and engine.pool.zygote.process is None
+
+
+def test_worker_start_is_counted_apart_from_the_blocks(engine: Engine) -> None:
+    assert engine.startup_seconds == 0
+    assert verified(engine)
+    started = engine.startup_seconds
+    assert started > 0, "the first check started a worker"
+    assert verified(engine)
+    assert engine.startup_seconds == started, "a warm worker starts nothing"

@@ -203,6 +203,7 @@ def _check(args: argparse.Namespace) -> int:
     with _engine(project, args, args.workers) as engine, Progress(sys.stderr, len(chosen)) as bar:
         results = run_blocks(engine, chosen, bar)
         seconds = bar.elapsed()
+        startup = engine.startup_seconds
     if args.json is not None:
         _write(args.json, report_json(results))
     if args.junit_xml is not None:
@@ -213,7 +214,12 @@ def _check(args: argparse.Namespace) -> int:
     deselected = len(blocks) - len(chosen)
     print(
         summary(
-            results, pages=len(pages), seconds=seconds, deselected=deselected, is_failure=failing
+            results,
+            pages=len(pages),
+            seconds=seconds,
+            deselected=deselected,
+            is_failure=failing,
+            startup=startup,
         )
     )
     return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK

@@ -8,6 +8,7 @@ spawned and imports TensorFlow itself. Either way the worker speaks the same pro
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import queue
@@ -43,6 +44,8 @@ class Reply:
     header: Mapping[str, Any]
     arrays: Mapping[str, Array]
     detail: str = ""
+    startup: float = 0.0
+    """Seconds this request spent starting its worker (importing TensorFlow, or a fork)."""
 
 
 def _worker_env() -> dict[str, str]:
@@ -344,14 +347,19 @@ class Worker:
         """Send one request and wait up to ``timeout`` seconds for its answer."""
         if self.closed:
             return Reply("crash", {}, {}, "the checker was stopped before this check ran")
+        startup = 0.0
         if not self.alive:
+            began = time.perf_counter()
             self.start()
+            startup = time.perf_counter() - began
         assert self.process is not None and self.process.stdin is not None
         try:
             protocol.write_message(self.process.stdin, header, arrays)
         except (BrokenPipeError, OSError) as exc:
-            return self._crashed(f"the worker stopped accepting requests ({exc})")
-        return self._receive(timeout)
+            reply = self._crashed(f"the worker stopped accepting requests ({exc})")
+        else:
+            reply = self._receive(timeout)
+        return dataclasses.replace(reply, startup=startup)
 
     def _receive(self, timeout: float) -> Reply:
         stopped = Reply("crash", {}, {}, "the checker was stopped while this check ran")
