@@ -232,7 +232,7 @@ class FormulaCheckExtension(Extension):
             where,
         )
         result = CheckResult("unknown", where, "?", Status.ERROR, failure=failure)
-        return self.session.render(result, None, self.labels)
+        return self.session.card(result, None, self.labels)
 
     def _make_session(self) -> FormulaSession:
         given = self.getConfig("session")

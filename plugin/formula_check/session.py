@@ -320,27 +320,6 @@ class FormulaSession:
             return labels_for(language)
         return self.labels
 
-    def render(
-        self,
-        result: CheckResult,
-        block: PageBlock | None,
-        labels: Labels | None = None,
-        *,
-        page: PageContext | None = None,
-    ) -> str:
-        """The card for ``result`` in ``labels`` (default: the site's), figures via the sink,
-        linked from ``page`` (default: the page being rendered)."""
-        spec = block.spec if block is not None else None
-        where = page or self.page
-        return render_card(
-            result,
-            labels=labels or self.labels,
-            image_url=lambda figure: self.images.url(figure, where),
-            heatmaps=spec.heatmaps if spec else None,
-            sweep_dim=spec.sweep_dim if spec else "n",
-            make_figures=self._figures(),
-        )
-
     def card(
         self,
         result: CheckResult,
@@ -349,16 +328,31 @@ class FormulaSession:
         *,
         page: PageContext | None = None,
     ) -> str:
-        """:meth:`render`, or if drawing the card fails, an error card saying why."""
+        """The card for ``result`` in ``labels`` (default: the site's), its figures linked from
+        ``page`` (default: the page being rendered). If drawing it fails, an error card says
+        why: a card that cannot be drawn must not take the page down."""
         try:
-            return self.render(result, block, labels, page=page)
-        except Exception as exc:  # a card that cannot be drawn must not take the page down
+            return self._draw(result, block, labels or self.labels, page or self.page)
+        except Exception as exc:
             message = f"could not render this card: {exc}"
             failure = SnippetFailure(type(exc).__name__, message, result.location)
             broken = CheckResult(
                 result.block_id, result.location, result.oracle, Status.ERROR, failure=failure
             )
-            return self.render(broken, block, labels, page=page)
+            return self._draw(broken, block, labels or self.labels, page or self.page)
+
+    def _draw(
+        self, result: CheckResult, block: PageBlock | None, labels: Labels, page: PageContext
+    ) -> str:
+        spec = block.spec if block is not None else None
+        return render_card(
+            result,
+            labels=labels,
+            image_url=lambda figure: self.images.url(figure, page),
+            heatmaps=spec.heatmaps if spec else None,
+            sweep_dim=spec.sweep_dim if spec else "n",
+            make_figures=self._figures(),
+        )
 
     def _figures(self) -> FigureCache:
         """Figures are cached beside the results (in memory only when the cache is off)."""
