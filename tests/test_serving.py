@@ -1,0 +1,260 @@
+"""``fast_serve``: quicker polling that still sees every change, and compiled templates reused
+across rebuilds without ever serving a stale or foreign one."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+from mkdocs.livereload import LiveReloadServer
+from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
+
+from formula_check import serving
+from formula_check.mkdocs_plugin import FormulaCheckPlugin
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sites"
+MakeServer = Callable[[Path], tuple[LiveReloadServer, Path, Path]]
+
+
+# -- polling ------------------------------------------------------------------------------
+
+
+def test_the_interval_follows_the_cost_of_one_look_within_bounds() -> None:
+    assert serving.polling_interval(0.0) == serving.FASTEST_INTERVAL
+    assert serving.polling_interval(0.004) == pytest.approx(0.08)
+    assert serving.polling_interval(0.1) == serving.MKDOCS_INTERVAL
+    assert serving.polling_interval(30.0) == serving.MKDOCS_INTERVAL
+
+
+@pytest.fixture
+def servers() -> Iterator[list[LiveReloadServer]]:
+    """Servers made by a test, their sockets closed after it (they are never started)."""
+    made: list[LiveReloadServer] = []
+    yield made
+    for server in made:
+        server.server_close()
+
+
+@pytest.fixture
+def make_server(
+    servers: list[LiveReloadServer],
+) -> Callable[[Path], tuple[LiveReloadServer, Path, Path]]:
+    def make(folder: Path) -> tuple[LiveReloadServer, Path, Path]:
+        docs = folder / "docs"
+        docs.mkdir(parents=True)
+        (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+        config = folder / "mkdocs.yml"
+        config.write_text("site_name: x\n", encoding="utf-8")
+        server = LiveReloadServer(
+            builder=lambda: None, host="127.0.0.1", port=0, root=str(folder / "site")
+        )
+        servers.append(server)
+        server.watch(str(docs))
+        server.watch(str(config))
+        server.watch(str(docs))  # watched twice (MkDocs counts references)
+        return server, docs, config
+
+    return make
+
+
+def wait_for_rebuild_request(server: LiveReloadServer, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with server._rebuild_cond:
+            if server._want_rebuild:
+                server._want_rebuild = False
+                return True
+        time.sleep(0.01)
+    return False
+
+
+def test_the_quicker_observer_keeps_every_watch_and_sees_each_kind_of_change(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    server, docs, config = make_server(tmp_path)
+    before = dict(server._watched_paths)
+    interval = serving.quicken_polling(server)
+    assert interval is not None and interval < serving.MKDOCS_INTERVAL
+    assert isinstance(server.observer, PollingObserver)
+    assert server._watched_paths == before
+    # a file is polled through its folder (without subfolders), as MkDocs' observer does
+    watches = {(e.watch.path, e.watch.is_recursive) for e in server.observer.emitters}
+    assert watches == {(str(docs), True), (str(tmp_path), False)}
+    server.observer.start()
+    try:
+        assert not wait_for_rebuild_request(server, seconds=0.5), "nothing changed yet"
+        (docs / "index.md").write_text("# Home, edited\n", encoding="utf-8")
+        assert wait_for_rebuild_request(server), "an edited page"
+        (docs / "sub").mkdir()
+        (docs / "sub" / "new.md").write_text("# New\n", encoding="utf-8")
+        assert wait_for_rebuild_request(server), "a page in a new folder"
+        config.write_text("site_name: y\n", encoding="utf-8")
+        assert wait_for_rebuild_request(server), "the config file"
+        (docs / "sub" / "new.md").unlink()
+        assert wait_for_rebuild_request(server), "a deleted page"
+        # unwatching still works on the new observer (MkDocs' own bookkeeping is intact)
+        server.unwatch(str(docs))
+        server.unwatch(str(docs))
+        time.sleep(0.3)
+        wait_for_rebuild_request(server, seconds=0.0)
+        (docs / "index.md").write_text("# Unwatched\n", encoding="utf-8")
+        assert not wait_for_rebuild_request(server, seconds=1.0), "no longer watched"
+    finally:
+        server.observer.stop()
+        server.observer.join()
+
+
+def test_a_costly_folder_keeps_mkdocs_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_server: MakeServer
+) -> None:
+    server, _, _ = make_server(tmp_path)
+    observer = server.observer
+    monkeypatch.setattr(serving, "snapshot_seconds", lambda paths: 0.5)
+    assert serving.quicken_polling(server) is None
+    assert server.observer is observer
+
+
+def test_servers_it_does_not_know_are_left_alone(tmp_path: Path, make_server: MakeServer) -> None:
+    server, _, _ = make_server(tmp_path)
+    native = Observer()
+    server.observer = native  # type: ignore[assignment]
+    assert serving.quicken_polling(server) is None and server.observer is native
+    server, _, _ = make_server(tmp_path / "started")  # an observer already running
+    server.observer.start()
+    try:
+        observer = server.observer
+        assert serving.quicken_polling(server) is None and server.observer is observer
+    finally:
+        server.observer.stop()
+        server.observer.join()
+    assert serving.quicken_polling(object()) is None
+
+
+# -- compiled templates -------------------------------------------------------------------
+
+
+def environment(
+    templates: dict[str, str], cache: serving.TemplateCache, **options: Any
+) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.DictLoader(templates), **options)
+    return cache.attach(env)
+
+
+def test_a_new_environment_reuses_the_compiled_template() -> None:
+    cache = serving.TemplateCache()
+    templates = {"page.html": "{% block body %}Hello {{ name }}{% endblock %}"}
+    first = environment(templates, cache).get_template("page.html").render(name="A")
+    second = environment(templates, cache).get_template("page.html").render(name="B")
+    assert (first, second) == ("Hello A", "Hello B")
+    assert (cache.compiled, cache.hits) == (1, 1)
+
+
+def test_an_edited_template_is_compiled_again() -> None:
+    cache = serving.TemplateCache()
+    environment({"page.html": "old {{ x }}"}, cache).get_template("page.html").render(x=1)
+    edited = environment({"page.html": "new {{ x }}"}, cache)
+    assert edited.get_template("page.html").render(x=2) == "new 2"
+    assert (cache.compiled, cache.hits) == (2, 0)
+
+
+def test_other_syntax_settings_never_share_code() -> None:
+    cache = serving.TemplateCache()
+    source = {"page.html": "[[ x ]] {{ x }}"}
+    plain = environment(source, cache).get_template("page.html").render(x=1)
+    brackets = environment(source, cache, variable_start_string="[[", variable_end_string="]]")
+    assert plain == "[[ x ]] 1"
+    assert brackets.get_template("page.html").render(x=1) == "1 {{ x }}"
+    trimmed = environment({"t.html": "{% if 1 %}\nA\n{% endif %}\n"}, cache, trim_blocks=True)
+    untrimmed = environment({"t.html": "{% if 1 %}\nA\n{% endif %}\n"}, cache)
+    assert trimmed.get_template("t.html").render() == "A\n"
+    assert untrimmed.get_template("t.html").render() == "\nA\n"
+    assert cache.hits == 0
+
+
+def test_cached_code_uses_the_new_environment_filters() -> None:
+    cache = serving.TemplateCache()
+    source = {"page.html": "{{ word | tone }}"}
+    loud = environment(source, cache)
+    loud.filters["tone"] = str.upper
+    quiet = environment(source, cache)
+    quiet.filters["tone"] = str.lower
+    assert loud.get_template("page.html").render(word="Mixed") == "MIXED"
+    assert quiet.get_template("page.html").render(word="Mixed") == "mixed"
+    assert cache.hits == 1
+
+
+def test_an_environment_with_its_own_cache_keeps_it() -> None:
+    own = jinja2.FileSystemBytecodeCache()
+    env = jinja2.Environment(bytecode_cache=own)
+    assert serving.TemplateCache().attach(env).bytecode_cache is own
+
+
+def plugin_with(**options: object) -> FormulaCheckPlugin:
+    plugin = FormulaCheckPlugin()
+    errors, _ = plugin.load_config(dict(options))
+    assert not errors
+    return plugin
+
+
+@pytest.mark.parametrize(
+    ("command", "options", "attached"),
+    [
+        ("serve", {}, True),
+        ("serve", {"fast_serve": False}, False),
+        ("serve", {"enabled": False}, False),
+        ("build", {}, False),
+    ],
+)
+def test_templates_are_reused_only_under_serve_with_the_option_on(
+    command: str, options: dict[str, object], attached: bool
+) -> None:
+    plugin = plugin_with(**options)
+    plugin.on_startup(command=command, dirty=False)
+    env = plugin.on_env(jinja2.Environment(), config=None, files=None)  # type: ignore[arg-type]
+    assert (env.bytecode_cache is plugin.templates) is attached
+
+
+def test_the_option_off_leaves_mkdocs_polling(tmp_path: Path, make_server: MakeServer) -> None:
+    server, _, _ = make_server(tmp_path)
+    observer = server.observer
+    plugin_with(fast_serve=False).on_serve(server, config=None, builder=None)  # type: ignore[arg-type]
+    assert server.observer is observer
+    plugin_with().on_serve(server, config=None, builder=None)  # type: ignore[arg-type]
+    assert server.observer is not observer
+
+
+@pytest.mark.tf
+@pytest.mark.site
+def test_a_rebuild_from_cached_templates_writes_the_same_site(tmp_path: Path) -> None:
+    """Builds in one process as ``mkdocs serve`` makes them. The first fills the result cache;
+    the second compiles every template afresh, the third reuses them: their pages are the
+    same bytes."""
+    project = tmp_path / "zh"
+    shutil.copytree(FIXTURES / "zh", project, ignore=shutil.ignore_patterns("site", ".cache"))
+    sites = [tmp_path / "fresh", tmp_path / "reused"]
+    config = load_config(str(project / "mkdocs.yml"), site_dir=str(tmp_path / "first"))
+    config.plugins.on_startup(command="serve", dirty=False)
+    try:
+        build(config)
+        plugin = config.plugins["formula-check"]
+        assert isinstance(plugin, FormulaCheckPlugin)
+        plugin.templates.clear()
+        hits = []
+        for site in sites:
+            build(load_config(str(project / "mkdocs.yml"), site_dir=str(site)))
+            hits.append(plugin.templates.hits)
+        assert hits[0] == 0 and hits[1] > 0, hits
+    finally:
+        config.plugins.on_shutdown()
+    pages = sorted(path.relative_to(sites[0]) for path in sites[0].rglob("*.html"))
+    assert pages and pages == sorted(p.relative_to(sites[1]) for p in sites[1].rglob("*.html"))
+    for page in pages:
+        assert (sites[0] / page).read_bytes() == (sites[1] / page).read_bytes(), page
