@@ -543,6 +543,7 @@ def scale(args: argparse.Namespace) -> None:
             name: lambda config=config: build_timing(config) for name, config in configs.items()
         }
         times = interleaved(sides, args.repeats, verify)
+        checking = checking_throughput(configs[f"{largest}/1"].parent, args)
         load_after = load_average()
     floor = medians(times["disabled"])
     timing = (
@@ -572,8 +573,41 @@ def scale(args: argparse.Namespace) -> None:
     )
     for name, values in times.items():
         print(f"  runs {name:<8}: {runs(values)}")
+    one, two = median(checking[1]), median(checking[2])
+    print(
+        f"checking alone, once the workers are up (the engine, no MkDocs; {largest * 4} blocks): "
+        f"1 worker {one:.1f} s, 2 workers {two:.1f} s -> {one / two:.2f}x"
+    )
+    print(f"  runs 1 worker: {runs(checking[1])} | 2 workers: {runs(checking[2])}")
     print("all blocks verified" if not failures else "FAILURES: " + "; ".join(failures))
     print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
+
+
+def checking_throughput(root: Path, args: argparse.Namespace) -> dict[int, list[float]]:
+    """Seconds to check every block of the site at ``root`` with 1 and with 2 workers already
+    started (TensorFlow imported, workers forked): what a second worker adds to the checking,
+    apart from the start-up both pay once."""
+    from formula_check.engine import Engine
+    from formula_check.pages import Settings, page_blocks
+
+    specs = []
+    for page in sorted((root / "docs").glob("*.md")):
+        lines = page.read_text(encoding="utf-8").split("\n")
+        settings = Settings(root, 60.0, timing=args.timing)
+        found = page_blocks(lines, page=page.relative_to(root).as_posix(), settings=settings)
+        specs += [block.spec for block in found if block.spec is not None]
+    seconds: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(args.repeats):
+        for workers in (1, 2):
+            with Engine(root, workers=workers, use_cache=False) as engine:
+                engine.check_many(specs[:workers])  # import TensorFlow, start every worker
+                start = time.perf_counter()
+                results = engine.check_many(specs)
+                seconds[workers].append(time.perf_counter() - start)
+            bad = [r.block_id for r in results if not r.outcome_ok]
+            if bad:
+                raise SystemExit(f"checking alone: not verified: {bad}")
+    return seconds
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ and the TensorFlow worker started for the first build is the one that serves eve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -50,10 +51,15 @@ def wait_for(what: str, probe: Callable[[], bool], seconds: float = 120.0) -> No
     pytest.fail(f"timed out waiting for {what}")
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[str]]]:
+def copy_fixture(tmp_path: Path) -> Path:
     project = tmp_path / "zh"
     shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    return project
+
+
+@contextlib.contextmanager
+def serving(project: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``mkdocs serve`` of ``project`` after its first build; Ctrl-C at the end."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
@@ -67,7 +73,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[str]]]:
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_for("the first build", lambda: "fc-card" in (fetch(url) or ""))
-        yield project, url, server
+        yield url, server
     finally:
         os.killpg(server.pid, signal.SIGINT)
         try:
@@ -75,6 +81,13 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[str]]]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[str]]]:
+    project = copy_fixture(tmp_path)
+    with serving(project) as (url, server):
+        yield project, url, server
 
 
 def card_status(url: str, block: str) -> str:
@@ -116,3 +129,32 @@ def test_serve_survives_bad_blocks_and_recovers(
     wait_for("the fixed block", lambda: card_status(url, "注意力") == "verified")
     assert server.poll() is None, "the server is still running"
     assert worker_pids(project.resolve()) == workers, "TensorFlow stayed loaded in the same worker"
+
+
+def test_serve_starts_the_worker_after_a_first_build_served_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """Every block cached: the first build runs no snippet, and the worker starts right after
+    it, so that the first edit of a block does not wait for the TensorFlow import."""
+    project = copy_fixture(tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q"],
+        cwd=project,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert not worker_pids(project.resolve()), "the build's worker is gone"
+    with serving(project) as (url, server):
+        assert "缓存结果" in (fetch(url) or ""), "the first build came from the cache"
+        wait_for("a worker started in the background", lambda: bool(worker_pids(project.resolve())))
+        workers = worker_pids(project.resolve())
+        assert len(workers) == 1
+        page = project / "docs" / "index.md"
+        original = page.read_text(encoding="utf-8")
+        page.write_text(
+            original.replace(GOOD_LINE, "    raise ValueError('edited')\n", 1), encoding="utf-8"
+        )
+        wait_for("the edited block's card", lambda: card_status(url, "注意力") == "error")
+        assert worker_pids(project.resolve()) == workers, "the edit used the started worker"
+        assert server.poll() is None

@@ -160,3 +160,46 @@ def test_worker_start_is_counted_apart_from_the_blocks(engine: Engine) -> None:
     assert started > 0, "the first check started a worker"
     assert verified(engine)
     assert engine.startup_seconds == started, "a warm worker starts nothing"
+
+
+def test_workers_started_in_the_background_serve_a_check_arriving_meanwhile(
+    engine: Engine,
+) -> None:
+    """A check sent while the background start is importing TensorFlow waits for that start
+    instead of starting the same worker a second time."""
+    thread = engine.start_in_background()
+    assert verified(engine, 3)
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    zygote = engine.pool.zygote
+    assert zygote is not None and zygote.process is not None
+    pids = engine.pool.alive_pids()
+    assert len(pids) == 2, "both workers started, each once"
+    children = [pid for pid in running_pids() if parent_pid_or_none(pid) == zygote.process.pid]
+    assert sorted(children) == sorted(pids), "no worker was started twice"
+
+
+def running_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and is_running(int(name))]
+
+
+def parent_pid_or_none(pid: int) -> int | None:
+    try:
+        return parent_pid(pid)
+    except OSError:
+        return None
+
+
+def test_a_background_start_without_tensorflow_leaves_the_error_to_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "tensorflow"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with Engine(PROJECT, use_cache=False) as engine:
+        thread = engine.start_in_background()
+        thread.join(timeout=120)
+        assert not thread.is_alive() and engine.pool.alive_pids() == []
+        with pytest.raises(MissingTensorFlowError):
+            engine.check(spec_for("attention", SDPA))

@@ -139,6 +139,15 @@ class Engine:
         """Start the workers now rather than on the first check."""
         self.pool.warm_up()
 
+    def start_in_background(self) -> threading.Thread:
+        """Start the workers on a background thread, so that a later check does not wait for
+        the TensorFlow import (``mkdocs serve`` after a first build served from the cache)."""
+        thread = threading.Thread(
+            target=self.pool.start_idle, name="formula-check-start", daemon=True
+        )
+        thread.start()
+        return thread
+
     def close(self) -> None:
         """Stop the workers."""
         self.pool.close()

@@ -294,6 +294,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 "plugin changing the page's HTML); the checks themselves ran and are logged above"
             )
             self.session.placeholders.clear()
+        if self.serving and any(block.spec is not None for block in self.blocks):
+            # a first build served from the cache started no worker; start it now, so that
+            # the first edit of a block does not wait for the TensorFlow import
+            self.session.get_engine().start_in_background()
         site_dir = Path(config.site_dir)
         self.images.write(site_dir)
         if self.config.report:

@@ -516,6 +516,26 @@ class WorkerPool:
         for thread in threads:
             thread.join()
 
+    def start_idle(self) -> None:
+        """Start the idle workers that are not running, each borrowed as a request borrows it:
+        a request arriving meanwhile waits for that start instead of racing it. A failure is
+        left for the next request to meet and report."""
+        borrowed: list[Worker] = []
+        try:
+            while True:
+                try:
+                    borrowed.append(self._idle.get_nowait())
+                except queue.Empty:
+                    break
+            for worker in borrowed:
+                if not worker.closed and not worker.alive:
+                    worker.start()
+        except (WorkerError, MissingTensorFlowError):
+            pass
+        finally:
+            for worker in borrowed:
+                self._idle.put(worker)
+
     @property
     def peak_rss_kb(self) -> int:
         """The largest resident size any worker reached."""
