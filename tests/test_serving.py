@@ -258,3 +258,24 @@ def test_a_rebuild_from_cached_templates_writes_the_same_site(tmp_path: Path) ->
     assert pages and pages == sorted(p.relative_to(sites[1]) for p in sites[1].rglob("*.html"))
     for page in pages:
         assert (sites[0] / page).read_bytes() == (sites[1] / page).read_bytes(), page
+
+
+def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    server, _, _ = make_server(tmp_path)
+    snippets = tmp_path / "snippets"
+    snippets.mkdir()
+    first, second = snippets / "first.py", snippets / "second.py"
+    first.write_text("x = 1\n", encoding="utf-8")
+    second.write_text("y = 2\n", encoding="utf-8")
+    plugin = plugin_with()
+    plugin.on_startup(command="serve", dirty=False)
+    plugin.watch = {first, tmp_path / "gone.py"}
+    plugin.on_serve(server, config=None, builder=None)  # type: ignore[arg-type]
+    assert str(first) in server._watched_paths
+    assert str(tmp_path / "gone.py") not in server._watched_paths
+    plugin.watch.add(second)  # a later rebuild finds a page using a new file
+    plugin.on_post_build(config=None)  # type: ignore[arg-type]
+    assert server._watched_paths[str(second)] == 1
+    assert server._watched_paths[str(first)] == 1, "each file is watched once"

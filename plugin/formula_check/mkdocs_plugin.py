@@ -79,6 +79,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.pages: list[File] = []
         self.report: File | None = None
         self.watch: set[Path] = set()
+        self.watching: set[Path] = set()
+        self.server: LiveReloadServer | None = None
         self.serving = False
         self.figures: FigureCache | None = None
         self.templates = serving.TemplateCache()
@@ -282,6 +284,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         """Write the figures and the JSON report (every result, including late ones)."""
+        self._watch_new_files()
         if self.session is None:
             return
         with _plugin_errors():
@@ -315,12 +318,21 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
     ) -> LiveReloadServer | None:
         """Rebuild when a snippet file or a user oracle module changes; with ``fast_serve``,
         look for changes more often than MkDocs' every 0.5 s."""
-        for path in sorted(self.watch):
-            if path.exists():
-                server.watch(str(path))
+        self.server = server
+        self._watch_new_files()
         if self.config.enabled and self.config.fast_serve:
             serving.quicken_polling(server)
         return server
+
+    def _watch_new_files(self) -> None:
+        """Watch the snippet files and oracle modules not watched yet: a file a page starts
+        using while ``mkdocs serve`` runs is watched from the rebuild that found it."""
+        if self.server is None:
+            return
+        for path in sorted(self.watch - self.watching):
+            if path.exists():
+                self.server.watch(str(path))
+                self.watching.add(path)
 
 
 def _log_result(result: CheckResult, fail_on: frozenset[str]) -> None:
