@@ -54,14 +54,16 @@ def _statuses(text: str) -> frozenset[str]:
     return chosen
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+def _positive(kind: Callable[[str], float], *, zero: bool = False) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        if value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(
+                f"must be {'0 or more' if zero else 'positive'}: {text!r}"
+            )
         return value
 
     return parse
@@ -71,6 +73,12 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write cache")
     parser.add_argument("--timeout", type=_positive(float), metavar="S", help="seconds per block")
     parser.add_argument("--no-timing", action="store_true", help="skip timing the snippets")
+    parser.add_argument(
+        "--keep-alive",
+        type=_positive(float, zero=True),
+        metavar="S",
+        help="keep TensorFlow imported S seconds for the next run (0: no)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,6 +148,7 @@ def _engine(project: Project, args: argparse.Namespace, workers: int | None = No
         use_cache=options.cache and not args.no_cache,
         memory_limit_mb=options.memory_limit_mb,
         fork=options.fork_workers,
+        keep_alive=options.keep_alive if args.keep_alive is None else args.keep_alive,
     )
 
 

@@ -58,5 +58,11 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     (down to every 0.05 s, slower for large folders so that polling stays under about 5 % of a
     core), and compile the theme's templates once per session instead of on every rebuild."""
 
+    keep_alive = c.Type((int, float), default=0)
+    """Seconds to keep the process that imported TensorFlow after a build ends (0: stop it
+    with the build). Within that time, the next build, ``formula-check`` run or test session
+    of this project forks its workers from it and skips the import. Linux, with
+    ``fork_workers``."""
+
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""

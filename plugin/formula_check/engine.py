@@ -36,9 +36,12 @@ class Engine:
         python: str | None = None,
         memory_limit_mb: int = 0,
         fork: bool = True,
+        keep_alive: float = 0.0,
     ) -> None:
         self.root = root.resolve()
-        self.pool = WorkerPool(self.root, workers, python, memory_limit_mb, fork=fork)
+        self.pool = WorkerPool(
+            self.root, workers, python, memory_limit_mb, fork=fork, keep_alive=keep_alive
+        )
         directory = cache_dir if cache_dir is not None else self.root / DEFAULT_CACHE_DIR
         self.cache = ResultCache(
             directory if directory.is_absolute() else self.root / directory, self.root

@@ -162,6 +162,7 @@ class FormulaCheckExtension(Extension):
             "oracles": [[], "User oracles as package.module:attr"],
             "memory_limit_mb": [0, "Worker memory limit (0: none)"],
             "fork_workers": [True, "Fork workers from one TensorFlow import (Linux)"],
+            "keep_alive": [0.0, "Seconds to keep TensorFlow imported for the next run"],
         }
         super().__init__(**kwargs)
         self.blocks: dict[int, tuple[PageBlock, CheckResult | Future[CheckResult]]] = {}
@@ -259,6 +260,7 @@ class FormulaCheckExtension(Extension):
                 cache_dir=self.getConfig("cache_dir") or None,
                 memory_limit_mb=int(self.getConfig("memory_limit_mb")),
                 fork=bool(self.getConfig("fork_workers")),
+                keep_alive=float(self.getConfig("keep_alive")),
             ),
             labels=labels_for(self.getConfig("language")),
             images=images,

@@ -121,6 +121,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             "workers": self.config.workers >= 1,
             "timeout": self.config.timeout > 0,
             "memory_limit_mb": self.config.memory_limit_mb >= 0,
+            "keep_alive": self.config.keep_alive >= 0,
         }
         for option, ok in checks.items():
             if not ok:
@@ -168,6 +169,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.config.cache_dir,
             self.config.memory_limit_mb,
             self.config.fork_workers,
+            self.config.keep_alive,
         )
         if self.engine is None or key != self.engine_key:
             self._close_engine()
@@ -179,6 +181,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 use_cache=self.config.cache,
                 memory_limit_mb=self.config.memory_limit_mb,
                 fork=self.config.fork_workers,
+                keep_alive=float(self.config.keep_alive),
             )
             self.engine_key = key
         return self.engine

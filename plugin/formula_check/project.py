@@ -50,6 +50,7 @@ class Options:
     timing: bool = True
     memory_limit_mb: int = 0
     fork_workers: bool = True
+    keep_alive: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,16 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
     failed, warnings = config.validate()
     for key, problem in [*failed, *warnings]:
         raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}, option {key!r}: {problem}")
-    if config.workers < 1 or config.timeout <= 0 or config.memory_limit_mb < 0:
-        raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}: workers, timeout must be positive")
+    if (
+        config.workers < 1
+        or config.timeout <= 0
+        or config.memory_limit_mb < 0
+        or config.keep_alive < 0
+    ):
+        raise ProjectError(
+            f"{where}: plugin {PLUGIN_NAME!r}: workers, timeout must be positive; "
+            "memory_limit_mb, keep_alive not negative"
+        )
     return Options(
         workers=config.workers,
         timeout=float(config.timeout),
@@ -145,6 +154,7 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
         timing=config.timing,
         memory_limit_mb=config.memory_limit_mb,
         fork_workers=config.fork_workers,
+        keep_alive=float(config.keep_alive),
     )
 
 

@@ -147,6 +147,7 @@ class FormulaCheckRun:
                 use_cache=self.use_cache and project.options.cache,
                 memory_limit_mb=project.options.memory_limit_mb,
                 fork=project.options.fork_workers,
+                keep_alive=project.options.keep_alive,
             )
         try:
             return self.engines[project.root].check_many([block.spec])[0]

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
+import hashlib
+import importlib.metadata
 import json
 import os
 import queue
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -122,7 +126,7 @@ class Zygote:
             raise WorkerError("the worker pool is closed")
         if self.failed:
             raise WorkerError(self.failed)
-        if self.control is not None and self.process is not None and self.process.poll() is None:
+        if self.control is not None and self._alive():
             return self.control
         ours, theirs = socket.socketpair()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process)
@@ -136,10 +140,17 @@ class Zygote:
             start_new_session=True,
         )
         theirs.close()
-        self.control = ours
-        ready, _, _ = select.select([ours], [], [], STARTUP_TIMEOUT)
+        return self._greeted(ours)
+
+    def _alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _greeted(self, control: socket.socket) -> socket.socket:
+        """Wait for the zygote's hello on ``control`` (TensorFlow imported, or missing)."""
+        self.control = control
+        ready, _, _ = select.select([control], [], [], STARTUP_TIMEOUT)
         try:
-            hello = self._answer(ours) if ready else {}
+            hello = self._answer(control) if ready else {}
         except (OSError, ValueError):
             hello = {}
         if hello.get("ok") is False:
@@ -148,8 +159,8 @@ class Zygote:
         if hello.get("ok") is not True:
             self._broken("the zygote did not start")
             raise WorkerError(self.failed)
-        ours.settimeout(ANSWER_TIMEOUT)  # a fork or a status takes milliseconds
-        return ours
+        control.settimeout(ANSWER_TIMEOUT)  # a fork or a status takes milliseconds
+        return control
 
     @staticmethod
     def _answer(control: socket.socket) -> dict[str, Any]:
@@ -200,6 +211,145 @@ class Zygote:
             self._stderr = None
 
 
+class KeptZygote(Zygote):
+    """The client's end of a zygote kept alive between runs (``keep_alive`` seconds).
+
+    It connects to the zygote listening for this project, Python, checker and environment,
+    starting one if none answers. Closing hangs up: the zygote's handler for this connection
+    then stops this client's workers, and the zygote stays for the next run.
+    """
+
+    def __init__(self, root: Path, python: str | None = None, keep_alive: float = 0.0) -> None:
+        super().__init__(root, python)
+        self.keep_alive = keep_alive
+
+    def _alive(self) -> bool:
+        return True  # a zygote gone is noticed when it stops answering, then reconnected
+
+    def _started(self) -> socket.socket:
+        if self.closed:
+            raise WorkerError("the worker pool is closed")
+        if self.failed:
+            raise WorkerError(self.failed)
+        if self.control is not None:
+            return self.control
+        address = kept_address(self.root, self.python)
+        for fresh in (False, True):
+            with address.with_suffix(".lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time
+                control = None if fresh else _connect(address)
+                if control is None:
+                    control = self._start(address)
+            try:
+                return self._greeted(control)
+            except WorkerError:
+                if fresh:
+                    raise
+                self.failed = ""  # it died as we connected: start a fresh one, once
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _start(self, address: Path) -> socket.socket:
+        with contextlib.suppress(FileNotFoundError):
+            address.unlink()  # a socket nobody listens on: its zygote is gone
+        log = address.with_suffix(".log")
+        with log.open("wb") as stderr:
+            starter = subprocess.Popen(
+                [
+                    *(self.python, "-m", "formula_check.worker.zygote", str(self.root)),
+                    *("--listen", str(address), "--idle", f"{self.keep_alive:g}"),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                cwd=self.root,
+                env=_worker_env(),
+                start_new_session=True,
+            )
+            try:
+                code = starter.wait(STARTUP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                starter.kill()
+                code = starter.wait()
+        control = _connect(address)
+        if control is None:
+            self._broken(f"the kept-alive zygote did not start (exit {code}); see {log}")
+            raise WorkerError(self.failed)
+        return control
+
+
+_VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "COLORTERM", "DISPLAY")
+_VOLATILE_PREFIXES = ("PYTEST_", "SSH_", "TERM_", "XDG_SESSION", "WINDOW")
+
+
+def kept_address(root: Path, python: str) -> Path:
+    """The socket of the zygote kept for this project, interpreter, checker and environment
+    (anything that could change what a worker computes), in a folder only we can enter."""
+    from ..cache import checker_digest
+
+    versions = {}
+    for package in ("tensorflow", "tensorflow-cpu", "keras", "numpy"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = ""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _VOLATILE and not name.startswith(_VOLATILE_PREFIXES)
+    }
+    identity = [str(root), python, checker_digest(), versions, sorted(environment.items())]
+    key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:20]
+    return runtime_folder() / f"{key}.sock"
+
+
+_SOCKET_PATH_MAX = 100
+"""Linux allows 107 bytes in a Unix socket's path."""
+
+
+def runtime_folder() -> Path:
+    """``formula-check-UID`` under ``$XDG_RUNTIME_DIR``, else the temp folder, else ``/tmp``
+    (the first short enough for a socket path): ours, mode 0700."""
+    name = f"formula-check-{os.getuid()}"
+    # /tmp is safe here: the folder is created 0700 and checked to be ours before use
+    bases = [os.environ.get("XDG_RUNTIME_DIR") or "", tempfile.gettempdir(), "/tmp"]  # noqa: S108
+    fitting = [b for b in bases if b and len(os.fsencode(b)) + len(name) + 27 <= _SOCKET_PATH_MAX]
+    folder = Path(fitting[0] if fitting else "/tmp") / name  # noqa: S108
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise WorkerError(f"{folder} is not a private folder of this user: not using it")
+    return folder
+
+
+def _connect(address: Path) -> socket.socket | None:
+    """A connection to the zygote listening at ``address``, or None if none listens."""
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        control.connect(str(address))
+    except OSError:
+        control.close()
+        return None
+    return control
+
+
+def stop_kept(address: Path) -> bool:
+    """Stop the zygote kept at ``address`` now (its clients' workers stay until they hang
+    up); False if none was running."""
+    try:
+        pid = int(address.with_suffix(".pid").read_text(encoding="ascii"))
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    if b"--listen" not in command or str(address).encode() not in command:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(OSError):
+        address.unlink()
+    return True
+
+
 class ForkedProcess:
     """A worker forked by the zygote, seen through the part of ``Popen`` a Worker uses.
 
@@ -221,7 +371,10 @@ class ForkedProcess:
     def _exited(self) -> bool:
         if self.pidfd is not None:
             ready, _, _ = select.select([self.pidfd], [], [], 0)
-            return bool(ready)
+            if ready:
+                return True
+        # A pidfd of a multi-threaded process whose parent died can stay unreadable while it
+        # waits, a zombie, for an init that does not reap: /proc says it is gone.
         return not is_running(self.pid)
 
     def poll(self) -> int | None:
@@ -257,10 +410,10 @@ class ForkedProcess:
 def is_running(pid: int) -> bool:
     """Does ``pid`` exist and not yet wait as a zombie?"""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+    return fields.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
 
 
 class Worker:
@@ -485,12 +638,16 @@ class WorkerPool:
         memory_limit_mb: int = 0,
         *,
         fork: bool = True,
+        keep_alive: float = 0.0,
     ) -> None:
         if size < 1:
             raise WorkerError(f"workers must be at least 1, got {size}")
         self.root = root
         self.size = size
-        self.zygote = Zygote(root, python) if fork and fork_supported() else None
+        self.zygote: Zygote | None = None
+        if fork and fork_supported():
+            kept = keep_alive > 0
+            self.zygote = KeptZygote(root, python, keep_alive) if kept else Zygote(root, python)
         self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
         for _ in range(size):
             self._idle.put(Worker(root, python, memory_limit_mb, self.zygote))

@@ -19,6 +19,14 @@ with fd 0 a Unix socket to the parent, which speaks one line per request:
 The first line the zygote writes is its hello: ``{"ok": true}``, or ``{"ok": false, ...}``
 when TensorFlow cannot be imported. EOF on fd 0 (the parent closed the pool, or died) ends
 the zygote, and it takes its workers with it: each worker also dies with the zygote.
+
+**Kept alive** (``--listen ADDRESS --idle SECONDS``): the zygote outlives the build that
+started it, so that the next build, CLI run or test session of the same project skips the
+import too. It listens on a Unix socket in a folder only its user can enter, accepts
+connections from that user only, and forks one handler per connection: a copy of itself that
+speaks the protocol above with that client alone and ends, with the workers it forked, when
+the client hangs up. The process started by the client returns once the socket listens (the
+zygote itself has moved to a child of its own). With no client for ``SECONDS``, it exits.
 """
 
 from __future__ import annotations
@@ -26,9 +34,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
+import struct
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -40,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     """Import TensorFlow, say hello, then fork workers until the parent hangs up."""
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[0]).resolve() if args else Path.cwd()
+    if args[1:2] == ["--listen"] and len(args) == 5 and args[3] == "--idle":
+        return listen(root, Path(args[2]), float(args[4]))
     control = socket.socket(fileno=0)
     # Inherited "ignore" would reap children behind our back and lose their exit statuses.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -58,6 +71,102 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
     return 0
+
+
+def listen(root: Path, address: Path, idle: float) -> int:
+    """Serve every connection to ``address`` until no client has come for ``idle`` seconds."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)
+    try:
+        server.bind(str(address))
+    except OSError as exc:  # another zygote listens there, or the path is unusable
+        print(f"formula-check: cannot listen on {address}: {exc}", file=sys.stderr)
+        return 4
+    finally:
+        os.umask(mask)
+    server.listen(64)
+    inode = os.stat(address).st_ino
+    if os.fork():
+        os._exit(0)  # the starter sees its child exit: the socket listens
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for the build that started us
+    address.with_suffix(".pid").write_text(f"{os.getpid()}\n", encoding="ascii")
+    try:
+        from . import execution  # noqa: F401  (the import is the point)
+
+        hello: dict[str, Any] = {"ok": True}
+    except ImportError as exc:
+        hello = {"ok": False, "error": str(exc)}
+    warnings.simplefilter("ignore")
+    handlers: set[int] = set()
+    quiet_since = time.monotonic()
+    while _still_ours(address, inode):
+        handlers = {pid for pid in handlers if _wait(pid, set()).get("running") is True}
+        if handlers:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > idle:
+            with contextlib.suppress(OSError):
+                address.unlink()
+                address.with_suffix(".pid").unlink()
+            break
+        ready, _, _ = select.select([server], [], [], 0.2)
+        if not ready:
+            continue
+        with contextlib.suppress(OSError):
+            connection, _ = server.accept()
+            if not same_user(connection):
+                connection.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                server.close()
+                os._exit(_handle(root, connection, hello))
+            connection.close()
+            handlers.add(pid)
+            quiet_since = time.monotonic()
+    server.close()
+    return 0
+
+
+def _handle(root: Path, connection: socket.socket, hello: dict[str, Any]) -> int:
+    """One client's zygote: what ``main`` does for the parent on fd 0."""
+    code = 70
+    try:
+        send_line(connection, hello)
+        if not hello["ok"]:
+            return 3
+        children: set[int] = set()
+        try:
+            _answer_until_eof(root, connection, children)
+        finally:
+            for pid in children:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+        code = 0
+    except BaseException:
+        code = 70
+    return code
+
+
+def _still_ours(address: Path, inode: int) -> bool:
+    """Is ``address`` still our socket (not removed, nor taken over by a newer zygote)?"""
+    try:
+        return os.stat(address).st_ino == inode
+    except OSError:
+        return False
+
+
+def same_user(connection: socket.socket) -> bool:
+    """Does the process at the other end run as our user? (The folder already keeps others
+    out; this is the second lock.)"""
+    try:
+        credentials = connection.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+    except OSError:
+        return False
+    _, uid, _ = struct.unpack("3i", credentials)
+    return bool(uid == os.getuid())
 
 
 def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) -> None:
