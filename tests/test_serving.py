@@ -13,9 +13,10 @@ import jinja2
 import pytest
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
+from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.livereload import LiveReloadServer
+from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
-from watchdog.observers.polling import PollingObserver
 
 from formula_check import serving
 from formula_check.mkdocs_plugin import FormulaCheckPlugin
@@ -76,15 +77,21 @@ def wait_for_rebuild_request(server: LiveReloadServer, seconds: float = 10.0) ->
     return False
 
 
+def timeouts(server: LiveReloadServer) -> set[float]:
+    """The polling intervals of the observer and of each of its emitters."""
+    observer = server.observer
+    return {observer._timeout, *(emitter._timeout for emitter in observer.emitters)}
+
+
 def test_the_quicker_observer_keeps_every_watch_and_sees_each_kind_of_change(
     tmp_path: Path, make_server: MakeServer
 ) -> None:
     server, docs, config = make_server(tmp_path)
-    before = dict(server._watched_paths)
+    observer = server.observer
+    assert timeouts(server) == {serving.MKDOCS_INTERVAL}
     interval = serving.quicken_polling(server)
     assert interval is not None and interval < serving.MKDOCS_INTERVAL
-    assert isinstance(server.observer, PollingObserver)
-    assert server._watched_paths == before
+    assert server.observer is observer and timeouts(server) == {interval}
     # a file is polled through its folder (without subfolders), as MkDocs' observer does
     watches = {(e.watch.path, e.watch.is_recursive) for e in server.observer.emitters}
     assert watches == {(str(docs), True), (str(tmp_path), False)}
@@ -100,7 +107,6 @@ def test_the_quicker_observer_keeps_every_watch_and_sees_each_kind_of_change(
         assert wait_for_rebuild_request(server), "the config file"
         (docs / "sub" / "new.md").unlink()
         assert wait_for_rebuild_request(server), "a deleted page"
-        # unwatching still works on the new observer (MkDocs' own bookkeeping is intact)
         server.unwatch(str(docs))
         server.unwatch(str(docs))
         time.sleep(0.3)
@@ -112,14 +118,58 @@ def test_the_quicker_observer_keeps_every_watch_and_sees_each_kind_of_change(
         server.observer.join()
 
 
-def test_a_costly_folder_keeps_mkdocs_interval(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_server: MakeServer
+def test_watches_made_by_others_keep_their_handlers_and_settings(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    """Another plugin's ``on_serve`` may watch without recursion, or schedule a handler of
+    its own on MkDocs' observer: both survive, and run at the new interval."""
+    server, _, _ = make_server(tmp_path)
+    shallow = tmp_path / "shallow"
+    (shallow / "deep").mkdir(parents=True)
+    server.watch(str(shallow), recursive=False)
+    own = tmp_path / "own"
+    own.mkdir()
+    seen: list[str] = []
+    handler = FileSystemEventHandler()
+    handler.on_any_event = lambda event: seen.append(str(event.src_path))  # type: ignore[method-assign]
+    server.observer.schedule(handler, str(own), recursive=True)
+    interval = serving.quicken_polling(server)
+    assert interval is not None and timeouts(server) == {interval}
+    assert (str(shallow), False) in {
+        (e.watch.path, e.watch.is_recursive) for e in server.observer.emitters
+    }
+    server.observer.start()
+    try:
+        (own / "file.txt").write_text("x", encoding="utf-8")
+        deadline = time.monotonic() + 10
+        while str(own / "file.txt") not in seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert str(own / "file.txt") in seen, "the other plugin's handler still hears its folder"
+        wait_for_rebuild_request(server, seconds=0.5)
+        (shallow / "deep" / "inner.md").write_text("x", encoding="utf-8")
+        assert not wait_for_rebuild_request(server, seconds=1.0), "still not recursive"
+        (shallow / "top.md").write_text("x", encoding="utf-8")
+        assert wait_for_rebuild_request(server), "its own level is watched"
+    finally:
+        server.observer.stop()
+        server.observer.join()
+
+
+def test_the_interval_is_sized_for_paths_watched_later(
+    tmp_path: Path, make_server: MakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, _, _ = make_server(tmp_path)
-    observer = server.observer
-    monkeypatch.setattr(serving, "snapshot_seconds", lambda paths: 0.5)
-    assert serving.quicken_polling(server) is None
-    assert server.observer is observer
+    measured: list[list[str]] = []
+
+    def cost(paths: list[str]) -> float:
+        measured.append(paths)
+        return 0.02 * len(paths)  # a costly look per path
+
+    monkeypatch.setattr(serving, "snapshot_seconds", cost)
+    later = str(tmp_path / "src")
+    assert serving.quicken_polling(server, [later]) == serving.MKDOCS_INTERVAL
+    assert later in measured[-1], "watch: entries MkDocs adds after on_serve count"
+    assert timeouts(server) == {serving.MKDOCS_INTERVAL}, "a costly look keeps MkDocs' pace"
 
 
 def test_servers_it_does_not_know_are_left_alone(tmp_path: Path, make_server: MakeServer) -> None:
@@ -127,15 +177,21 @@ def test_servers_it_does_not_know_are_left_alone(tmp_path: Path, make_server: Ma
     native = Observer()
     server.observer = native  # type: ignore[assignment]
     assert serving.quicken_polling(server) is None and server.observer is native
-    server, _, _ = make_server(tmp_path / "started")  # an observer already running
+    assert serving.quicken_polling(object()) is None
+
+
+def test_a_running_observer_is_sized_anew(tmp_path: Path, make_server: MakeServer) -> None:
+    server, docs, _ = make_server(tmp_path)
     server.observer.start()
     try:
-        observer = server.observer
-        assert serving.quicken_polling(server) is None and server.observer is observer
+        interval = serving.quicken_polling(server)
+        assert interval is not None and timeouts(server) == {interval}
+        wait_for_rebuild_request(server, seconds=0.3)
+        (docs / "index.md").write_text("# Edited while running\n", encoding="utf-8")
+        assert wait_for_rebuild_request(server)
     finally:
         server.observer.stop()
         server.observer.join()
-    assert serving.quicken_polling(object()) is None
 
 
 # -- compiled templates -------------------------------------------------------------------
@@ -179,16 +235,52 @@ def test_other_syntax_settings_never_share_code() -> None:
     assert cache.hits == 0
 
 
-def test_cached_code_uses_the_new_environment_filters() -> None:
+def test_the_same_filters_share_code_and_new_ones_are_compiled_with() -> None:
     cache = serving.TemplateCache()
     source = {"page.html": "{{ word | tone }}"}
-    loud = environment(source, cache)
-    loud.filters["tone"] = str.upper
-    quiet = environment(source, cache)
-    quiet.filters["tone"] = str.lower
-    assert loud.get_template("page.html").render(word="Mixed") == "MIXED"
-    assert quiet.get_template("page.html").render(word="Mixed") == "mixed"
-    assert cache.hits == 1
+    first = environment(source, cache)
+    first.filters["tone"] = str.upper
+    again = environment(source, cache)
+    again.filters["tone"] = str.upper
+    assert first.get_template("page.html").render(word="Mixed") == "MIXED"
+    assert again.get_template("page.html").render(word="Mixed") == "MIXED"
+    assert (cache.compiled, cache.hits) == (1, 1)
+    redefined = environment(source, cache)
+    redefined.filters["tone"] = str.lower  # a hook redefined the filter on this rebuild
+    assert redefined.get_template("page.html").render(word="Mixed") == "mixed"
+    assert (cache.compiled, cache.hits, len(cache)) == (2, 1, 1)
+
+
+def test_a_filter_that_now_takes_the_context_is_compiled_again() -> None:
+    """How a filter is called is fixed in the compiled code."""
+    cache = serving.TemplateCache()
+    source = {"page.html": "{{ title | badge }}"}
+    plain = environment(source, cache)
+    plain.filters["badge"] = lambda value: f"[{value}]"
+    assert plain.get_template("page.html").render(title="Home") == "[Home]"
+    with_context = environment(source, cache)
+    with_context.filters["badge"] = jinja2.pass_context(
+        lambda context, value: f"[{value} @ {context['site']}]"
+    )
+    assert with_context.get_template("page.html").render(title="Home", site="S") == "[Home @ S]"
+
+
+def test_a_filter_of_a_constant_is_not_served_from_an_old_compile() -> None:
+    """Jinja runs a filter of a literal while compiling and stores its result."""
+    cache = serving.TemplateCache()
+    source = {"page.html": '{{ "release" | stamp }}'}
+    for label in ("ONE", "TWO", "THREE"):
+        env = environment(source, cache)
+        env.filters["stamp"] = lambda value, label=label: f"{value}: {label}"
+        assert env.get_template("page.html").render() == f"release: {label}"
+
+
+def test_a_new_finalize_each_rebuild_does_not_grow_the_cache() -> None:
+    cache = serving.TemplateCache()
+    for n in range(5):
+        env = environment({"page.html": "{{ x }}"}, cache, finalize=lambda v, n=n: f"{v}/{n}")
+        assert env.get_template("page.html").render(x=1) == f"1/{n}"
+    assert len(cache) == 1
 
 
 def test_an_environment_with_its_own_cache_keeps_it() -> None:
@@ -224,11 +316,10 @@ def test_templates_are_reused_only_under_serve_with_the_option_on(
 
 def test_the_option_off_leaves_mkdocs_polling(tmp_path: Path, make_server: MakeServer) -> None:
     server, _, _ = make_server(tmp_path)
-    observer = server.observer
-    plugin_with(fast_serve=False).on_serve(server, config=None, builder=None)  # type: ignore[arg-type]
-    assert server.observer is observer
-    plugin_with().on_serve(server, config=None, builder=None)  # type: ignore[arg-type]
-    assert server.observer is not observer
+    plugin_with(fast_serve=False).on_serve(server, config=MkDocsConfig(), builder=None)
+    assert timeouts(server) == {serving.MKDOCS_INTERVAL}
+    plugin_with().on_serve(server, config=MkDocsConfig(), builder=None)
+    assert max(timeouts(server)) < serving.MKDOCS_INTERVAL
 
 
 @pytest.mark.tf
@@ -272,7 +363,7 @@ def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
     plugin = plugin_with()
     plugin.on_startup(command="serve", dirty=False)
     plugin.watch = {first, tmp_path / "gone.py"}
-    plugin.on_serve(server, config=None, builder=None)  # type: ignore[arg-type]
+    plugin.on_serve(server, config=MkDocsConfig(), builder=None)
     assert str(first) in server._watched_paths
     assert str(tmp_path / "gone.py") not in server._watched_paths
     plugin.watch.add(second)  # a later rebuild finds a page using a new file

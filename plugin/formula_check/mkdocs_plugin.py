@@ -81,6 +81,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.watch: set[Path] = set()
         self.watching: set[Path] = set()
         self.server: LiveReloadServer | None = None
+        self.later_watched: list[str] = []
         self.serving = False
         self.figures: FigureCache | None = None
         self.templates = serving.TemplateCache()
@@ -322,20 +323,23 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         """Rebuild when a snippet file or a user oracle module changes; with ``fast_serve``,
         look for changes more often than MkDocs' every 0.5 s."""
         self.server = server
-        self._watch_new_files()
-        if self.config.enabled and self.config.fast_serve:
-            serving.quicken_polling(server)
+        self.later_watched = [str(path) for path in config.watch]  # MkDocs adds them next
+        self._watch_new_files(quicken=True)
         return server
 
-    def _watch_new_files(self) -> None:
+    def _watch_new_files(self, *, quicken: bool = False) -> None:
         """Watch the snippet files and oracle modules not watched yet: a file a page starts
-        using while ``mkdocs serve`` runs is watched from the rebuild that found it."""
+        using while ``mkdocs serve`` runs is watched from the rebuild that found it. With
+        ``fast_serve``, the polling interval is sized anew for all that is watched."""
         if self.server is None:
             return
         for path in sorted(self.watch - self.watching):
             if path.exists():
                 self.server.watch(str(path))
                 self.watching.add(path)
+                quicken = True
+        if quicken and self.config.enabled and self.config.fast_serve:
+            serving.quicken_polling(self.server, self.later_watched)
 
 
 def _log_result(result: CheckResult, fail_on: frozenset[str]) -> None:

@@ -5,8 +5,8 @@ Two parts of it are waste under ``mkdocs serve``, and the plugin's ``fast_serve`
 (default on) removes both:
 
 * **Polling.** MkDocs looks for changed files every 0.5 s, so an edit waits 0.25 s on average
-  before anything starts. :func:`quicken_polling` swaps in a polling observer with a shorter
-  interval, sized from how long one look at the watched folders takes, so that polling never
+  before anything starts. :func:`quicken_polling` shortens the interval of MkDocs' own polling
+  observer, sized from how long one look at the watched folders takes, so that polling never
   costs more than about 5 % of a core. Polling still; not native file events, which miss
   changes on some mounts (Docker volumes from another OS, network shares), where MkDocs'
   polling works.
@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
@@ -59,36 +61,33 @@ def snapshot_seconds(paths: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def quicken_polling(server: Any) -> float | None:
-    """Poll the paths ``server`` (a not yet started ``LiveReloadServer``) watches more often.
+def quicken_polling(server: Any, paths: Iterable[str] = ()) -> float | None:
+    """Poll what ``server`` (MkDocs' ``LiveReloadServer``) watches more often.
 
-    The watches are moved to a new observer with the same callbacks, through MkDocs' public
-    ``watch``/``unwatch``; the only internal read is the table of watched paths. Returns the
-    new interval, or None when the server is not one this knows how to change (left as is).
+    The interval is sized from one look at the paths watched so far plus ``paths`` (those
+    MkDocs or a later rebuild will add: ``watch:`` in ``mkdocs.yml``, snippet files). It is set
+    on MkDocs' own observer and its emitters, so every watch keeps its callback and settings,
+    whoever made it. Call it again when more is watched: it sizes the interval anew. Returns
+    the interval, or None when the server is not one this knows how to change (left as is).
     """
     watched = getattr(server, "_watched_paths", None)
     observer = getattr(server, "observer", None)
     if not isinstance(watched, dict) or not isinstance(observer, PollingObserver):
         return None
-    if observer.is_alive():
+    emitters = list(observer.emitters)
+    if not hasattr(observer, "_timeout") or not all(hasattr(e, "_timeout") for e in emitters):
         return None
-    counts = {str(path): int(count) for path, count in watched.items()}
-    interval = polling_interval(snapshot_seconds(list(counts)))
-    if interval >= MKDOCS_INTERVAL:
-        return None
-    for path, count in counts.items():
-        for _ in range(count):
-            server.unwatch(path)
-    server.observer = PollingObserver(timeout=interval)
-    for path, count in counts.items():
-        for _ in range(count):
-            server.watch(path)
-    log.debug(f"fast_serve: polling {len(counts)} path(s) every {interval:.2f} s")
+    every = sorted({*map(str, watched), *map(str, paths)})
+    interval = polling_interval(snapshot_seconds(every))
+    observer._timeout = interval  # for watches added from now on
+    for emitter in emitters:
+        emitter._timeout = interval  # read by its polling loop before each look
+    log.debug(f"fast_serve: polling {len(every)} path(s) every {interval:.2f} s")
     return interval
 
 
 def _syntax(environment: jinja2.Environment) -> tuple[Any, ...]:
-    """What besides the source decides the code a template compiles to."""
+    """What besides the source and the callables below decides a template's compiled code."""
     return (
         type(environment),
         tuple(sorted(environment.extensions)),
@@ -106,31 +105,58 @@ def _syntax(environment: jinja2.Environment) -> tuple[Any, ...]:
         environment.keep_trailing_newline,
         environment.optimized,
         environment.is_async,
-        repr(environment.autoescape),
-        repr(environment.finalize),
-        tuple(sorted(environment.filters)),
-        tuple(sorted(environment.tests)),
+        getattr(environment, "newstyle_gettext", None),
+    )
+
+
+def _callables(environment: jinja2.Environment) -> tuple[tuple[str, Any], ...]:
+    """Objects Jinja consults while compiling: how a filter or test is called is fixed in the
+    code, and a filter of a constant is run then and its result stored. An entry compiled
+    with other objects (a hook redefined a filter on this rebuild) is compiled again."""
+    return (
+        *(("filter:" + name, value) for name, value in sorted(environment.filters.items())),
+        *(("test:" + name, value) for name, value in sorted(environment.tests.items())),
+        *(("policy:" + name, value) for name, value in sorted(environment.policies.items())),
+        ("finalize", environment.finalize),
+        ("autoescape", environment.autoescape),
+    )
+
+
+def _same(old: tuple[tuple[str, Any], ...], new: tuple[tuple[str, Any], ...]) -> bool:
+    return len(old) == len(new) and all(
+        a[0] == b[0] and a[1] is b[1] for a, b in zip(old, new, strict=True)
     )
 
 
 class TemplateCache(jinja2.BytecodeCache):
-    """Compiled templates kept in memory across the Jinja environments of serve rebuilds."""
+    """Compiled templates kept in memory across the Jinja environments of serve rebuilds.
+
+    One entry per template and syntax, replaced when the source or the compile-time callables
+    differ, so a long session holds at most one entry per template."""
 
     def __init__(self) -> None:
-        self._code: dict[tuple[tuple[Any, ...], str], tuple[str, CodeType]] = {}
+        self._code: dict[tuple[tuple[Any, ...], str], _Entry] = {}
         self.hits = 0
         self.compiled = 0
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         entry = self._code.get((_syntax(bucket.environment), bucket.key))
-        if entry is not None and entry[0] == bucket.checksum:
-            bucket.code = entry[1]
+        if (
+            entry is not None
+            and entry.checksum == bucket.checksum
+            and _same(entry.callables, _callables(bucket.environment))
+        ):
+            bucket.code = entry.code
             self.hits += 1
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         if bucket.code is not None:
-            self._code[(_syntax(bucket.environment), bucket.key)] = (bucket.checksum, bucket.code)
+            entry = _Entry(bucket.checksum, _callables(bucket.environment), bucket.code)
+            self._code[(_syntax(bucket.environment), bucket.key)] = entry
             self.compiled += 1
+
+    def __len__(self) -> int:
+        return len(self._code)
 
     def clear(self) -> None:
         """Forget every compiled template (and the counts)."""
@@ -142,3 +168,10 @@ class TemplateCache(jinja2.BytecodeCache):
         if environment.bytecode_cache is None:
             environment.bytecode_cache = self
         return environment
+
+
+@dataclass(frozen=True)
+class _Entry:
+    checksum: str
+    callables: tuple[tuple[str, Any], ...]
+    code: CodeType
