@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,9 @@ import pytest
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError
 from formula_check.model import Status
-from formula_check.worker.pool import fork_supported, is_running
+from formula_check.worker.pool import Worker, fork_supported, is_running
 from implementations import SDPA
-from support import PROJECT, spec_for
+from support import PROJECT, checker_pids, spec_for
 
 pytestmark = [
     pytest.mark.tf,
@@ -41,7 +42,7 @@ def verified(engine: Engine, count: int = 1) -> bool:
 
 
 @pytest.fixture
-def engine() -> Engine:
+def engine() -> Iterator[Engine]:
     with Engine(PROJECT, workers=2, use_cache=False) as engine:
         yield engine
 
@@ -163,31 +164,50 @@ def test_worker_start_is_counted_apart_from_the_blocks(engine: Engine) -> None:
 
 
 def test_workers_started_in_the_background_serve_a_check_arriving_meanwhile(
-    engine: Engine,
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A check sent while the background start is importing TensorFlow waits for that start
     instead of starting the same worker a second time."""
+    starts: list[int] = []
+    original = Worker.start
+
+    def counted(worker: Worker) -> None:
+        starts.append(id(worker))
+        original(worker)
+
+    monkeypatch.setattr(Worker, "start", counted)
     thread = engine.start_in_background()
     assert verified(engine, 3)
     thread.join(timeout=120)
     assert not thread.is_alive()
-    zygote = engine.pool.zygote
-    assert zygote is not None and zygote.process is not None
-    pids = engine.pool.alive_pids()
-    assert len(pids) == 2, "both workers started, each once"
-    children = [pid for pid in running_pids() if parent_pid_or_none(pid) == zygote.process.pid]
-    assert sorted(children) == sorted(pids), "no worker was started twice"
+    assert len(engine.pool.alive_pids()) == 2
+    assert sorted(starts) == sorted(id(worker) for worker in engine.pool._all), (
+        "each worker started once"
+    )
 
 
-def running_pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and is_running(int(name))]
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_closing_during_a_background_start_leaves_no_process(tmp_path: Path, fork: bool) -> None:
+    """Ctrl-C (or a new engine) while the workers are still importing TensorFlow."""
+    engine = Engine(tmp_path, workers=2, use_cache=False, fork=fork)
+    thread = engine.start_in_background()
+    assert wait_for(lambda: bool(checker_pids(tmp_path)), 30), "the start began"
+    engine.close()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert wait_for(lambda: not checker_pids(tmp_path), 30), checker_pids(tmp_path)
+    time.sleep(1.0)  # a worker spawned after the close would show up now
+    assert not checker_pids(tmp_path)
+    assert engine.pool.alive_pids() == []
 
 
-def parent_pid_or_none(pid: int) -> int | None:
-    try:
-        return parent_pid(pid)
-    except OSError:
-        return None
+def wait_for(condition: object, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def test_a_background_start_without_tensorflow_leaves_the_error_to_the_check(

@@ -90,6 +90,8 @@ class Zygote:
         """A new worker process (starting the zygote first if need be)."""
         with self._lock:
             control = self._started()
+            if self.closed:
+                raise WorkerError("the worker pool is closed")
             ours, theirs = socket.socketpair()
             try:
                 socket.send_fds(control, [b"fork\n"], [theirs.fileno(), stderr.fileno()])
@@ -190,9 +192,19 @@ class Zygote:
             self.close()
 
     def shut(self) -> None:
-        """Stop the zygote for good: no later fork starts another one."""
+        """Stop the zygote for good: no later fork starts another one.
+
+        A start in progress holds the lock while it waits for the hello (the import): that
+        wait is ended first, so closing does not wait for TensorFlow to load."""
+        self.closed = True
+        process, control = self.process, self.control
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        if control is not None:
+            with contextlib.suppress(OSError):
+                control.shutdown(socket.SHUT_RDWR)
         with self._lock:
-            self.closed = True
             self.close()
 
     def close(self) -> None:
@@ -243,7 +255,7 @@ class KeptZygote(Zygote):
             try:
                 return self._greeted(control)
             except WorkerError:
-                if fresh:
+                if fresh or self.closed:
                     raise
                 self.failed = ""  # it died as we connected: start a fresh one, once
         raise AssertionError("unreachable")  # pragma: no cover
@@ -443,16 +455,24 @@ class Worker:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
-        """Fork or spawn the process and wait for its hello (TensorFlow imported)."""
+        """Fork or spawn the process and wait for its hello (TensorFlow imported).
+
+        A worker closed meanwhile (Ctrl-C during a background start) starts nothing, and a
+        process that came up as it closed is killed: none outlives its pool."""
+        if self.closed:
+            raise WorkerError("the worker pool is closed")
         self.process = None
         if self.zygote is not None and not self.zygote.failed:
             try:
                 self.process = self.zygote.fork(self._stderr_log())
             except MissingTensorFlowError:
                 raise
-            except WorkerError:
-                pass  # a broken zygote: spawn instead
+            except (WorkerError, ValueError):  # a broken zygote: spawn instead
+                if self.closed or self.zygote.closed:
+                    raise WorkerError("the worker pool is closed") from None
         if self.process is None:
+            if self.closed:
+                raise WorkerError("the worker pool is closed")
             self.process = subprocess.Popen(
                 [self.python, "-m", "formula_check.worker.child", str(self.root)],
                 stdin=subprocess.PIPE,
@@ -472,6 +492,9 @@ class Worker:
         if not reply.header.get("ok"):
             self.kill()
             raise MissingTensorFlowError(self.python)
+        if self.closed:
+            self.kill()
+            raise WorkerError("the worker pool is closed")
         self.environment = {k: v for k, v in reply.header.items() if k not in {"op", "ok"}}
 
     def _stderr_log(self) -> IO[bytes]:
@@ -674,24 +697,31 @@ class WorkerPool:
             thread.join()
 
     def start_idle(self) -> None:
-        """Start the idle workers that are not running, each borrowed as a request borrows it:
-        a request arriving meanwhile waits for that start instead of racing it. A failure is
-        left for the next request to meet and report."""
-        borrowed: list[Worker] = []
-        try:
-            while True:
-                try:
-                    borrowed.append(self._idle.get_nowait())
-                except queue.Empty:
-                    break
-            for worker in borrowed:
-                if not worker.closed and not worker.alive:
-                    worker.start()
-        except (WorkerError, MissingTensorFlowError):
-            pass
-        finally:
-            for worker in borrowed:
+        """Start the idle workers that are not running, in parallel, each borrowed as a
+        request borrows it: a request arriving meanwhile waits for that worker's start instead
+        of racing it, and gets it as soon as it is up. A failure is left for the next request
+        to meet and report."""
+
+        def start(worker: Worker) -> None:
+            try:
+                # a failure here is met, and reported, by the next request
+                with contextlib.suppress(Exception):
+                    if not worker.closed and not worker.alive:
+                        worker.start()
+            finally:
                 self._idle.put(worker)
+
+        borrowed: list[Worker] = []
+        while True:
+            try:
+                borrowed.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        threads = [threading.Thread(target=start, args=(worker,)) for worker in borrowed]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     @property
     def peak_rss_kb(self) -> int:
