@@ -24,6 +24,7 @@ import argparse
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import resource
@@ -465,7 +466,8 @@ def serve(args: argparse.Namespace) -> None:
         f"{runs(slow_times)} | disabled {runs(floor_times)}"
     )
     block_build, prose_build, slow_build, floor_build = (
-        median(times) for times in (rebuilds["block"], rebuilds["prose"], slow_builds, floor_builds)
+        median([t for t in times if math.isfinite(t)] or [math.nan])
+        for times in (rebuilds["block"], rebuilds["prose"], slow_builds, floor_builds)
     )
     print(
         "the rebuild itself (MkDocs' build(), medians; the rest of save-to-rebuilt is polling, "

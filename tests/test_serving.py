@@ -7,6 +7,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jinja2
@@ -370,3 +371,37 @@ def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
     plugin.on_post_build(config=None)  # type: ignore[arg-type]
     assert server._watched_paths[str(second)] == 1
     assert server._watched_paths[str(first)] == 1, "each file is watched once"
+
+
+def test_turning_the_plugin_off_during_serve_stops_checking() -> None:
+    plugin = plugin_with(enabled=False)
+    plugin.on_startup(command="serve", dirty=False)
+    plugin.session = object()  # type: ignore[assignment]
+    plugin.blocks = [object()]  # type: ignore[list-item]  # what the last build left
+    plugin.on_config(MkDocsConfig())
+    assert plugin.session is None and plugin.blocks == []
+
+
+def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -> None:
+    """After each serve build with blocks; a start that failed (no TensorFlow) is not tried
+    again on every rebuild, but a new engine (changed options) gets its own."""
+    started: list[object] = []
+    engines = [SimpleNamespace(start_in_background=lambda: started.append("first"))]
+    plugin = plugin_with(report=False)
+    plugin.on_startup(command="serve", dirty=False)
+    plugin.session = SimpleNamespace(  # type: ignore[assignment]
+        wait_all=lambda: None, placeholders={}, known={}, get_engine=lambda: engines[-1]
+    )
+    plugin.blocks = [SimpleNamespace(spec=object())]  # type: ignore[list-item]
+    config = MkDocsConfig()
+    config["site_dir"] = str(tmp_path / "site")
+    plugin.on_post_build(config=config)
+    plugin.on_post_build(config=config)
+    assert started == ["first"]
+    engines.append(SimpleNamespace(start_in_background=lambda: started.append("second")))
+    plugin.on_post_build(config=config)
+    assert started == ["first", "second"]
+    plugin.on_startup(command="build", dirty=False)
+    plugin.started_engine = None
+    plugin.on_post_build(config=config)
+    assert started == ["first", "second"], "mkdocs build starts nothing ahead"

@@ -82,6 +82,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.watching: set[Path] = set()
         self.server: LiveReloadServer | None = None
         self.later_watched: list[str] = []
+        self.started_engine: Engine | None = None
         self.serving = False
         self.figures: FigureCache | None = None
         self.templates = serving.TemplateCache()
@@ -107,7 +108,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         """Validate options, load user oracles, register the extension and the assets."""
-        if not self.config.enabled:
+        if not self.config.enabled:  # also when turned off during `mkdocs serve`
+            self.session = None
+            self.blocks = []
+            self._close_engine()
             return config
         root = Path(config.config_file_path or ".").resolve().parent
         self._validate_options()
@@ -303,8 +307,12 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.session.placeholders.clear()
         if self.serving and any(block.spec is not None for block in self.blocks):
             # a first build served from the cache started no worker; start it now, so that
-            # the first edit of a block does not wait for the TensorFlow import
-            self.session.get_engine().start_in_background()
+            # the first edit of a block does not wait for the TensorFlow import (once per
+            # engine: a start that failed, without TensorFlow, is not retried every rebuild)
+            engine = self.session.get_engine()
+            if self.started_engine is not engine:
+                self.started_engine = engine
+                engine.start_in_background()
         site_dir = Path(config.site_dir)
         self.images.write(site_dir)
         if self.config.report:
