@@ -114,7 +114,8 @@ def test_an_idle_zygote_exits_and_cleans_up(runtime: Path) -> None:
         time.sleep(2)
         assert is_running(kept), "a connected client keeps it, however long"
     assert wait_until(lambda: not is_running(kept)), "no client for a second: it exits"
-    assert not address.exists() and not address.with_suffix(".pid").exists()
+    leftovers = [address.with_suffix(suffix) for suffix in (".sock", ".pid", ".log")]
+    assert not any(path.exists() for path in leftovers)
 
 
 def test_a_zygote_killed_between_runs_or_during_one_is_replaced(runtime: Path) -> None:

@@ -247,7 +247,7 @@ class KeptZygote(Zygote):
             return self.control
         address = kept_address(self.root, self.python)
         for fresh in (False, True):
-            with address.with_suffix(".lock").open("w") as lock:
+            with (address.parent / "start.lock").open("w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time
                 control = None if fresh else _connect(address)
                 if control is None:
@@ -357,8 +357,9 @@ def stop_kept(address: Path) -> bool:
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    with contextlib.suppress(OSError):
-        address.unlink()
+    for path in (address, address.with_suffix(".pid"), address.with_suffix(".log")):
+        with contextlib.suppress(OSError):
+            path.unlink()
     return True
 
 

@@ -105,9 +105,9 @@ def listen(root: Path, address: Path, idle: float) -> int:
         if handlers:
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since > idle:
-            with contextlib.suppress(OSError):
-                address.unlink()
-                address.with_suffix(".pid").unlink()
+            for path in (address, address.with_suffix(".pid"), address.with_suffix(".log")):
+                with contextlib.suppress(OSError):
+                    path.unlink()
             break
         ready, _, _ = select.select([server], [], [], 0.2)
         if not ready:
