@@ -108,10 +108,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         """Validate options, load user oracles, register the extension and the assets."""
-        if not self.config.enabled:  # also when turned off during `mkdocs serve`
-            self.session = None
+        if not self.config.enabled:  # also when turned off during `mkdocs serve`: the engine
+            self.session = None  # stays (its result memory and workers serve a re-enable)
             self.blocks = []
-            self._close_engine()
             return config
         root = Path(config.config_file_path or ".").resolve().parent
         self._validate_options()
