@@ -363,10 +363,12 @@ def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
     second.write_text("y = 2\n", encoding="utf-8")
     plugin = plugin_with()
     plugin.on_startup(command="serve", dirty=False)
-    plugin.watch = {first, tmp_path / "gone.py"}
+    plugin.watch = {first, snippets / "later" / "not-yet.py"}
     plugin.on_serve(server, config=MkDocsConfig(), builder=None)
     assert str(first) in server._watched_paths
-    assert str(tmp_path / "gone.py") not in server._watched_paths
+    assert str(snippets / "later" / "not-yet.py") not in server._watched_paths
+    # a file named before it exists: its nearest folder is watched, without subfolders
+    assert not server._watch_refs[str(snippets)].is_recursive
     plugin.watch.add(second)  # a later rebuild finds a page using a new file
     plugin.on_post_build(config=None)  # type: ignore[arg-type]
     assert server._watched_paths[str(second)] == 1

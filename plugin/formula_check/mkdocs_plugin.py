@@ -341,10 +341,16 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.server is None:
             return
         for path in sorted(self.watch - self.watching):
-            if path.exists():
+            watched = path
+            if not path.exists():  # named before it exists: its folder tells when it appears
+                watched = next((p for p in path.parents if p.is_dir()), path)
+                if watched in self.watching or not watched.is_dir():
+                    continue
+                self.server.watch(str(watched), recursive=False)
+            else:
                 self.server.watch(str(path))
-                self.watching.add(path)
-                quicken = True
+            self.watching.add(watched)
+            quicken = True
         if quicken and self.config.enabled and self.config.fast_serve:
             serving.quicken_polling(self.server, self.later_watched)
 
