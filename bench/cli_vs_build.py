@@ -79,7 +79,7 @@ def main() -> None:
                 runs["cli kept"].append(timed(kept, project))
                 runs["cli -k kept"].append(timed([*kept, "-k", "sdpa"], project))
             finally:
-                stop_kept(kept_address(project.resolve(), sys.executable))
+                stop_kept(kept_address(project.resolve(), sys.executable, 300))
     median = {name: statistics.median(values) for name, values in runs.items()}
     for name, values in runs.items():
         print(f"{name:<11}: {median[name]:6.2f} s  (runs: {', '.join(f'{v:.2f}' for v in values)})")

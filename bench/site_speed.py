@@ -590,7 +590,7 @@ def scale(args: argparse.Namespace) -> None:
             times = interleaved(sides, args.repeats, verify)
         finally:
             for root in kept_roots:
-                stop_kept(kept_address(root.resolve(), sys.executable))
+                stop_kept(kept_address(root.resolve(), sys.executable, 600))
         checking = checking_throughput(configs[f"{largest}/1"].parent, args)
         load_after = load_average()
     floor = medians(times["disabled"])

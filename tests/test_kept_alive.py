@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from formula_check import cli
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker import zygote
+from formula_check.worker import protocol
 from formula_check.worker.pool import (
     KeptZygote,
     fork_supported,
@@ -74,7 +75,7 @@ def check(engine: Engine, count: int = 2) -> list[int]:
 
 
 def test_the_next_engine_forks_from_the_zygote_the_first_one_left(runtime: Path) -> None:
-    address = kept_address(PROJECT.resolve(), sys.executable)
+    address = kept_address(PROJECT.resolve(), sys.executable, 60)
     with Engine(PROJECT, workers=2, use_cache=False, keep_alive=60) as first:
         assert isinstance(first.pool.zygote, KeptZygote)
         workers = check(first)
@@ -94,20 +95,24 @@ def test_another_environment_gets_another_zygote(
     runtime: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     python = sys.executable
-    before = kept_address(PROJECT.resolve(), python)
+    before = kept_address(PROJECT.resolve(), python, 60)
     monkeypatch.setenv("TF_FORMULA_CHECK_TEST", "1")
-    after = kept_address(PROJECT.resolve(), python)
+    after = kept_address(PROJECT.resolve(), python, 60)
     assert before != after
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "some other test")
-    assert kept_address(PROJECT.resolve(), python) == after, "volatile variables do not count"
-    assert kept_address(PROJECT.resolve() / "docs", python) != after, "another project"
+    monkeypatch.setenv("TMUX_PANE", "%3")
+    assert kept_address(PROJECT.resolve(), python, 60) == after, "volatile variables do not count"
+    assert kept_address(PROJECT.resolve() / "docs", python, 60) != after, "another project"
+    assert kept_address(PROJECT.resolve(), python, 600) != after, "another keep_alive"
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
         check(engine, 1)
     assert after.exists() and not before.exists()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert kept_address(PROJECT.resolve(), python, 60) != after, "another CPU affinity"
 
 
 def test_an_idle_zygote_exits_and_cleans_up(runtime: Path) -> None:
-    address = kept_address(PROJECT.resolve(), sys.executable)
+    address = kept_address(PROJECT.resolve(), sys.executable, 1)
     with Engine(PROJECT, use_cache=False, keep_alive=1) as engine:
         check(engine, 1)
         kept = kept_pid(address)
@@ -119,20 +124,21 @@ def test_an_idle_zygote_exits_and_cleans_up(runtime: Path) -> None:
 
 
 def test_a_zygote_killed_between_runs_or_during_one_is_replaced(runtime: Path) -> None:
-    address = kept_address(PROJECT.resolve(), sys.executable)
+    address = kept_address(PROJECT.resolve(), sys.executable, 60)
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
         (worker,) = check(engine, 1)
         os.kill(kept_pid(address), signal.SIGKILL)
         os.kill(parent_pid(worker), signal.SIGKILL)  # this run's handler, and with it the worker
         assert wait_until(lambda: not is_running(worker))
         (again,) = check(engine, 1)
-        assert again != worker
+        assert parent_pid(parent_pid(again)) == kept_pid(address), "forked by a new kept zygote"
     first = kept_pid(address)
     os.kill(first, signal.SIGKILL)  # the socket file stays behind, and nobody answers on it
     assert address.exists()
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
-        check(engine, 1)
+        (worker,) = check(engine, 1)
         assert kept_pid(address) != first and is_running(kept_pid(address))
+        assert parent_pid(parent_pid(worker)) == kept_pid(address)
 
 
 def test_missing_tensorflow_is_reported_through_a_kept_zygote(
@@ -147,6 +153,8 @@ def test_missing_tensorflow_is_reported_through_a_kept_zygote(
         pytest.raises(MissingTensorFlowError),
     ):
         engine.check(spec_for("attention", SDPA))
+    address = kept_address(PROJECT.resolve(), sys.executable, 60)
+    assert address.exists(), "the kept zygote said so, not a spawned worker"
 
 
 def test_a_folder_others_can_enter_is_refused(
@@ -166,6 +174,77 @@ def test_a_folder_others_can_enter_is_refused(
 def test_connections_are_checked_for_our_user() -> None:
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        assert zygote.same_user(ours)
+        assert protocol.peer_is_us(ours)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-        assert not zygote.same_user(tcp), "no credentials: refused"
+        assert not protocol.peer_is_us(tcp), "no credentials: refused"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+def test_another_user_gets_no_zygote_even_through_an_open_folder(runtime: Path) -> None:
+    """The folder keeps other users out; with it opened up anyway, the zygote still hangs up
+    on a connection from another user, and answers ours."""
+    address = kept_address(PROJECT.resolve(), sys.executable, 60)
+    with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
+        check(engine, 1)
+    runtime.chmod(0o755)
+    address.parent.chmod(0o755)
+    address.chmod(0o666)
+    child = os.fork()
+    if child == 0:  # pragma: no cover (a forked child)
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX) as other:
+                other.connect(str(address))
+                other.settimeout(30)
+                code = 0 if other.recv(100) == b"" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "another user was answered"
+    with socket.socket(socket.AF_UNIX) as us:
+        us.connect(str(address))
+        us.settimeout(30)
+        assert b'"ok": true' in us.recv(100)
+    address.parent.chmod(0o700)
+
+
+def test_a_project_folder_made_again_is_where_workers_run(runtime: Path, tmp_path: Path) -> None:
+    """A checkout removed and cloned again at the same path: workers run in the new folder."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "scale.txt").write_text("1.0\n", encoding="utf-8")
+    reading = """
+        import tensorflow as tf
+
+        def attention(q, k, v):
+            scale = float(open("scale.txt").read())
+            scores = tf.matmul(q, k, transpose_b=True) / tf.sqrt(tf.cast(tf.shape(k)[-1], q.dtype))
+            weights = tf.nn.softmax(scale * scores, axis=-1)
+            return tf.matmul(weights, v), weights
+    """
+    spec = spec_for("attention", reading, block_id="reads-a-file")
+    with Engine(project, use_cache=False, keep_alive=60) as engine:
+        assert engine.check(spec).status is Status.VERIFIED
+    shutil.rmtree(project)
+    project.mkdir()
+    (project / "scale.txt").write_text("1.0\n", encoding="utf-8")
+    with Engine(project, use_cache=False, keep_alive=60) as engine:
+        result = engine.check(spec)
+        assert result.status is Status.VERIFIED, result.message
+
+
+def test_the_stop_command_stops_every_kept_zygote(
+    runtime: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = kept_address(PROJECT.resolve(), sys.executable, 60)
+    with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
+        check(engine, 1)
+    kept = kept_pid(address)
+    assert cli.main(["stop"]) == 0
+    assert "stopped 1 kept zygote" in capsys.readouterr().out
+    assert wait_until(lambda: not is_running(kept))
+    assert not address.exists()
+    assert cli.main(["stop"]) == 0
+    assert "stopped 0 kept zygotes" in capsys.readouterr().out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fnmatch
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -60,7 +61,7 @@ def _positive(kind: Callable[[str], float], *, zero: bool = False) -> Callable[[
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < 0 or (value == 0 and not zero):
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
             raise argparse.ArgumentTypeError(
                 f"must be {'0 or more' if zero else 'positive'}: {text!r}"
             )
@@ -107,13 +108,23 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(show)
     oracles = commands.add_parser("oracles", help="list the oracle catalog")
     oracles.add_argument("path", nargs="?", type=Path, help="mkdocs.yml naming your own oracles")
+    commands.add_parser("stop", help="stop the TensorFlow processes kept alive (keep_alive)")
     return parser
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from .worker.pool import stop_every_kept
+
+    stopped = stop_every_kept()
+    print(f"formula-check: stopped {stopped} kept zygote{'s' if stopped != 1 else ''}")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
     args = build_parser().parse_args(argv)
-    command = {"check": _check, "show": _show, "oracles": _list_oracles}[args.command]
+    commands = {"check": _check, "show": _show, "oracles": _list_oracles, "stop": _stop}
+    command = commands[args.command]
     try:
         return command(args)
     except FormulaCheckError as exc:  # includes MissingTensorFlowError: its text names the extra

@@ -17,6 +17,7 @@ The hooks are glue. What they add to the Markdown extension alone:
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,7 +126,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             "workers": self.config.workers >= 1,
             "timeout": self.config.timeout > 0,
             "memory_limit_mb": self.config.memory_limit_mb >= 0,
-            "keep_alive": self.config.keep_alive >= 0,
+            "keep_alive": math.isfinite(self.config.keep_alive) and self.config.keep_alive >= 0,
         }
         for option, ok in checks.items():
             if not ok:

@@ -138,7 +138,7 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
         config.workers < 1
         or config.timeout <= 0
         or config.memory_limit_mb < 0
-        or config.keep_alive < 0
+        or not 0 <= config.keep_alive < float("inf")
     ):
         raise ProjectError(
             f"{where}: plugin {PLUGIN_NAME!r}: workers, timeout must be positive; "

@@ -245,26 +245,43 @@ class KeptZygote(Zygote):
             raise WorkerError(self.failed)
         if self.control is not None:
             return self.control
-        address = kept_address(self.root, self.python)
-        for fresh in (False, True):
-            with (address.parent / "start.lock").open("w") as lock:
+        try:
+            return self._connected()
+        except OSError as exc:  # no usable folder, disk full...: the run's own workers instead
+            self._broken(f"no kept zygote: {exc}")
+            raise WorkerError(self.failed) from None
+
+    def _connected(self) -> socket.socket:
+        address = kept_address(self.root, self.python, self.keep_alive)
+        for last in (False, True):
+            started = False
+            with _private_open(address.parent / "start.lock") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time
-                control = None if fresh else _connect(address)
+                control = _connect(address)
                 if control is None:
-                    control = self._start(address)
+                    control, started = self._start(address), True
+            self.control = control  # now closing the pool can end the wait for its hello
+            if self.closed:
+                self.close()
+                raise WorkerError("the worker pool is closed")
+            if not protocol.peer_is_us(control):
+                self._broken(f"{address} is served by another user: not using it")
+                raise WorkerError(self.failed)
             try:
                 return self._greeted(control)
+            except MissingTensorFlowError:
+                raise
             except WorkerError:
-                if fresh or self.closed:
+                if last or started or self.closed:
                     raise
-                self.failed = ""  # it died as we connected: start a fresh one, once
+                self.failed = ""  # it died as we connected: connect again (or start), once
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _start(self, address: Path) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
             address.unlink()  # a socket nobody listens on: its zygote is gone
         log = address.with_suffix(".log")
-        with log.open("wb") as stderr:
+        with _private_open(log) as stderr:
             starter = subprocess.Popen(
                 [
                     *(self.python, "-m", "formula_check.worker.zygote", str(self.root)),
@@ -289,13 +306,40 @@ class KeptZygote(Zygote):
         return control
 
 
-_VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "COLORTERM", "DISPLAY")
-_VOLATILE_PREFIXES = ("PYTEST_", "SSH_", "TERM_", "XDG_SESSION", "WINDOW")
+_VOLATILE = frozenset(
+    [
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+        "COLUMNS",
+        "LINES",
+        "TERM",
+        "COLORTERM",
+        "DISPLAY",
+        "TMUX",
+        "TMUX_PANE",
+        "STY",
+        "WINDOW",
+        "GPG_TTY",
+        "WT_SESSION",
+        "ITERM_SESSION_ID",
+        "KITTY_WINDOW_ID",
+        "TERM_SESSION_ID",
+        "SECURITYSESSIONID",
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+    ]
+)
+"""Variables that differ between terminals of one user and change nothing a worker computes."""
+_VOLATILE_PREFIXES = ("PYTEST_", "SSH_", "TERM_", "XDG_SESSION", "WINDOW", "VSCODE_")
 
 
-def kept_address(root: Path, python: str) -> Path:
-    """The socket of the zygote kept for this project, interpreter, checker and environment
-    (anything that could change what a worker computes), in a folder only we can enter."""
+def kept_address(root: Path, python: str, keep_alive: float) -> Path:
+    """The socket of the zygote kept for this run: same project folder (the folder itself, not
+    only its name), interpreter, checker, installed packages, environment, process settings
+    and ``keep_alive``; anything that could change what a worker computes, or how long the
+    zygote stays. It lies in a folder only we can enter."""
     from ..cache import checker_digest
 
     versions = {}
@@ -309,9 +353,54 @@ def kept_address(root: Path, python: str) -> Path:
         for name, value in os.environ.items()
         if name not in _VOLATILE and not name.startswith(_VOLATILE_PREFIXES)
     }
-    identity = [str(root), python, checker_digest(), versions, sorted(environment.items())]
+    identity = [
+        str(root),
+        _stamp(root, contents=False),
+        python,
+        _stamp(os.path.realpath(python)),
+        checker_digest(),
+        versions,
+        [(folder, _stamp(folder)) for folder in _package_folders()],  # any install changes it
+        sorted(environment.items()),
+        _process_settings(),
+        float(keep_alive),
+    ]
     key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:20]
     return runtime_folder() / f"{key}.sock"
+
+
+def _stamp(path: str | Path, *, contents: bool = True) -> list[int]:
+    """Which file or folder ``path`` is (device, inode), and with ``contents`` its last change."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return []
+    return [info.st_dev, info.st_ino] + ([info.st_mtime_ns] if contents else [])
+
+
+def _package_folders() -> list[str]:
+    import site
+
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    return [folder for folder in folders if os.path.isdir(folder)]
+
+
+def _process_settings() -> list[Any]:
+    """What a forked worker inherits from the zygote's process rather than from this run's:
+    CPU affinity (TensorFlow sizes its thread pools from it), limits, priority, cgroup."""
+    import resource
+
+    limits = [
+        resource.getrlimit(getattr(resource, name))
+        for name in ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_STACK")
+        if hasattr(resource, name)
+    ]
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text(encoding="utf-8")
+    except OSError:
+        cgroup = ""
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return [affinity, limits, os.getpriority(os.PRIO_PROCESS, 0), cgroup]
 
 
 _SOCKET_PATH_MAX = 100
@@ -320,18 +409,39 @@ _SOCKET_PATH_MAX = 100
 
 def runtime_folder() -> Path:
     """``formula-check-UID`` under ``$XDG_RUNTIME_DIR``, else the temp folder, else ``/tmp``
-    (the first short enough for a socket path): ours, mode 0700."""
+    (the first that exists, is writable and is short enough for a socket path): ours, mode
+    0700, in a parent that only we or root control (or that is sticky)."""
     name = f"formula-check-{os.getuid()}"
     # /tmp is safe here: the folder is created 0700 and checked to be ours before use
     bases = [os.environ.get("XDG_RUNTIME_DIR") or "", tempfile.gettempdir(), "/tmp"]  # noqa: S108
-    fitting = [b for b in bases if b and len(os.fsencode(b)) + len(name) + 27 <= _SOCKET_PATH_MAX]
-    folder = Path(fitting[0] if fitting else "/tmp") / name  # noqa: S108
+    usable = [
+        base
+        for base in bases
+        if base
+        and os.path.isdir(base)
+        and os.access(base, os.W_OK | os.X_OK)
+        and len(os.fsencode(base)) + len(name) + 27 <= _SOCKET_PATH_MAX
+    ]
+    if not usable:
+        raise WorkerError("no writable folder with a short enough path for the kept zygote")
+    parent = Path(usable[0])
+    info = os.stat(parent)
+    others_write = info.st_mode & 0o022
+    if info.st_uid not in (0, os.getuid()) or (others_write and not info.st_mode & stat.S_ISVTX):
+        raise WorkerError(f"{parent} is open to other users: not keeping a zygote in it")
+    folder = parent / name
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     info = os.lstat(folder)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise WorkerError(f"{folder} is not a private folder of this user: not using it")
     return folder
+
+
+def _private_open(path: Path) -> IO[bytes]:
+    """Open ``path`` for writing, created 0600, never through a symbolic link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
 
 
 def _connect(address: Path) -> socket.socket | None:
@@ -346,21 +456,40 @@ def _connect(address: Path) -> socket.socket | None:
 
 
 def stop_kept(address: Path) -> bool:
-    """Stop the zygote kept at ``address`` now (its clients' workers stay until they hang
-    up); False if none was running."""
+    """Stop the zygote kept at ``address`` now (the workers of runs still connected stay until
+    those runs end); False if none was running there."""
     try:
         pid = int(address.with_suffix(".pid").read_text(encoding="ascii"))
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
         return False
     if b"--listen" not in command or str(address).encode() not in command:
         return False
+    if b"formula_check.worker.zygote" in _command_line(parent):
+        return False  # a handler of that zygote (a reused pid in a stale file): not the zygote
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     for path in (address, address.with_suffix(".pid"), address.with_suffix(".log")):
         with contextlib.suppress(OSError):
             path.unlink()
     return True
+
+
+def stop_every_kept() -> int:
+    """Stop every zygote this user keeps alive; how many there were."""
+    try:
+        folder = runtime_folder()
+    except (WorkerError, OSError):
+        return 0
+    return sum(stop_kept(address) for address in sorted(folder.glob("*.sock")))
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 class ForkedProcess:

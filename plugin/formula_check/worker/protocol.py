@@ -8,6 +8,8 @@ so nothing made by user code is ever unpickled by the parent.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import struct
 from collections.abc import Mapping
 from typing import IO, Any
@@ -122,3 +124,15 @@ def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str,
     if not isinstance(header, dict):
         raise ProtocolError("message header is not an object")
     return header, arrays
+
+
+def peer_is_us(connection: socket.socket) -> bool:
+    """Does the process at the other end of a Unix socket run as our user?"""
+    try:
+        credentials = connection.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+    except OSError:
+        return False
+    _, uid, _ = struct.unpack("3i", credentials)
+    return bool(uid == os.getuid())

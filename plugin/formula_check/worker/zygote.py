@@ -37,14 +37,13 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
-from . import child
+from . import child, protocol
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +113,7 @@ def listen(root: Path, address: Path, idle: float) -> int:
             continue
         with contextlib.suppress(OSError):
             connection, _ = server.accept()
-            if not same_user(connection):
+            if not protocol.peer_is_us(connection):
                 connection.close()
                 continue
             pid = os.fork()
@@ -154,19 +153,6 @@ def _still_ours(address: Path, inode: int) -> bool:
         return os.stat(address).st_ino == inode
     except OSError:
         return False
-
-
-def same_user(connection: socket.socket) -> bool:
-    """Does the process at the other end run as our user? (The folder already keeps others
-    out; this is the second lock.)"""
-    try:
-        credentials = connection.getsockopt(
-            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
-        )
-    except OSError:
-        return False
-    _, uid, _ = struct.unpack("3i", credentials)
-    return bool(uid == os.getuid())
 
 
 def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) -> None:
@@ -222,6 +208,9 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
 def _serve_forked(root: Path, conversation: int) -> int:
     from .execution import Session, describe_environment, run_check
 
+    # The project folder as it is now: a zygote kept alive may have started in a folder that
+    # was since removed and made again under the same name.
+    os.chdir(root)
     sock = socket.socket(fileno=conversation)
     requests = sock.makefile("rb")
     answers = sock.makefile("wb")
