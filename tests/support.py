@@ -5,6 +5,8 @@ from __future__ import annotations
 import atexit
 import subprocess
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +95,26 @@ def worker_pids(project: Path) -> set[int]:
         for pid in ours
         if b"formula_check.worker.child" in commands[pid] or parents.get(pid) in ours
     }
+
+
+def wait_until(condition: Callable[[], object], seconds: float = 30.0) -> bool:
+    """Poll ``condition`` until it holds (True) or ``seconds`` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def parent_pid(pid: int) -> int:
+    """The parent of process ``pid``, from ``/proc``."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def without_tensorflow(folder: Path) -> Path:
+    """A folder to put first on ``PYTHONPATH``: its ``tensorflow`` fails to import."""
+    fake = folder / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
+    return folder

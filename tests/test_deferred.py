@@ -10,12 +10,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from support import checker_pids
+from support import checker_pids, wait_until
 
 pytestmark = [pytest.mark.tf, pytest.mark.site]
 
@@ -74,15 +73,6 @@ def build(project: Path, *extra: str, env: dict[str, str] | None = None) -> subp
         text=True,
         start_new_session=True,  # its own group: SIGINT reaches it as a terminal's Ctrl-C would
     )
-
-
-def wait_until(condition: object, limit: float) -> bool:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_cards_survive_rewritten_placeholders_and_missing_ones_are_reported(

@@ -30,25 +30,12 @@ from formula_check.worker.pool import (
     stop_kept,
 )
 from implementations import SDPA
-from support import PROJECT, spec_for
+from support import PROJECT, parent_pid, spec_for, wait_until, without_tensorflow
 
 pytestmark = [
     pytest.mark.tf,
     pytest.mark.skipif(not fork_supported(), reason="workers are forked on Linux only"),
 ]
-
-
-def parent_pid(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-
-
-def wait_until(condition: object, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture
@@ -144,10 +131,7 @@ def test_a_zygote_killed_between_runs_or_during_one_is_replaced(runtime: Path) -
 def test_missing_tensorflow_is_reported_through_a_kept_zygote(
     runtime: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "fake"
-    (fake / "tensorflow").mkdir(parents=True)
-    (fake / "tensorflow" / "__init__.py").write_text("raise ImportError('no tensorflow')\n")
-    monkeypatch.setenv("PYTHONPATH", str(fake))
+    monkeypatch.setenv("PYTHONPATH", str(without_tensorflow(tmp_path / "fake")))
     with (
         Engine(PROJECT, use_cache=False, keep_alive=60) as engine,
         pytest.raises(MissingTensorFlowError),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import start_process
+from support import start_process, without_tensorflow
 
 pytestmark = [pytest.mark.site, pytest.mark.tf]
 
@@ -208,11 +208,8 @@ def test_a_build_without_tensorflow_stops_with_one_clear_error(tmp_path: Path) -
     shutil.copytree(
         FIXTURE_SITES / "good", project, ignore=shutil.ignore_patterns("site", ".cache")
     )
-    fake = tmp_path / "no-tf" / "tensorflow"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
     argv = [sys.executable, "-m", "mkdocs", "build", "--strict"]
-    env = dict(os.environ, PYTHONPATH=str(fake.parent))
+    env = dict(os.environ, PYTHONPATH=str(without_tensorflow(tmp_path / "no-tf")))
     done = subprocess.run(
         argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )

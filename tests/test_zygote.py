@@ -15,7 +15,7 @@ from formula_check.errors import MissingTensorFlowError
 from formula_check.model import Status
 from formula_check.worker.pool import Worker, fork_supported, is_running
 from implementations import SDPA
-from support import PROJECT, checker_pids, spec_for
+from support import PROJECT, checker_pids, parent_pid, spec_for, wait_until, without_tensorflow
 
 pytestmark = [
     pytest.mark.tf,
@@ -23,11 +23,6 @@ pytestmark = [
 ]
 
 HANG = "def f(q, k, v):\n    while True:\n        pass\n"
-
-
-def parent_pid(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat.rpartition(")")[2].split()[1])
 
 
 def wait_until_gone(pids: list[int]) -> None:
@@ -117,10 +112,7 @@ def test_closing_stops_workers_and_zygote() -> None:
 def test_missing_tensorflow_is_reported_by_the_zygote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "tensorflow"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(without_tensorflow(tmp_path)))
     with Engine(PROJECT, use_cache=False) as engine, pytest.raises(MissingTensorFlowError):
         engine.check(spec_for("attention", SDPA))
 
@@ -191,32 +183,20 @@ def test_closing_during_a_background_start_leaves_no_process(tmp_path: Path, for
     """Ctrl-C (or a new engine) while the workers are still importing TensorFlow."""
     engine = Engine(tmp_path, workers=2, use_cache=False, fork=fork)
     thread = engine.start_in_background()
-    assert wait_for(lambda: bool(checker_pids(tmp_path)), 30), "the start began"
+    assert wait_until(lambda: bool(checker_pids(tmp_path)), 30), "the start began"
     engine.close()
     thread.join(timeout=60)
     assert not thread.is_alive()
-    assert wait_for(lambda: not checker_pids(tmp_path), 30), checker_pids(tmp_path)
+    assert wait_until(lambda: not checker_pids(tmp_path), 30), checker_pids(tmp_path)
     time.sleep(1.0)  # a worker spawned after the close would show up now
     assert not checker_pids(tmp_path)
     assert engine.pool.alive_pids() == []
 
 
-def wait_for(condition: object, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_a_background_start_without_tensorflow_leaves_the_error_to_the_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "tensorflow"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(without_tensorflow(tmp_path)))
     with Engine(PROJECT, use_cache=False) as engine:
         thread = engine.start_in_background()
         thread.join(timeout=120)
