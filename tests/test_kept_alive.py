@@ -20,7 +20,7 @@ from formula_check import cli
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker import protocol
+from formula_check.worker import pool, protocol
 from formula_check.worker.pool import (
     KeptZygote,
     fork_supported,
@@ -232,3 +232,23 @@ def test_the_stop_command_stops_every_kept_zygote(
     assert not address.exists()
     assert cli.main(["stop"]) == 0
     assert "stopped 0 kept zygotes" in capsys.readouterr().out
+
+
+def test_an_install_into_site_packages_changes_the_key(
+    runtime: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    packages = tmp_path / "site-packages"
+    packages.mkdir()
+    monkeypatch.setattr(pool, "_package_folders", lambda: [str(packages)])
+    before = kept_address(PROJECT.resolve(), sys.executable, 60)
+    (packages / "newpkg").mkdir()  # what pip install does to the folder
+    os.utime(packages, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+    assert kept_address(PROJECT.resolve(), sys.executable, 60) != before
+
+
+def test_an_unusable_runtime_folder_falls_back_to_the_runs_own_workers(runtime: Path) -> None:
+    (runtime_folder() / "start.lock").mkdir()  # cannot be opened as the lock file
+    with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
+        (worker,) = check(engine, 1)
+        assert parent_pid(worker) == os.getpid(), "a worker of the run's own (spawned)"
+        assert engine.pool.zygote is not None and "no kept zygote" in engine.pool.zygote.failed
