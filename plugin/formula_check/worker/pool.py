@@ -235,9 +235,6 @@ class KeptZygote(Zygote):
         super().__init__(root, python)
         self.keep_alive = keep_alive
 
-    def _alive(self) -> bool:
-        return True  # a zygote gone is noticed when it stops answering, then reconnected
-
     def _started(self) -> socket.socket:
         if self.closed:
             raise WorkerError("the worker pool is closed")
@@ -866,7 +863,8 @@ class WorkerPool:
         """Stop every worker, then the zygote; later requests are refused, not restarted.
 
         Workers go first, so that the zygote reaps them (their CPU time is then counted in
-        this process's children, as a spawned worker's is)."""
+        this process's children, as a spawned worker's is; a kept zygote's handler reaps them
+        instead, and their time is not)."""
         if self.zygote is not None:
             self.zygote.closed = True  # no fork from now on
         for worker in self._all:
