@@ -234,22 +234,26 @@ class KeptZygote(Zygote):
     def __init__(self, root: Path, python: str | None = None, keep_alive: float = 0.0) -> None:
         super().__init__(root, python)
         self.keep_alive = keep_alive
+        self.private = False
+        """No place to keep a zygote: this run has a zygote of its own, as without keep_alive."""
 
     def _started(self) -> socket.socket:
+        if self.private:
+            return super()._started()
         if self.closed:
             raise WorkerError("the worker pool is closed")
         if self.failed:
             raise WorkerError(self.failed)
         if self.control is not None:
-            return self.control
+            return self.control  # one gone stops answering: _lost clears it, and we reconnect
         try:
-            return self._connected()
-        except OSError as exc:  # no usable folder, disk full...: the run's own workers instead
-            self._broken(f"no kept zygote: {exc}")
-            raise WorkerError(self.failed) from None
+            return self._connected(kept_address(self.root, self.python, self.keep_alive))
+        except (OSError, _NoKeptPlaceError):  # no usable folder, a full disk...
+            self.close()
+            self.private = True
+            return super()._started()
 
-    def _connected(self) -> socket.socket:
-        address = kept_address(self.root, self.python, self.keep_alive)
+    def _connected(self, address: Path) -> socket.socket:
         for last in (False, True):
             started = False
             with _private_open(address.parent / "start.lock") as lock:
@@ -420,19 +424,23 @@ def runtime_folder() -> Path:
         and len(os.fsencode(base)) + len(name) + 27 <= _SOCKET_PATH_MAX
     ]
     if not usable:
-        raise WorkerError("no writable folder with a short enough path for the kept zygote")
+        raise _NoKeptPlaceError("no writable folder with a short enough path for the kept zygote")
     parent = Path(usable[0])
     info = os.stat(parent)
     others_write = info.st_mode & 0o022
     if info.st_uid not in (0, os.getuid()) or (others_write and not info.st_mode & stat.S_ISVTX):
-        raise WorkerError(f"{parent} is open to other users: not keeping a zygote in it")
+        raise _NoKeptPlaceError(f"{parent} is open to other users: not keeping a zygote in it")
     folder = parent / name
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     info = os.lstat(folder)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise WorkerError(f"{folder} is not a private folder of this user: not using it")
+        raise _NoKeptPlaceError(f"{folder} is not a private folder of this user: not using it")
     return folder
+
+
+class _NoKeptPlaceError(WorkerError):
+    """No folder where a zygote can be kept safely."""
 
 
 def _private_open(path: Path) -> IO[bytes]:
