@@ -55,18 +55,30 @@ def main(argv: list[str] | None = None) -> int:
     control = socket.socket(fileno=0)
     # Inherited "ignore" would reap children behind our back and lose their exit statuses.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    children: set[int] = set()
+    return _serve(root, control, _import_tensorflow())
+
+
+def _import_tensorflow() -> dict[str, Any]:
+    """Import TensorFlow (through the worker's module); the hello that says how it went."""
     try:
         from . import execution  # noqa: F401  (the import is the point)
     except ImportError as exc:
-        send_line(control, {"ok": False, "error": str(exc)})
-        return 3
+        return {"ok": False, "error": str(exc)}
     warnings.simplefilter("ignore")
-    send_line(control, {"ok": True})
+    return {"ok": True}
+
+
+def _serve(root: Path, control: socket.socket, hello: dict[str, Any]) -> int:
+    """Say ``hello``, then fork workers for the client on ``control`` until it hangs up; its
+    workers go with it."""
+    send_line(control, hello)
+    if not hello["ok"]:
+        return 3
+    children: set[int] = set()
     try:
         _answer_until_eof(root, control, children)
     finally:
-        for pid in children:  # the pool is gone: so are the workers it can no longer reach
+        for pid in children:  # the client is gone: so are the workers it can no longer reach
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
     return 0
@@ -90,13 +102,7 @@ def listen(root: Path, address: Path, idle: float) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for the build that started us
     address.with_suffix(".pid").write_text(f"{os.getpid()}\n", encoding="ascii")
-    try:
-        from . import execution  # noqa: F401  (the import is the point)
-
-        hello: dict[str, Any] = {"ok": True}
-    except ImportError as exc:
-        hello = {"ok": False, "error": str(exc)}
-    warnings.simplefilter("ignore")
+    hello = _import_tensorflow()
     handlers: set[int] = set()
     quiet_since = time.monotonic()
     while _still_ours(address, inode):
@@ -119,32 +125,16 @@ def listen(root: Path, address: Path, idle: float) -> int:
             pid = os.fork()
             if pid == 0:
                 server.close()
-                os._exit(_handle(root, connection, hello))
+                code = 70
+                try:  # this client's zygote, as ``main`` is the parent's
+                    code = _serve(root, connection, hello)
+                finally:
+                    os._exit(code)
             connection.close()
             handlers.add(pid)
             quiet_since = time.monotonic()
     server.close()
     return 0
-
-
-def _handle(root: Path, connection: socket.socket, hello: dict[str, Any]) -> int:
-    """One client's zygote: what ``main`` does for the parent on fd 0."""
-    code = 70
-    try:
-        send_line(connection, hello)
-        if not hello["ok"]:
-            return 3
-        children: set[int] = set()
-        try:
-            _answer_until_eof(root, connection, children)
-        finally:
-            for pid in children:
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
-        code = 0
-    except BaseException:
-        code = 70
-    return code
 
 
 def _still_ours(address: Path, inode: int) -> bool:
