@@ -3,6 +3,7 @@ across rebuilds without ever serving a stale or foreign one."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -12,10 +13,12 @@ from typing import Any
 
 import jinja2
 import pytest
+import yaml
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.livereload import LiveReloadServer
+from mkdocs.structure.files import Files
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
@@ -290,6 +293,142 @@ def test_an_environment_with_its_own_cache_keeps_it() -> None:
     assert serving.TemplateCache().attach(env).bytecode_cache is own
 
 
+# -- the theme's file list ----------------------------------------------------------------
+
+
+def aged(*folders: Path) -> None:
+    """Date folders back, as a theme installed a while ago is."""
+    past = time.time() - 60
+    for folder in folders:
+        os.utime(folder, (past, past))
+
+
+def theme_tree(tmp_path: Path) -> list[Path]:
+    main, custom = tmp_path / "theme", tmp_path / "overrides"
+    for relative in ("main.html", "assets/app.js", "assets/icons/a.svg", ".icons/x/y.svg"):
+        (main / relative).parent.mkdir(parents=True, exist_ok=True)
+        (main / relative).write_text("-", encoding="utf-8")
+    aged(*[folder for folder in main.rglob("*") if folder.is_dir()], main)
+    return [custom, main]  # the custom folder does not exist yet
+
+
+def listing_of(searchpath: list[Path], listing: serving.ThemeListing) -> list[str]:
+    theme = SimpleNamespace(
+        get_env=lambda: jinja2.Environment(loader=jinja2.FileSystemLoader(searchpath))
+    )
+    listing.attach(theme)
+    names = theme.get_env().list_templates()
+    assert names == jinja2.FileSystemLoader(searchpath).list_templates(), "as Jinja lists"
+    return names
+
+
+def test_the_theme_is_listed_once_while_its_folders_stay_as_they_were(tmp_path: Path) -> None:
+    searchpath = theme_tree(tmp_path)
+    listing = serving.ThemeListing()
+    first = listing_of(searchpath, listing)
+    assert first == [".icons/x/y.svg", "assets/app.js", "assets/icons/a.svg", "main.html"]
+    assert listing_of(searchpath, listing) == first
+    assert (listing.walks, listing.hits) == (1, 1)
+
+
+@pytest.mark.parametrize("change", ["add", "remove", "rename", "new folder", "custom dir"])
+def test_a_change_to_the_theme_folders_is_listed(tmp_path: Path, change: str) -> None:
+    searchpath = theme_tree(tmp_path)
+    custom, main = searchpath
+    listing = serving.ThemeListing()
+    before = listing_of(searchpath, listing)
+    if change == "add":
+        (main / "assets" / "icons" / "b.svg").write_text("-", encoding="utf-8")
+    elif change == "remove":
+        (main / "assets" / "icons" / "a.svg").unlink()
+    elif change == "rename":
+        (main / "assets" / "app.js").rename(main / "assets" / "bundle.js")
+    elif change == "new folder":
+        (main / "assets" / "fonts").mkdir()
+        (main / "assets" / "fonts" / "f.woff2").write_text("-", encoding="utf-8")
+    else:
+        (custom / "partials").mkdir(parents=True)
+        (custom / "partials" / "footer.html").write_text("-", encoding="utf-8")
+    after = listing_of(searchpath, listing)  # compared with Jinja's own listing inside
+    assert after != before and listing.walks == 2
+
+
+def test_folders_changed_just_before_the_listing_are_listed_again(tmp_path: Path) -> None:
+    """Within a modification time's resolution a later change could keep the same time."""
+    searchpath = theme_tree(tmp_path)
+    (searchpath[1] / "assets" / "late.css").write_text("-", encoding="utf-8")
+    listing = serving.ThemeListing()
+    listing_of(searchpath, listing)
+    listing_of(searchpath, listing)
+    assert listing.walks == 2
+    aged(searchpath[1] / "assets")
+    listing_of(searchpath, listing)
+    listing_of(searchpath, listing)
+    assert (listing.walks, listing.hits) == (3, 1)
+
+
+def mkdocs_config(tmp_path: Path, **settings: object) -> MkDocsConfig:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(yaml.safe_dump({"site_name": "T", **settings}), encoding="utf-8")
+    return load_config(str(config))
+
+
+def theme_files(config: MkDocsConfig, listing: serving.ThemeListing | None) -> list[str]:
+    if listing is not None:
+        listing.attach(config.theme)
+    files = Files([])
+    files.add_files_from_theme(config.theme.get_env(), config)
+    return [file.src_uri for file in files]
+
+
+def test_mkdocs_gets_the_same_theme_files_from_the_kept_list(tmp_path: Path) -> None:
+    """Material's own theme, with MkDocs' filter of what is copied; ``static_templates``
+    decides what the filter keeps, so the kept filtered list is per value."""
+    listing = serving.ThemeListing()
+    plain = theme_files(mkdocs_config(tmp_path, theme="material"), None)
+    assert len(plain) > 10 and all(not name.startswith(".icons") for name in plain)
+    for _ in range(2):
+        assert theme_files(mkdocs_config(tmp_path, theme="material"), listing) == plain
+    assert (listing.walks, listing.hits) == (1, 1)
+    dropped = plain[0]
+    kept_out = {"name": "material", "static_templates": [dropped]}
+    without = theme_files(mkdocs_config(tmp_path, theme=kept_out), listing)
+    assert without == theme_files(mkdocs_config(tmp_path, theme=kept_out), None)
+    assert dropped not in without and dropped in plain and listing.walks == 1
+
+
+def test_other_filters_and_loaders_are_left_to_jinja(tmp_path: Path) -> None:
+    searchpath = theme_tree(tmp_path)
+    listing = serving.ThemeListing()
+    asked: list[str] = []
+
+    def only_svg(name: str) -> bool:
+        asked.append(name)
+        return name.endswith(".svg")
+
+    theme = SimpleNamespace(
+        get_env=lambda: jinja2.Environment(loader=jinja2.FileSystemLoader(searchpath))
+    )
+    listing.attach(theme)
+    for _ in range(2):
+        assert theme.get_env().list_templates(filter_func=only_svg) == [
+            ".icons/x/y.svg",
+            "assets/icons/a.svg",
+        ]
+        assert theme.get_env().list_templates(extensions=["js"]) == ["assets/app.js"]
+    assert len(asked) == 8 and listing.walks == 0
+    followed = SimpleNamespace(
+        get_env=lambda: jinja2.Environment(
+            loader=jinja2.FileSystemLoader(searchpath, followlinks=True)
+        )
+    )
+    listing.attach(followed)
+    followed.get_env().list_templates()
+    assert listing.walks == 0
+
+
 def plugin_with(**options: object) -> FormulaCheckPlugin:
     plugin = FormulaCheckPlugin()
     errors, _ = plugin.load_config(dict(options))
@@ -315,20 +454,40 @@ def test_templates_are_reused_only_under_serve_with_the_option_on(
     assert (env.bytecode_cache is plugin.templates) is attached
 
 
+@pytest.mark.parametrize(
+    ("command", "options", "kept"),
+    [("serve", {}, True), ("serve", {"fast_serve": False}, False), ("build", {}, False)],
+)
+def test_the_theme_list_is_kept_only_under_serve_with_the_option_on(
+    tmp_path: Path, command: str, options: dict[str, object], kept: bool
+) -> None:
+    plugin = plugin_with(**options)
+    plugin.on_startup(command=command, dirty=False)
+    config = mkdocs_config(tmp_path)
+    plugin.on_config(config)
+    files = Files([])
+    for _ in range(2):
+        files.add_files_from_theme(config.theme.get_env(), config)
+    assert (plugin.theme_listing.walks, plugin.theme_listing.hits) == ((1, 1) if kept else (0, 0))
+
+
 def test_the_option_off_leaves_mkdocs_polling(tmp_path: Path, make_server: MakeServer) -> None:
     server, _, _ = make_server(tmp_path)
+    build_delay = server.build_delay
     plugin_with(fast_serve=False).on_serve(server, config=MkDocsConfig(), builder=None)
     assert timeouts(server) == {serving.MKDOCS_INTERVAL}
+    assert server.build_delay == build_delay == 0.1
     plugin_with().on_serve(server, config=MkDocsConfig(), builder=None)
     assert max(timeouts(server)) < serving.MKDOCS_INTERVAL
+    assert server.build_delay == min(build_delay, *timeouts(server))
 
 
 @pytest.mark.tf
 @pytest.mark.site
 def test_a_rebuild_from_cached_templates_writes_the_same_site(tmp_path: Path) -> None:
     """Builds in one process as ``mkdocs serve`` makes them. The first fills the result cache;
-    the second compiles every template afresh, the third reuses them: their pages are the
-    same bytes."""
+    the second compiles every template and lists the theme afresh, the third reuses both:
+    they write the same files, byte for byte."""
     project = tmp_path / "zh"
     shutil.copytree(FIXTURES / "zh", project, ignore=shutil.ignore_patterns("site", ".cache"))
     sites = [tmp_path / "fresh", tmp_path / "reused"]
@@ -339,17 +498,19 @@ def test_a_rebuild_from_cached_templates_writes_the_same_site(tmp_path: Path) ->
         plugin = config.plugins["formula-check"]
         assert isinstance(plugin, FormulaCheckPlugin)
         plugin.templates.clear()
+        plugin.theme_listing = serving.ThemeListing()  # the first site listed it afresh
         hits = []
         for site in sites:
             build(load_config(str(project / "mkdocs.yml"), site_dir=str(site)))
-            hits.append(plugin.templates.hits)
-        assert hits[0] == 0 and hits[1] > 0, hits
+            hits.append((plugin.templates.hits, plugin.theme_listing.hits))
+        assert hits[0] == (0, 0) and min(hits[1]) > 0, hits
     finally:
         config.plugins.on_shutdown()
-    pages = sorted(path.relative_to(sites[0]) for path in sites[0].rglob("*.html"))
-    assert pages and pages == sorted(p.relative_to(sites[1]) for p in sites[1].rglob("*.html"))
-    for page in pages:
-        assert (sites[0] / page).read_bytes() == (sites[1] / page).read_bytes(), page
+    written = sorted(path.relative_to(sites[0]) for path in sites[0].rglob("*") if path.is_file())
+    assert any(path.suffix == ".html" for path in written)
+    assert written == sorted(p.relative_to(sites[1]) for p in sites[1].rglob("*") if p.is_file())
+    for path in written:
+        assert (sites[0] / path).read_bytes() == (sites[1] / path).read_bytes(), path
 
 
 def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(

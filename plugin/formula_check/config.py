@@ -56,7 +56,8 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     fast_serve = c.Type(bool, default=True)
     """Under ``mkdocs serve`` only: look for changed files more often than MkDocs' every 0.5 s
     (down to every 0.05 s, slower for large folders so that polling stays under about 5 % of a
-    core), and compile the theme's templates once per session instead of on every rebuild."""
+    core), and compile the theme's templates and list its files once per session instead of on
+    every rebuild (again when they change)."""
 
     keep_alive = c.Type((int, float), default=0)
     """Seconds to keep the process that imported TensorFlow after a build ends (0: stop it

@@ -87,6 +87,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.serving = False
         self.figures: FigureCache | None = None
         self.templates = serving.TemplateCache()
+        self.theme_listing = serving.ThemeListing()
 
     # -- lifecycle: one instance and one warm engine across `mkdocs serve` rebuilds ------------
 
@@ -113,6 +114,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.session = None  # stays (its result memory and workers serve a re-enable)
             self.blocks = []
             return config
+        if self._fast_serve():
+            self.theme_listing.attach(config.theme)  # MkDocs lists the theme after this
         root = Path(config.config_file_path or ".").resolve().parent
         self._validate_options()
         self._load_oracles(root)
@@ -320,10 +323,14 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             (site_dir / REPORT_JSON).write_text(report_json(results), encoding="utf-8")
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
-        """Under ``mkdocs serve`` (``fast_serve``), reuse the theme's compiled templates."""
-        if self.serving and self.config.enabled and self.config.fast_serve:
+        """Under ``mkdocs serve`` (``fast_serve``), reuse the theme's compiled templates (its
+        file list is kept from ``on_config``, before MkDocs lists it)."""
+        if self._fast_serve():
             return self.templates.attach(env)
         return env
+
+    def _fast_serve(self) -> bool:
+        return self.serving and self.config.enabled and self.config.fast_serve
 
     def on_serve(
         self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any
@@ -352,7 +359,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 self.server.watch(str(path))
             self.watching.add(watched)
             quicken = True
-        if quicken and self.config.enabled and self.config.fast_serve:
+        if quicken and self.config.enabled and self.config.fast_serve:  # on_serve: serving
             serving.quicken_polling(self.server, self.later_watched)
 
 
