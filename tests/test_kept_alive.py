@@ -110,6 +110,45 @@ def test_an_idle_zygote_exits_and_cleans_up(runtime: Path) -> None:
     assert not any(path.exists() for path in leftovers)
 
 
+def wakeups(pid: int, seconds: float) -> int:
+    """How often the main thread of ``pid`` went to sleep and woke in ``seconds``."""
+    status = Path(f"/proc/{pid}/task/{pid}/status")
+
+    def switches() -> int:
+        line = next(x for x in status.read_text().splitlines() if x.startswith("voluntary_"))
+        return int(line.split()[1])
+
+    before = switches()
+    time.sleep(seconds)
+    return switches() - before
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if parent_pid(int(entry.name)) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+    return found
+
+
+def test_a_waiting_zygote_sleeps_until_a_client_comes_or_ends(runtime: Path) -> None:
+    """It used to look every 0.2 s; it now sleeps on the socket and on each client's end."""
+    address = kept_address(PROJECT.resolve(), sys.executable, 60)
+    with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
+        check(engine, 1)
+        kept = kept_pid(address)
+        assert wakeups(kept, 2.0) <= 2, "with a client"
+    assert wait_until(lambda: not children(kept)), "the client's process ended and was reaped"
+    assert wakeups(kept, 2.0) <= 2, "with none"
+    with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
+        check(engine, 1)  # it still answers at once
+    assert is_running(kept)
+
+
 def test_a_zygote_killed_between_runs_or_during_one_is_replaced(runtime: Path) -> None:
     address = kept_address(PROJECT.resolve(), sys.executable, 60)
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:

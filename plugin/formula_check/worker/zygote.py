@@ -103,38 +103,87 @@ def listen(root: Path, address: Path, idle: float) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for the build that started us
     address.with_suffix(".pid").write_text(f"{os.getpid()}\n", encoding="ascii")
     hello = _import_tensorflow()
-    handlers: set[int] = set()
+    _serve_clients(server, root, (address, inode), idle, hello)
+    server.close()
+    return 0
+
+
+def _serve_clients(
+    server: socket.socket,
+    root: Path,
+    bound: tuple[Path, int],
+    idle: float,
+    hello: dict[str, Any],
+) -> None:
+    """Fork a zygote for each client until the address (the socket file and the inode it
+    was bound to) is no longer ours or none has been connected for ``idle`` seconds (then
+    the address is removed)."""
+    address, inode = bound
+    handlers: dict[int, int | None] = {}  # each client's process, and a pidfd telling its end
     quiet_since = time.monotonic()
     while _still_ours(address, inode):
-        handlers = {pid for pid in handlers if _wait(pid, set()).get("running") is True}
+        for pid in [pid for pid in handlers if _wait(pid, set()).get("running") is not True]:
+            _close_pidfd(handlers.pop(pid))
         if handlers:
             quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > idle:
+        idle_left = idle - (time.monotonic() - quiet_since)
+        if not handlers and idle_left <= 0:
             for path in (address, address.with_suffix(".pid"), address.with_suffix(".log")):
                 with contextlib.suppress(OSError):
                     path.unlink()
-            break
-        ready, _, _ = select.select([server], [], [], 0.2)
-        if not ready:
-            continue
-        with contextlib.suppress(OSError):
-            connection, _ = server.accept()
-            if not protocol.peer_is_us(connection):
+            return
+        # asleep until a client connects or one ends; awake now and then to see that the
+        # address is still ours (and often when a client's end cannot be told by a pidfd)
+        pidfds = [fd for fd in handlers.values() if fd is not None]
+        timeout = LOOK_EVERY if len(pidfds) == len(handlers) else 0.2
+        waited: list[int] = [server.fileno(), *pidfds]
+        ready, _, _ = select.select(waited, [], [], min(timeout, max(idle_left, 0)))
+        if server.fileno() in ready:
+            with contextlib.suppress(OSError):
+                connection, _ = server.accept()
+                if protocol.peer_is_us(connection):
+                    pid = _fork_handler(server, connection, handlers, root, hello)
+                    handlers[pid] = _pidfd(pid)
+                    quiet_since = time.monotonic()
                 connection.close()
-                continue
-            pid = os.fork()
-            if pid == 0:
-                server.close()
-                code = 70
-                try:  # this client's zygote, as ``main`` is the parent's
-                    code = _serve(root, connection, hello)
-                finally:
-                    os._exit(code)
-            connection.close()
-            handlers.add(pid)
-            quiet_since = time.monotonic()
-    server.close()
-    return 0
+
+
+def _fork_handler(
+    server: socket.socket,
+    connection: socket.socket,
+    handlers: dict[int, int | None],
+    root: Path,
+    hello: dict[str, Any],
+) -> int:
+    """A zygote for the client on ``connection``, as ``main`` is the parent's."""
+    pid = os.fork()
+    if pid == 0:
+        server.close()
+        for fd in handlers.values():
+            _close_pidfd(fd)
+        code = 70
+        try:
+            code = _serve(root, connection, hello)
+        finally:
+            os._exit(code)
+    return pid
+
+
+LOOK_EVERY = 5.0
+"""Seconds a kept zygote with nothing to do sleeps before it looks at its address again."""
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when child ``pid`` ends (None where unsupported)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _close_pidfd(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
 
 
 def _still_ours(address: Path, inode: int) -> bool:
