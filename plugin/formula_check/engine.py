@@ -17,6 +17,8 @@ from .planning import Plan, plan_check
 from .worker.pool import Reply, WorkerPool
 
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
+REQUESTS_PER_WORKER = 2
+"""Checks in flight per worker: one running in it, one being planned or judged here."""
 
 
 class Engine:
@@ -63,9 +65,10 @@ class Engine:
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
-        result, local_files, startup = self._run(spec)
-        # The block's own cost: starting a worker (the TensorFlow import) is counted apart.
-        elapsed = time.perf_counter() - started - startup
+        result, local_files, waited = self._run(spec)
+        # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
+        # and waiting for one to be free is not the block's either.
+        elapsed = time.perf_counter() - started - waited
         result = dataclasses.replace(result, elapsed=elapsed)
         if self.use_cache and _deterministic(result):
             self.cache.put(key, result, local_files)
@@ -76,13 +79,15 @@ class Engine:
         return list(self.iter_check(specs))
 
     def iter_check(self, specs: Iterable[CheckSpec]) -> Generator[CheckResult, None, None]:
-        """Check blocks concurrently (one thread per worker), yielding results in input order,
-        each as soon as it and those before it are done (a progress line can follow along).
+        """Check blocks concurrently, yielding results in input order, each as soon as it and
+        those before it are done (a progress line can follow along).
 
+        Two threads per worker: while one judges a reply against the oracle (in this
+        process), the other's request already runs, so no worker waits for the judging.
         A spec that raises (bad option, unknown oracle) becomes an ERROR result here, so
         one bad block never hides the others.
         """
-        executor = ThreadPoolExecutor(max_workers=self.pool.size)
+        executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.pool.size)
         futures = [executor.submit(self._check_reporting, spec) for spec in specs]
         try:
             for future in futures:
@@ -107,7 +112,7 @@ class Engine:
         with self._lock:
             self.startup_seconds += reply.startup
         result, local_files = self._judge(spec, plan, reply, env_fields)
-        return result, local_files, reply.startup
+        return result, local_files, reply.startup + reply.queued
 
     def _judge(
         self, spec: CheckSpec, plan: Plan, reply: Reply, env_fields: dict[str, Any]

@@ -50,6 +50,8 @@ class Reply:
     detail: str = ""
     startup: float = 0.0
     """Seconds this request spent starting its worker (importing TensorFlow, or a fork)."""
+    queued: float = 0.0
+    """Seconds it waited for a worker to be free (all were busy with other requests)."""
 
 
 def _worker_env() -> dict[str, str]:
@@ -815,11 +817,14 @@ class WorkerPool:
     def request(
         self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
     ) -> tuple[Reply, dict[str, Any]]:
-        """Run one request on an idle worker; also return that worker's environment."""
+        """Run one request on an idle worker, waiting for one if all are busy; also return
+        that worker's environment."""
+        began = time.perf_counter()
         worker = self._idle.get()
+        queued = time.perf_counter() - began
         try:
             reply = worker.request(header, arrays, timeout)
-            return reply, dict(worker.environment)
+            return dataclasses.replace(reply, queued=queued), dict(worker.environment)
         finally:
             self._idle.put(worker)
 

@@ -1,0 +1,127 @@
+"""Checks in flight: a worker runs the next request while this process judges the last one,
+and a block's time never includes the time it waited for a free worker."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from formula_check.engine import Engine, _bare
+from formula_check.model import CheckResult, CheckSpec, Status
+from formula_check.planning import Plan
+from formula_check.worker.pool import Reply, WorkerPool
+from implementations import SDPA
+from support import PROJECT, spec_for
+
+
+class OneWorker:
+    """Stands for a worker: one request at a time, each logged."""
+
+    def __init__(self, hold: float = 0.0) -> None:
+        self.environment: dict[str, Any] = {}
+        self.hold = hold
+        self.log: list[str] = []
+        self.received = threading.Condition()
+
+    def request(self, header: Mapping[str, Any], arrays: object, timeout: float) -> Reply:
+        with self.received:
+            self.log.append(f"run {header['block']}")
+            self.received.notify_all()
+        time.sleep(self.hold)
+        return Reply("ok", {"ok": True}, {})
+
+
+def pool_of(worker: OneWorker) -> WorkerPool:
+    pool = WorkerPool(PROJECT, 1, fork=False)
+    pool._idle.get_nowait()
+    pool._idle.put(worker)  # type: ignore[arg-type]
+    return pool
+
+
+def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    engine = Engine(PROJECT, workers=1, use_cache=False)
+    engine.pool = pool_of(worker)
+    monkeypatch.setattr(
+        "formula_check.engine.plan_check",
+        lambda spec, root: SimpleNamespace(header={"block": spec.block_id}, arrays={}),
+    )
+    return engine
+
+
+def specs(count: int) -> list[CheckSpec]:
+    return [spec_for("attention", SDPA, block_id=f"b{n}") for n in range(count)]
+
+
+def test_the_worker_runs_the_next_check_while_the_last_is_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Judging ``b0`` waits until ``b1`` has reached the worker: with one check in flight
+    per worker, that never happens and the judging gives up."""
+    worker = OneWorker()
+    engine = engine_with(worker, monkeypatch)
+    overlapped: list[bool] = []
+
+    def judge(spec: CheckSpec, plan: Plan, reply: Reply, env: object) -> Any:
+        if spec.block_id == "b0":
+            with worker.received:
+                overlapped.append(worker.received.wait_for(lambda: "run b1" in worker.log, 20))
+        worker.log.append(f"judged {spec.block_id}")
+        return _bare(spec, Status.VERIFIED, ""), []
+
+    monkeypatch.setattr(engine, "_judge", judge)
+    results = engine.check_many(specs(3))
+    assert [r.block_id for r in results] == ["b0", "b1", "b2"], "in input order"
+    assert overlapped == [True]
+    assert worker.log.index("run b1") < worker.log.index("judged b0")
+
+
+def test_waiting_for_a_busy_worker_is_not_the_blocks_own_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each request holds the only worker for 1 s; the block queued behind another waits
+    about 1 s for it, and its own time stays about 1 s, not 2."""
+    worker = OneWorker(hold=1.0)
+    engine = engine_with(worker, monkeypatch)
+    monkeypatch.setattr(engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), []))
+    results = engine.check_many(specs(2))
+    assert all(1.0 <= r.elapsed < 1.9 for r in results), [r.elapsed for r in results]
+
+
+def test_the_pool_says_how_long_a_request_waited(tmp_path: Path) -> None:
+    worker = OneWorker(hold=0.5)
+    pool = pool_of(worker)
+    replies: list[Reply] = []
+    threads = [
+        threading.Thread(target=lambda n=n: replies.append(pool.request({"block": n}, {}, 5)[0]))
+        for n in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    queued = sorted(reply.queued for reply in replies)
+    assert queued[0] < 0.4 <= queued[1], queued
+
+
+def test_a_result_is_the_same_whatever_was_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results keep their own spec: none is judged with another's plan."""
+    worker = OneWorker()
+    engine = engine_with(worker, monkeypatch)
+    seen: list[tuple[str, str]] = []
+
+    def judge(spec: CheckSpec, plan: Plan, reply: Reply, env: object) -> Any:
+        seen.append((spec.block_id, plan.header["block"]))
+        result = dataclasses.replace(_bare(spec, Status.VERIFIED, ""), message=spec.block_id)
+        return result, []
+
+    monkeypatch.setattr(engine, "_judge", judge)
+    results: list[CheckResult] = engine.check_many(specs(12))
+    assert all(block == planned for block, planned in seen)
+    assert [r.message for r in results] == [f"b{n}" for n in range(12)]
