@@ -1,5 +1,6 @@
-"""Checks in flight: a worker runs the next request while this process judges the last one,
-and a block's time never includes the time it waited for a free worker."""
+"""Getting checks to the workers: a worker runs the next request while this process judges
+the last one, a block's time never includes its wait for a free worker, and a run that will
+execute every check starts the workers before planning the first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from formula_check.cache import checker_digest
 from formula_check.engine import Engine, _bare
 from formula_check.model import CheckResult, CheckSpec, Status
 from formula_check.planning import Plan
@@ -125,3 +127,22 @@ def test_a_result_is_the_same_whatever_was_in_flight(monkeypatch: pytest.MonkeyP
     results: list[CheckResult] = engine.check_many(specs(12))
     assert all(block == planned for block, planned in seen)
     assert [r.message for r in results] == [f"b{n}" for n in range(12)]
+
+
+@pytest.mark.parametrize(
+    ("use_cache", "skip", "started"),
+    [(False, "", True), (True, "", False), (False, "not today", False)],
+)
+def test_without_the_cache_workers_start_before_the_first_check_is_planned(
+    monkeypatch: pytest.MonkeyPatch, use_cache: bool, skip: str, started: bool
+) -> None:
+    """Every check will run, so the TensorFlow import need not wait for the first one; with
+    the cache on, a build served from it starts none. The checker's hash is made on the
+    calling thread either way."""
+    engine = Engine(PROJECT, workers=2, use_cache=use_cache)
+    starts: list[str] = []
+    monkeypatch.setattr(engine, "start_in_background", lambda: starts.append("start"))
+    checker_digest.cache_clear()
+    engine.prepare([dataclasses.replace(spec, skip=skip) for spec in specs(2)])
+    assert checker_digest.cache_info().currsize == 1
+    assert starts == (["start"] if started else [])

@@ -213,6 +213,7 @@ class FormulaSession:
         if not todo:
             return
         engine = self.get_engine()
+        engine.prepare(block.spec for block in todo if block.spec is not None)
         futures = {block.location: Future[CheckResult]() for block in todo}
         for block in todo:
             assert block.spec is not None

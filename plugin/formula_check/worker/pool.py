@@ -813,6 +813,8 @@ class WorkerPool:
             self._idle.put(Worker(root, python, memory_limit_mb, self.zygote))
         self._all = list(self._idle.queue)
         self._lock = threading.Lock()
+        self.started_ahead = 0.0
+        """Seconds spent starting workers ahead of any request (:meth:`start_idle`)."""
 
     def request(
         self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
@@ -847,7 +849,10 @@ class WorkerPool:
                 # a failure here is met, and reported, by the next request
                 with contextlib.suppress(Exception):
                     if not worker.closed and not worker.alive:
+                        began = time.perf_counter()
                         worker.start()
+                        with self._lock:
+                            self.started_ahead += time.perf_counter() - began
             finally:
                 self._idle.put(worker)
 
