@@ -681,7 +681,10 @@ def main() -> None:
     )
     commands.choices["scale"].add_argument("--sizes", default="10,25,50", help="pages per site")
     commands.choices["scale"].add_argument(
-        "--timing", action="store_true", help="time every snippet, as a site does by default"
+        "--no-timing",
+        dest="timing",
+        action="store_false",
+        help="timing: false on every block (by default each snippet is timed, as on a site)",
     )
     args = parser.parse_args()
     args.run(args)

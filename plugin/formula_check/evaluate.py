@@ -98,7 +98,7 @@ def evaluate(
     formula = judge_formula(spec, oracle_arrays, params)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
-    notes = _notes(plan, names, outputs)
+    notes = _notes(plan, names, outputs) + _untraced(header.get("timings", []))
     timings = tuple(_timings(header.get("timings", [])))
     if spec.timing.enabled:
         timings += (_oracle_timing(plan, oracle_arrays, params),)
@@ -270,6 +270,20 @@ def _heatmap_arrays(
                 picked["delta_worst"] = np.asarray(verdict.worst_index, dtype=np.int64)
                 break
     return picked
+
+
+def _untraced(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why a run has no ``tf.function`` timing: the code ran eagerly but could not be traced."""
+    notes = []
+    for run in runs:
+        label = str(run.get("label", ""))
+        if run.get("graph_error") and not label.startswith("sweep"):
+            which = "" if label == "check" else f" ({label})"
+            notes.append(
+                f"no tf.function timing{which}: the code does not trace into a graph "
+                f"({run['graph_error']})"
+            )
+    return notes
 
 
 def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:

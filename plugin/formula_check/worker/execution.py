@@ -10,6 +10,7 @@ import contextlib
 import importlib
 import inspect
 import io
+import linecache
 import os
 import platform
 import re
@@ -34,6 +35,8 @@ class Session:
 
     root: Path
     counter: int = 0
+    sources: dict[str, str] = field(default_factory=dict)
+    """The file name each loaded snippet module was compiled under (its linecache entry)."""
     baseline_modules: set[str] = field(default_factory=lambda: set(sys.modules))
 
 
@@ -162,8 +165,14 @@ def _load_entry(session: Session, request: dict[str, Any]) -> Any:
 def _exec_source(session: Session, source: str, filename: str) -> types.ModuleType:
     name = f"formula_snippet_{session.counter}"
     module = types.ModuleType(name)
-    module.__file__ = filename
     sys.modules[name] = module
+    # Readable by inspect, as a module file is: autograph converts the snippet's Python
+    # control flow under tf.function (as it does for the user's own module), and
+    # tracebacks quote its lines. Dropped with the module after the check. The module has
+    # no ``__file__``: autograph, finding a module with the function's file name, would ask
+    # linecache to reload that "file" and so drop this entry.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    session.sources[name] = filename
     with _phase("load"):
         code = compile(source, filename, "exec")
         exec(code, module.__dict__)  # noqa: S102  (running the user's snippet is the point)
@@ -419,5 +428,6 @@ def _forget_local_modules(session: Session, before: set[str]) -> list[str]:
         if name.startswith("formula_snippet_") or path.startswith(root):
             if path.startswith(root) and os.path.exists(path):
                 files.append(os.path.relpath(path, session.root))
+            linecache.cache.pop(session.sources.pop(name, ""), None)
             del sys.modules[name]
     return sorted(files)

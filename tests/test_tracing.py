@@ -1,0 +1,80 @@
+"""Timing under ``tf.function`` treats a snippet as a module file: autograph converts its
+Python control flow, code that cannot be traced says so on the card, and a snippet's error
+quotes its own lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from formula_check.model import CheckResult, Status
+from support import run
+
+pytestmark = pytest.mark.tf
+
+SOFTMAX_BRANCHING = """
+import tensorflow as tf
+
+def softmax(x):
+    if tf.reduce_max(x) > 1e4:  # a tensor condition: autograph makes it a tf.cond
+        x = x / 2.0
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+"""
+
+SOFTMAX_NUMPY = """
+import tensorflow as tf
+
+def softmax(x):
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True)).numpy()
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+
+def labels(result: CheckResult) -> list[str]:
+    return [timing.label for timing in result.timings]
+
+
+def test_tensor_dependent_branches_are_converted_by_autograph() -> None:
+    """Without the snippet's source, autograph left the ``if`` as Python, tracing failed
+    on a symbolic bool, and the card had no tf.function row (nor said why)."""
+    result = run("softmax", SOFTMAX_BRANCHING, timing=True)
+    assert result.status is Status.VERIFIED
+    assert labels(result)[:2] == ["eager", "tf.function"]
+    graph = result.timings[1]
+    assert graph.repeats >= 3 and graph.median > 0 and graph.first > 0
+    assert not any("tf.function" in note for note in result.notes)
+
+
+def test_code_that_cannot_be_traced_keeps_eager_timing_and_says_why() -> None:
+    result = run("softmax", SOFTMAX_NUMPY, timing=True)
+    assert result.status is Status.VERIFIED
+    assert "eager" in labels(result) and "tf.function" not in labels(result)
+    (note,) = [note for note in result.notes if "tf.function" in note]
+    assert note.startswith("no tf.function timing: the code does not trace into a graph (")
+    assert "numpy" in note
+
+
+def test_a_snippets_traceback_quotes_its_own_line() -> None:
+    code = "def f(q, k, v):\n    scale = q.no_such_attribute\n    return q\n"
+    result = run("attention", code, line=40)
+    assert result.failure is not None
+    assert "scale = q.no_such_attribute" in result.failure.traceback
+
+
+def test_snippet_sources_do_not_pile_up_in_the_worker() -> None:
+    """Each check sees its own source and no earlier snippet's."""
+    probe = """
+import linecache
+import tensorflow as tf
+
+def softmax(x):
+    print(sorted(name for name in linecache.cache if name.startswith("<snippet")))
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+"""
+    seen = [run("softmax", probe, line=line).stdout.strip() for line in (10, 20, 30)]
+    assert seen == [
+        "['<snippet docs/page.md:10>']",
+        "['<snippet docs/page.md:20>']",
+        "['<snippet docs/page.md:30>']",
+    ]
