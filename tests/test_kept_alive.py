@@ -3,6 +3,7 @@ the same interpreter, checker and environment, forks its workers from it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -10,6 +11,7 @@ import socket
 import stat
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,6 +275,20 @@ def test_the_stop_command_stops_every_kept_zygote(
     assert not address.exists()
     assert cli.main(["stop"]) == 0
     assert "stopped 0 kept zygotes" in capsys.readouterr().out
+
+
+def test_stopping_waits_for_a_start_in_progress(tmp_path: Path) -> None:
+    """A run starting a zygote holds the start lock until its files are in place; a stop in
+    between would delete the new zygote's socket and leave it running unseen."""
+    address = tmp_path / "kept.sock"
+    with open(tmp_path / "start.lock", "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a starter at work
+        done = threading.Event()
+        stopper = threading.Thread(target=lambda: (stop_kept(address), done.set()))
+        stopper.start()
+        assert not done.wait(0.5), "stop went ahead while a start held the lock"
+    assert done.wait(30), "stop proceeds once the start is done"
+    stopper.join()
 
 
 def test_an_install_into_site_packages_changes_the_key(

@@ -464,7 +464,20 @@ def _connect(address: Path) -> socket.socket | None:
 
 def stop_kept(address: Path) -> bool:
     """Stop the zygote kept at ``address`` now (the workers of runs still connected stay until
-    those runs end); False if none was running there."""
+    those runs end); False if none was running there.
+
+    Holds the lock starters take, so that a zygote another run is starting at that address
+    is either stopped whole or left alone with its files."""
+    try:
+        lock = _private_open(address.parent / "start.lock")
+    except OSError:
+        return False  # no folder there (or not one we may use): nothing we kept
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _stop_kept(address)
+
+
+def _stop_kept(address: Path) -> bool:
     try:
         pid = int(address.with_suffix(".pid").read_text(encoding="ascii"))
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
