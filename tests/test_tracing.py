@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
-from support import run
+from support import PROJECT, run, spec_for
 
 pytestmark = pytest.mark.tf
 
@@ -19,6 +20,16 @@ def softmax(x):
         x = x / 2.0
     e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
     return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+"""
+
+PROBE = """
+import linecache
+import sys
+
+print(
+    sorted(m for m in sys.modules if m.startswith("formula_snippet_") and m != __name__),
+    sorted(name for name in linecache.cache if name.startswith("<snippet")),
+)
 """
 
 SOFTMAX_NUMPY = """
@@ -78,3 +89,32 @@ def softmax(x):
         "['<snippet docs/page.md:20>']",
         "['<snippet docs/page.md:30>']",
     ]
+
+
+RANDOM_INSIDE = """
+import tensorflow as tf
+
+def softmax(x):
+    print(tf.random.uniform((3,)).numpy().tolist())  # TensorFlow's own random state
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+"""
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_each_worker_warms_up_before_its_first_check_and_keeps_nothing_of_it(
+    fork: bool,
+) -> None:
+    """The warm-up is a check of its own run before the hello: it must succeed (it fails
+    silently otherwise, and the first block pays the start-up costs again), and the first
+    real check must see what any later one sees: only its own module and source, and
+    TensorFlow's random state seeded as in every check."""
+    with Engine(PROJECT, workers=1, use_cache=False, fork=fork) as engine:
+        first = engine.check(spec_for("softmax", RANDOM_INSIDE, line=10))
+        second = engine.check(spec_for("softmax", RANDOM_INSIDE, line=20))
+        (worker,) = engine.pool._all
+        assert worker.environment.get("warmed_up") is True
+    assert first.status is Status.VERIFIED and second.status is Status.VERIFIED
+    assert first.stdout == second.stdout != ""
+    probe = run("softmax", SOFTMAX_BRANCHING.replace("def softmax", PROBE + "\ndef softmax"))
+    assert probe.stdout.strip() == "[] ['<snippet docs/page.md:10>']"

@@ -30,13 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     answers = _private_stdout()
     requests = sys.stdin.buffer
     try:
-        from .execution import Session, describe_environment, run_check
+        from .execution import Session, describe_environment, run_check, warm_up
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
         protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
         return 3
     warnings.simplefilter("ignore")
     session = Session(root)
-    say_hello(answers, describe_environment())
+    warmed_up = warm_up(session)
+    say_hello(answers, {**describe_environment(), "warmed_up": warmed_up})
     return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
 
 

@@ -598,6 +598,7 @@ class Worker:
         self.started_at = 0.0
         self.peak_rss_kb = 0
         self.stderr_log: IO[bytes] | None = None
+        self._killing = threading.Lock()
 
     @property
     def alive(self) -> bool:
@@ -760,21 +761,23 @@ class Worker:
 
         Returns the exit status; the pipes are closed and the worker is ready to restart.
         """
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.process.kill()
-            self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        code = self.process.returncode
-        self.process = None
-        return code
+        with self._killing:  # a close (Ctrl-C) may meet a start or a timeout doing the same
+            process = self.process
+            if process is None:
+                return None
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    process.kill()
+                process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            if self.process is process:
+                self.process = None
+            return process.returncode
 
     def close(self) -> None:
         """Stop the worker at once, for good.

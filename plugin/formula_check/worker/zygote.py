@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 def _import_tensorflow() -> dict[str, Any]:
     """Import TensorFlow (through the worker's module); the hello that says how it went."""
     try:
+        from .. import planning  # noqa: F401  (what each worker's warm-up plans with)
         from . import execution  # noqa: F401  (the import is the point)
     except ImportError as exc:
         return {"ok": False, "error": str(exc)}
@@ -245,7 +246,7 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
 
 
 def _serve_forked(root: Path, conversation: int) -> int:
-    from .execution import Session, describe_environment, run_check
+    from .execution import Session, describe_environment, run_check, warm_up
 
     # The project folder as it is now: a zygote kept alive may have started in a folder that
     # was since removed and made again under the same name.
@@ -254,7 +255,8 @@ def _serve_forked(root: Path, conversation: int) -> int:
     requests = sock.makefile("rb")
     answers = sock.makefile("wb")
     session = Session(root)
-    child.say_hello(answers, describe_environment())
+    warmed_up = warm_up(session)
+    child.say_hello(answers, {**describe_environment(), "warmed_up": warmed_up})
     return child.serve(requests, answers, lambda h, a: run_check(session, h, a))
 
 
