@@ -497,8 +497,7 @@ def serve(args: argparse.Namespace) -> None:
     )
     print(
         "the rebuild itself (MkDocs' build(), medians; the rest of save-to-rebuilt is polling, "
-        "MkDocs' wait for more changes (0.1 s; one polling interval with fast_serve), and "
-        "fetching the page):"
+        "MkDocs' 0.1 s wait for more changes, and fetching the page):"
     )
     print(
         f"  one-block edit {block_build:.2f} s, prose edit {prose_build:.2f} s; fast_serve off, "

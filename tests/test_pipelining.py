@@ -146,3 +146,18 @@ def test_without_the_cache_workers_start_before_the_first_check_is_planned(
     engine.prepare([dataclasses.replace(spec, skip=skip) for spec in specs(2)])
     assert checker_digest.cache_info().currsize == 1
     assert starts == (["start"] if started else [])
+
+
+def test_a_stopped_run_does_not_start_the_checks_still_waiting_for_a_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing the results early (Ctrl-C in the command line, a failed build) waits for the
+    check running in the worker, but one waiting for the worker gives up instead of running
+    a whole check first."""
+    worker = OneWorker(hold=1.5)
+    engine = engine_with(worker, monkeypatch)
+    monkeypatch.setattr(engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), []))
+    results = engine.iter_check(specs(5))
+    assert next(results).block_id == "b0"
+    results.close()  # one check runs in the worker by now, another waits for it
+    assert worker.log[0] == "run b0" and len(worker.log) == 2, worker.log

@@ -296,11 +296,11 @@ def test_an_environment_with_its_own_cache_keeps_it() -> None:
 # -- the theme's file list ----------------------------------------------------------------
 
 
-def aged(*folders: Path) -> None:
-    """Date folders back, as a theme installed a while ago is."""
-    past = time.time() - 60
-    for folder in folders:
-        os.utime(folder, (past, past))
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders changed a moment ago count as settled (a theme is installed long before it is
+    served; a test's folders are made just now, and their change time cannot be set back)."""
+    monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 0.0)
 
 
 def theme_tree(tmp_path: Path) -> list[Path]:
@@ -308,7 +308,6 @@ def theme_tree(tmp_path: Path) -> list[Path]:
     for relative in ("main.html", "assets/app.js", "assets/icons/a.svg", ".icons/x/y.svg"):
         (main / relative).parent.mkdir(parents=True, exist_ok=True)
         (main / relative).write_text("-", encoding="utf-8")
-    aged(*[folder for folder in main.rglob("*") if folder.is_dir()], main)
     return [custom, main]  # the custom folder does not exist yet
 
 
@@ -322,6 +321,7 @@ def listing_of(searchpath: list[Path], listing: serving.ThemeListing) -> list[st
     return names
 
 
+@pytest.mark.usefixtures("settled")
 def test_the_theme_is_listed_once_while_its_folders_stay_as_they_were(tmp_path: Path) -> None:
     searchpath = theme_tree(tmp_path)
     listing = serving.ThemeListing()
@@ -331,6 +331,7 @@ def test_the_theme_is_listed_once_while_its_folders_stay_as_they_were(tmp_path: 
     assert (listing.walks, listing.hits) == (1, 1)
 
 
+@pytest.mark.usefixtures("settled")
 @pytest.mark.parametrize("change", ["add", "remove", "rename", "new folder", "custom dir"])
 def test_a_change_to_the_theme_folders_is_listed(tmp_path: Path, change: str) -> None:
     searchpath = theme_tree(tmp_path)
@@ -353,7 +354,9 @@ def test_a_change_to_the_theme_folders_is_listed(tmp_path: Path, change: str) ->
     assert after != before and listing.walks == 2
 
 
-def test_folders_changed_just_before_the_listing_are_listed_again(tmp_path: Path) -> None:
+def test_folders_changed_just_before_the_listing_are_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Within a modification time's resolution a later change could keep the same time."""
     searchpath = theme_tree(tmp_path)
     (searchpath[1] / "assets" / "late.css").write_text("-", encoding="utf-8")
@@ -361,10 +364,25 @@ def test_folders_changed_just_before_the_listing_are_listed_again(tmp_path: Path
     listing_of(searchpath, listing)
     listing_of(searchpath, listing)
     assert listing.walks == 2
-    aged(searchpath[1] / "assets")
+    monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 0.0)  # some time later
     listing_of(searchpath, listing)
     listing_of(searchpath, listing)
     assert (listing.walks, listing.hits) == (3, 1)
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_folder_whose_modification_time_was_set_back_is_listed_again(tmp_path: Path) -> None:
+    """``rsync -a`` or ``tar x`` restore a folder's modification time after changing it;
+    its change time still moves."""
+    searchpath = theme_tree(tmp_path)
+    assets = searchpath[1] / "assets"
+    listing = serving.ThemeListing()
+    before = listing_of(searchpath, listing)
+    times = assets.stat()
+    (assets / "app.js").rename(assets / "bundle.js")
+    os.utime(assets, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert assets.stat().st_mtime_ns == times.st_mtime_ns
+    assert listing_of(searchpath, listing) != before  # compared with Jinja's inside
 
 
 def mkdocs_config(tmp_path: Path, **settings: object) -> MkDocsConfig:
@@ -383,6 +401,7 @@ def theme_files(config: MkDocsConfig, listing: serving.ThemeListing | None) -> l
     return [file.src_uri for file in files]
 
 
+@pytest.mark.usefixtures("settled")
 def test_mkdocs_gets_the_same_theme_files_from_the_kept_list(tmp_path: Path) -> None:
     """Material's own theme, with MkDocs' filter of what is copied; ``static_templates``
     decides what the filter keeps, so the kept filtered list is per value."""
@@ -479,7 +498,7 @@ def test_the_option_off_leaves_mkdocs_polling(tmp_path: Path, make_server: MakeS
     assert server.build_delay == build_delay == 0.1
     plugin_with().on_serve(server, config=MkDocsConfig(), builder=None)
     assert max(timeouts(server)) < serving.MKDOCS_INTERVAL
-    assert server.build_delay == min(build_delay, *timeouts(server))
+    assert server.build_delay == build_delay, "MkDocs' wait for more changes is kept"
 
 
 @pytest.mark.tf

@@ -4,6 +4,8 @@ quotes its own lines."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from formula_check.engine import Engine
@@ -118,3 +120,17 @@ def test_each_worker_warms_up_before_its_first_check_and_keeps_nothing_of_it(
     assert first.stdout == second.stdout != ""
     probe = run("softmax", SOFTMAX_BRANCHING.replace("def softmax", PROBE + "\ndef softmax"))
     assert probe.stdout.strip() == "[] ['<snippet docs/page.md:10>']"
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_autographs_temporary_files_are_removed_after_each_check(
+    fork: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AutoGraph writes each converted function to a file it deletes only at exit, which a
+    worker that is killed never reaches: one file per worker start and per snippet, forever."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with Engine(PROJECT, workers=1, use_cache=False, fork=fork) as engine:
+        for line in (10, 20):
+            result = engine.check(spec_for("softmax", SOFTMAX_BRANCHING, line=line, timing=True))
+            assert "tf.function" in labels(result)
+        assert list(tmp_path.glob("__autograph_generated_file*")) == []

@@ -60,8 +60,9 @@ class Engine:
         never counted in a block's own time."""
         return self._startup + self.pool.started_ahead
 
-    def check(self, spec: CheckSpec) -> CheckResult:
-        """Check one block. Snippet problems become results; spec problems raise."""
+    def check(self, spec: CheckSpec, stopped: threading.Event | None = None) -> CheckResult:
+        """Check one block. Snippet problems become results; spec problems raise. Once
+        ``stopped`` is set, a check still waiting for a worker runs nothing."""
         if spec.skip:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
@@ -70,7 +71,7 @@ class Engine:
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
-        result, local_files, waited = self._run(spec)
+        result, local_files, waited = self._run(spec, stopped)
         # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
         # and waiting for one to be free is not the block's either.
         elapsed = time.perf_counter() - started - waited
@@ -94,29 +95,35 @@ class Engine:
         """
         specs = list(specs)
         self.prepare(specs)
+        stopped = threading.Event()
         executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.pool.size)
-        futures = [executor.submit(self._check_reporting, spec) for spec in specs]
+        futures = [executor.submit(self._check_reporting, spec, stopped) for spec in specs]
         try:
             for future in futures:
                 yield future.result()
         finally:
             # Stopped early (the caller closed the iterator, a check raised): drop the queue
-            # rather than run it to the end; only checks already running are waited for.
+            # rather than run it to the end; only checks already running in a worker are
+            # waited for (one still waiting for a worker gives up).
+            stopped.set()
             executor.shutdown(wait=True, cancel_futures=True)
 
-    def _check_reporting(self, spec: CheckSpec) -> CheckResult:
+    def _check_reporting(self, spec: CheckSpec, stopped: threading.Event) -> CheckResult:
         try:
-            return self.check(spec)
+            return self.check(spec, stopped)
         except MissingTensorFlowError:
             raise
         except FormulaCheckError as exc:
             return error_result(spec, type(exc).__name__, exc.message)
 
-    def _run(self, spec: CheckSpec) -> tuple[CheckResult, list[str], float]:
+    def _run(
+        self, spec: CheckSpec, stopped: threading.Event | None
+    ) -> tuple[CheckResult, list[str], float]:
         plan = plan_check(spec, str(self.root))
-        reply, env_fields = self.pool.request(plan.header, plan.arrays, spec.timeout)
-        self.executed += 1
+        cancelled = stopped.is_set if stopped is not None else lambda: False
+        reply, env_fields = self.pool.request(plan.header, plan.arrays, spec.timeout, cancelled)
         with self._lock:
+            self.executed += 1
             self._startup += reply.startup
         result, local_files = self._judge(spec, plan, reply, env_fields)
         return result, local_files, reply.startup + reply.queued

@@ -10,9 +10,8 @@ Two parts of it are waste under ``mkdocs serve``, and the plugin's ``fast_serve`
   costs more than about 5 % of a core. Polling still; not native file events, which miss
   changes on some mounts (Docker volumes from another OS, network shares), where MkDocs'
   polling works.
-  After a change, MkDocs waits 0.1 s for more before it rebuilds; under its 0.5 s polling
-  that merges only what one look found. With quicker polling the wait is one interval: what
-  one look found, and the next look when it comes that soon (a save spread over both).
+  MkDocs' wait of 0.1 s for more changes before it rebuilds is kept: with quicker polling it
+  spans two looks, so a save that an editor spreads over both still gives one rebuild.
 * **Template compilation.** Every rebuild makes a new Jinja environment and compiles the
   theme's templates again: about 0.3 s of a 0.8 s rebuild of a small Material site.
   :class:`TemplateCache` keeps the compiled code for the life of ``mkdocs serve``. Jinja checks
@@ -70,8 +69,7 @@ def snapshot_seconds(paths: list[str]) -> float:
 
 
 def quicken_polling(server: Any, paths: Iterable[str] = ()) -> float | None:
-    """Poll what ``server`` (MkDocs' ``LiveReloadServer``) watches more often, and wait for
-    further changes no longer than one interval before rebuilding.
+    """Poll what ``server`` (MkDocs' ``LiveReloadServer``) watches more often.
 
     The interval is sized from one look at the paths watched so far plus ``paths`` (those
     MkDocs or a later rebuild will add: ``watch:`` in ``mkdocs.yml``, snippet files). It is set
@@ -91,9 +89,6 @@ def quicken_polling(server: Any, paths: Iterable[str] = ()) -> float | None:
     observer._timeout = interval  # for watches added from now on
     for emitter in emitters:
         emitter._timeout = interval  # read by its polling loop before each look
-    delay = getattr(server, "build_delay", None)
-    if isinstance(delay, int | float) and delay > interval:
-        server.build_delay = interval
     log.debug(f"fast_serve: polling {len(every)} path(s) every {interval:.2f} s")
     return interval
 
@@ -274,31 +269,35 @@ class ThemeListing:
 @dataclass(frozen=True)
 class _Listing:
     names: tuple[str, ...]
-    folders: tuple[tuple[str, int], ...]
-    """Each folder walked, and each search path that is not one, with its mtime (-1: none)."""
+    folders: tuple[tuple[str, tuple[int, ...]], ...]
+    """Each folder walked, and each search path that is not one, with its :func:`_state`."""
 
     @classmethod
     def of(cls, searchpath: tuple[str, ...]) -> _Listing:
         found: set[str] = set()
-        folders: list[tuple[str, int]] = []
+        folders: list[tuple[str, tuple[int, ...]]] = []
         settled = time.time_ns() - int(UNSETTLED_SECONDS * 1e9)
         for top in searchpath:
             if not os.path.isdir(top):
-                folders.append((top, _mtime(top)))  # one that appears is noticed
+                folders.append((top, _state(top)))  # one that appears is noticed
             for folder, _, files in os.walk(top):
-                folders.append((folder, _mtime(folder)))
+                folders.append((folder, _state(folder)))
                 prefix = folder[len(top) :].strip(os.path.sep).replace(os.path.sep, "/")
                 found.update(f"{prefix}/{name}" if prefix else name for name in files)
-        if any(mtime > settled for _, mtime in folders):
-            folders.append(("", -2))  # never matches: list again next time
+        if any(max(state[:2], default=0) > settled for _, state in folders):
+            folders.append(("", (-2,)))  # never matches: list again next time
         return cls(tuple(sorted(found)), tuple(folders))
 
     def unchanged(self) -> bool:
-        return all(_mtime(folder) == mtime for folder, mtime in self.folders)
+        return all(_state(folder) == state for folder, state in self.folders)
 
 
-def _mtime(folder: str) -> int:
+def _state(folder: str) -> tuple[int, ...]:
+    """What changes when a folder's entries do: its modification time, and its change time,
+    which also moves when a tool (``rsync -a``, ``tar x``) sets the modification time back;
+    the inode and device, for a folder replaced by another. Empty when there is none."""
     try:
-        return os.stat(folder).st_mtime_ns
+        info = os.stat(folder)
     except OSError:
-        return -1
+        return ()
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)

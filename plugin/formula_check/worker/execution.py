@@ -459,12 +459,23 @@ def _clean(text: str) -> str:
     return ANSI.sub("", text)[:_MAX_TEXT]
 
 
+_AUTOGRAPH_MODULE = "__autograph_generated_file"
+
+
 def _forget_local_modules(session: Session, before: set[str]) -> list[str]:
-    """Report project files imported by this check, then unload them so edits are seen."""
+    """Report project files imported by this check, then unload them so edits are seen;
+    drop the modules AutoGraph generated for it, and their temporary files."""
     root = str(session.root) + os.sep
     files = []
     for name in set(sys.modules) - before:
         path = getattr(sys.modules.get(name), "__file__", None) or ""
+        if name.startswith(_AUTOGRAPH_MODULE):
+            # The file AutoGraph wrote the converted code to (the code stays loaded): it
+            # removes them only at exit, which a worker that is killed never reaches.
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            del sys.modules[name]
+            continue
         if name.startswith("formula_snippet_") or path.startswith(root):
             if path.startswith(root) and os.path.exists(path):
                 files.append(os.path.relpath(path, session.root))

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -833,13 +833,20 @@ class WorkerPool:
         """Seconds spent starting workers ahead of any request (:meth:`start_idle`)."""
 
     def request(
-        self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
+        self,
+        header: Mapping[str, Any],
+        arrays: Mapping[str, Array],
+        timeout: float,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> tuple[Reply, dict[str, Any]]:
         """Run one request on an idle worker, waiting for one if all are busy; also return
-        that worker's environment."""
+        that worker's environment. A request ``cancelled`` while it waited runs nothing."""
         began = time.perf_counter()
         worker = self._idle.get()
         queued = time.perf_counter() - began
+        if cancelled():
+            self._idle.put(worker)
+            return Reply("crash", {}, {}, "stopped before it ran", queued=queued), {}
         try:
             reply = worker.request(header, arrays, timeout)
             return dataclasses.replace(reply, queued=queued), dict(worker.environment)

@@ -98,11 +98,13 @@ def listen(root: Path, address: Path, idle: float) -> int:
         os.umask(mask)
     server.listen(64)
     inode = os.stat(address).st_ino
-    if os.fork():
-        os._exit(0)  # the starter sees its child exit: the socket listens
+    child = os.fork()
+    if child:  # the starter sees this exit: the socket listens, and the pid file is there
+        with contextlib.suppress(OSError):
+            address.with_suffix(".pid").write_text(f"{child}\n", encoding="ascii")
+        os._exit(0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for the build that started us
-    address.with_suffix(".pid").write_text(f"{os.getpid()}\n", encoding="ascii")
     hello = _import_tensorflow()
     _serve_clients(server, root, (address, inode), idle, hello)
     server.close()
@@ -123,9 +125,10 @@ def _serve_clients(
     handlers: dict[int, int | None] = {}  # each client's process, and a pidfd telling its end
     quiet_since = time.monotonic()
     while _still_ours(address, inode):
-        for pid in [pid for pid in handlers if _wait(pid, set()).get("running") is not True]:
+        ended = [pid for pid in handlers if _wait(pid, set()).get("running") is not True]
+        for pid in ended:
             _close_pidfd(handlers.pop(pid))
-        if handlers:
+        if handlers or ended:  # the idle time counts from the last client's end
             quiet_since = time.monotonic()
         idle_left = idle - (time.monotonic() - quiet_since)
         if not handlers and idle_left <= 0:
