@@ -3,6 +3,7 @@ the same interpreter, checker and environment, forks its workers from it."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -22,7 +23,7 @@ from formula_check import cli
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker import pool, protocol
+from formula_check.worker import pool, protocol, zygote
 from formula_check.worker.pool import (
     KeptZygote,
     fork_supported,
@@ -110,6 +111,41 @@ def test_an_idle_zygote_exits_and_cleans_up(runtime: Path) -> None:
     assert wait_until(lambda: not is_running(kept)), "no client for a second: it exits"
     leftovers = [address.with_suffix(suffix) for suffix in (".sock", ".pid", ".log")]
     assert not any(path.exists() for path in leftovers)
+
+
+def test_the_idle_time_counts_from_the_last_clients_end(tmp_path: Path) -> None:
+    """A client connected longer than the idle time must not use it up. The zygote sleeps
+    while a client is connected (waking every ``idle`` seconds here) and used to count from
+    its last waking: this client leaves 2.8 s after one, and the zygote went 0.2 s later.
+    Run without TensorFlow: the client loop itself, with a hello that says all is well."""
+    address = Path(tempfile.mkdtemp(prefix="fc-idle-", dir="/tmp")) / "kept.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(address))
+    server.listen(8)
+    bound = (address, address.stat().st_ino)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            zygote._serve_clients(server, tmp_path, bound, 3.0, {"ok": True})
+            code = 0
+        finally:
+            os._exit(code)
+    server.close()
+    try:
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(address))
+        assert client.makefile("rb").readline().startswith(b'{"ok": true')
+        time.sleep(5.8)
+        client.close()
+        left = time.monotonic()
+        assert wait_until(lambda: not address.exists())
+        assert time.monotonic() - left > 2.0, "kept about 3 s after the client left"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        shutil.rmtree(address.parent, ignore_errors=True)
 
 
 def wakeups(pid: int, seconds: float) -> int:
