@@ -84,9 +84,12 @@ class Engine:
         """Every result of :meth:`iter_check`, in input order."""
         return list(self.iter_check(specs))
 
-    def iter_check(self, specs: Iterable[CheckSpec]) -> Generator[CheckResult, None, None]:
+    def iter_check(
+        self, specs: Iterable[CheckSpec], *, prepared: bool = False
+    ) -> Generator[CheckResult, None, None]:
         """Check blocks concurrently, yielding results in input order, each as soon as it and
-        those before it are done (a progress line can follow along).
+        those before it are done (a progress line can follow along). ``prepared``: the
+        caller already called :meth:`prepare` for them.
 
         Two threads per worker: while one judges a reply against the oracle (in this
         process), the other's request already runs, so no worker waits for the judging.
@@ -94,7 +97,8 @@ class Engine:
         one bad block never hides the others.
         """
         specs = list(specs)
-        self.prepare(specs)
+        if not prepared:
+            self.prepare(specs)
         stopped = threading.Event()
         executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.pool.size)
         futures = [executor.submit(self._check_reporting, spec, stopped) for spec in specs]

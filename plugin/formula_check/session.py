@@ -213,7 +213,7 @@ class FormulaSession:
         if not todo:
             return
         engine = self.get_engine()
-        engine.prepare(block.spec for block in todo if block.spec is not None)
+        engine.prepare(block.spec for block in todo if block.spec is not None)  # this thread
         futures = {block.location: Future[CheckResult]() for block in todo}
         for block in todo:
             assert block.spec is not None
@@ -221,7 +221,7 @@ class FormulaSession:
 
         def check() -> None:
             specs = [block.spec for block in todo if block.spec is not None]
-            results = engine.iter_check(specs)
+            results = engine.iter_check(specs, prepared=True)
             try:
                 for block, result in zip(todo, results, strict=False):
                     if self._stopping.is_set():
