@@ -66,8 +66,8 @@ class Engine:
         if spec.skip:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
-        key = cache_key(spec, self.tf_version)
-        if self.use_cache:
+        key = cache_key(spec, self.tf_version) if self.use_cache else ""
+        if key:
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
@@ -76,7 +76,7 @@ class Engine:
         # and waiting for one to be free is not the block's either.
         elapsed = time.perf_counter() - started - waited
         result = dataclasses.replace(result, elapsed=elapsed)
-        if self.use_cache and _deterministic(result):
+        if key and _deterministic(result):
             self.cache.put(key, result, local_files)
         return result
 
