@@ -75,7 +75,10 @@ def _processes() -> tuple[dict[int, list[bytes]], dict[int, int]]:
 
 def checker_pids(project: Path) -> set[int]:
     """Every process formula-check runs for ``project``: zygote and workers."""
-    commands, _ = _processes()
+    return _checkers(_processes()[0], project)
+
+
+def _checkers(commands: dict[int, list[bytes]], project: Path) -> set[int]:
     modules = (b"formula_check.worker.child", b"formula_check.worker.zygote")
     return {
         pid
@@ -88,8 +91,8 @@ def worker_pids(project: Path) -> set[int]:
     """The TensorFlow workers serving ``project``: spawned ones name the child module and the
     project folder on their command line; forked ones are children of the zygote, whose
     command line they share."""
-    commands, parents = _processes()
-    ours = checker_pids(project)
+    commands, parents = _processes()  # one look: a process may start or end between two
+    ours = _checkers(commands, project)
     return {
         pid
         for pid in ours

@@ -5,6 +5,8 @@ execute every check starts the workers before planning the first."""
 from __future__ import annotations
 
 import dataclasses
+import math
+import queue
 import threading
 import time
 from collections.abc import Mapping
@@ -18,9 +20,9 @@ from formula_check.cache import checker_digest
 from formula_check.engine import Engine, _bare
 from formula_check.model import CheckResult, CheckSpec, Status
 from formula_check.planning import Plan
-from formula_check.worker.pool import Reply, WorkerPool
+from formula_check.worker.pool import IdleWorkers, Reply, WorkerPool
 from implementations import SDPA
-from support import PROJECT, spec_for
+from support import PROJECT, spec_for, wait_until
 
 
 class OneWorker:
@@ -160,4 +162,74 @@ def test_a_stopped_run_does_not_start_the_checks_still_waiting_for_a_worker(
     results = engine.iter_check(specs(5))
     assert next(results).block_id == "b0"
     results.close()  # one check runs in the worker by now, another waits for it
-    assert worker.log[0] == "run b0" and len(worker.log) == 2, worker.log
+    # b0 ran first, or right after b1 if b1's thread asked for the worker first. After it, at
+    # most the check handed the worker as b0 ended ran (it may also have seen the stop first);
+    # none of those still waiting did.
+    assert "run b0" in worker.log, worker.log
+    before = worker.log.index("run b0")
+    assert before <= 1 and len(worker.log) - before - 1 <= 1, worker.log
+
+
+def test_a_block_waiting_for_the_worker_is_not_overtaken_by_later_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Judging takes no time here, so the thread that gives the worker back asks again at
+    once; the earlier block waiting for it must still get it next, or the caller waits for
+    ``b0`` while every later block runs (as a plain queue let happen)."""
+    worker = OneWorker(hold=0.2)  # far longer than a thread takes to ask again
+    engine = engine_with(worker, monkeypatch)
+    monkeypatch.setattr(engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), []))
+    engine.check_many(specs(10))
+    ran = [int(entry.removeprefix("run b")) for entry in worker.log]
+    assert sorted(ran) == list(range(10))
+    # Two threads ask at once; from then on every block runs at most one place late.
+    assert all(abs(position - block) <= 1 for position, block in enumerate(ran)), ran
+
+
+def asking(idle: IdleWorkers, order: float, got: list[tuple[float, object]]) -> threading.Thread:
+    """Ask ``idle`` for a worker on a thread of its own, once that request waits."""
+    before = len(idle._waiting)
+    thread = threading.Thread(target=lambda: got.append((order, idle.get(order))))
+    thread.start()
+    assert wait_until(lambda: len(idle._waiting) == before + 1, 5)
+    return thread
+
+
+def test_a_worker_given_back_goes_to_the_waiting_request_with_the_lowest_order() -> None:
+    idle = IdleWorkers()
+    worker = object()
+    got: list[tuple[float, object]] = []
+    threads = [asking(idle, order, got) for order in (7, 2, math.inf, 2)]
+    for handed in range(1, len(threads) + 1):
+        idle.put(worker)  # type: ignore[arg-type]
+        assert wait_until(lambda n=handed: len(got) == n, 5)
+    for thread in threads:
+        thread.join(5)
+    assert [order for order, _ in got] == [2, 2, 7, math.inf]
+    assert idle.qsize() == 0, "every worker given back went to a waiting request"
+
+
+def test_a_thread_giving_a_worker_back_cannot_take_it_again_before_one_waiting() -> None:
+    idle = IdleWorkers()
+    worker = object()
+    got: list[tuple[float, object]] = []
+    waiting = asking(idle, 5, got)
+    idle.put(worker)  # type: ignore[arg-type]
+    again: list[object] = []
+    second = threading.Thread(target=lambda: again.append(idle.get(0)))
+    second.start()  # asks at once with a lower order, but the worker is already handed over
+    waiting.join(5)
+    assert got == [(5, worker)] and not again
+    idle.put(worker)  # type: ignore[arg-type]
+    second.join(5)
+    assert again == [worker]
+
+
+def test_with_none_waiting_the_worker_given_back_last_is_handed_out_first() -> None:
+    idle = IdleWorkers()
+    first, last = object(), object()
+    idle.put(first)  # type: ignore[arg-type]
+    idle.put(last)  # type: ignore[arg-type]
+    assert idle.get() is last and idle.get_nowait() is first
+    with pytest.raises(queue.Empty):
+        idle.get_nowait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Generator, Iterable
@@ -60,9 +61,15 @@ class Engine:
         never counted in a block's own time."""
         return self._startup + self.pool.started_ahead
 
-    def check(self, spec: CheckSpec, stopped: threading.Event | None = None) -> CheckResult:
+    def check(
+        self,
+        spec: CheckSpec,
+        stopped: threading.Event | None = None,
+        order: float = math.inf,
+    ) -> CheckResult:
         """Check one block. Snippet problems become results; spec problems raise. Once
-        ``stopped`` is set, a check still waiting for a worker runs nothing."""
+        ``stopped`` is set, a check still waiting for a worker runs nothing. Checks waiting
+        for a worker get one by ``order``, lowest first."""
         if spec.skip:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
@@ -71,7 +78,7 @@ class Engine:
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
-        result, local_files, waited = self._run(spec, stopped)
+        result, local_files, waited = self._run(spec, stopped, order)
         # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
         # and waiting for one to be free is not the block's either.
         elapsed = time.perf_counter() - started - waited
@@ -101,7 +108,10 @@ class Engine:
             self.prepare(specs)
         stopped = threading.Event()
         executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.pool.size)
-        futures = [executor.submit(self._check_reporting, spec, stopped) for spec in specs]
+        futures = [
+            executor.submit(self._check_reporting, spec, stopped, order)
+            for order, spec in enumerate(specs)
+        ]
         try:
             for future in futures:
                 yield future.result()
@@ -112,20 +122,24 @@ class Engine:
             stopped.set()
             executor.shutdown(wait=True, cancel_futures=True)
 
-    def _check_reporting(self, spec: CheckSpec, stopped: threading.Event) -> CheckResult:
+    def _check_reporting(
+        self, spec: CheckSpec, stopped: threading.Event, order: int
+    ) -> CheckResult:
         try:
-            return self.check(spec, stopped)
+            return self.check(spec, stopped, order)
         except MissingTensorFlowError:
             raise
         except FormulaCheckError as exc:
             return error_result(spec, type(exc).__name__, exc.message)
 
     def _run(
-        self, spec: CheckSpec, stopped: threading.Event | None
+        self, spec: CheckSpec, stopped: threading.Event | None, order: float
     ) -> tuple[CheckResult, list[str], float]:
         plan = plan_check(spec, str(self.root))
         cancelled = stopped.is_set if stopped is not None else lambda: False
-        reply, env_fields = self.pool.request(plan.header, plan.arrays, spec.timeout, cancelled)
+        reply, env_fields = self.pool.request(
+            plan.header, plan.arrays, spec.timeout, cancelled, order
+        )
         with self._lock:
             self.executed += 1
             self._startup += reply.startup

@@ -11,8 +11,10 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
+import heapq
 import importlib.metadata
 import json
+import math
 import os
 import queue
 import select
@@ -803,6 +805,60 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
+class IdleWorkers:
+    """The pool's idle workers, handed out by the order of the checks asking for them.
+
+    A worker given back goes straight to the waiting request with the lowest ``order`` (the
+    earliest block of the batch; the earliest to ask among equals), never to whichever thread
+    happens to ask next: with a plain queue, the thread that had just given a worker back
+    could take it again at once, request after request, and starve the block the caller was
+    waiting on. With no request waiting, the worker most recently given back is handed out
+    first (its memory is warm).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._workers: list[Worker] = []
+        self._waiting: list[tuple[float, int, _Waiter]] = []
+        self._asked = 0
+
+    def put(self, worker: Worker) -> None:
+        with self._lock:
+            if self._waiting:
+                waiter = heapq.heappop(self._waiting)[2]
+                waiter.worker = worker
+                waiter.ready.set()
+            else:
+                self._workers.append(worker)
+
+    def get(self, order: float = math.inf) -> Worker:
+        with self._lock:
+            if self._workers:  # then no request is waiting either
+                return self._workers.pop()
+            waiter = _Waiter()
+            self._asked += 1
+            heapq.heappush(self._waiting, (order, self._asked, waiter))
+        waiter.ready.wait()
+        assert waiter.worker is not None
+        return waiter.worker
+
+    def get_nowait(self) -> Worker:
+        with self._lock:
+            if not self._workers:
+                raise queue.Empty
+            return self._workers.pop()
+
+    def qsize(self) -> int:
+        with self._lock:
+            return len(self._workers)
+
+
+@dataclass(eq=False)
+class _Waiter:
+    ready: threading.Event = dataclasses.field(default_factory=threading.Event)
+    worker: Worker | None = None
+
+
 class WorkerPool:
     """N workers, started lazily, shared by threads; each request borrows one idle worker."""
 
@@ -824,10 +880,10 @@ class WorkerPool:
         if fork and fork_supported():
             kept = keep_alive > 0
             self.zygote = KeptZygote(root, python, keep_alive) if kept else Zygote(root, python)
-        self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
-        for _ in range(size):
-            self._idle.put(Worker(root, python, memory_limit_mb, self.zygote))
-        self._all = list(self._idle.queue)
+        self._all = [Worker(root, python, memory_limit_mb, self.zygote) for _ in range(size)]
+        self._idle = IdleWorkers()
+        for worker in self._all:
+            self._idle.put(worker)
         self._lock = threading.Lock()
         self.started_ahead = 0.0
         """Seconds spent starting workers ahead of any request (:meth:`start_idle`)."""
@@ -838,11 +894,13 @@ class WorkerPool:
         arrays: Mapping[str, Array],
         timeout: float,
         cancelled: Callable[[], bool] = lambda: False,
+        order: float = math.inf,
     ) -> tuple[Reply, dict[str, Any]]:
         """Run one request on an idle worker, waiting for one if all are busy; also return
-        that worker's environment. A request ``cancelled`` while it waited runs nothing."""
+        that worker's environment. A request ``cancelled`` while it waited runs nothing.
+        Waiting requests get workers by ``order`` (lowest first), then first come."""
         began = time.perf_counter()
-        worker = self._idle.get()
+        worker = self._idle.get(order)
         queued = time.perf_counter() - began
         if cancelled():
             self._idle.put(worker)
