@@ -3,13 +3,17 @@ checks after it still run on a healthy worker."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from formula_check.engine import Engine
 from formula_check.errors import SnippetError
 from formula_check.model import Location, Status
 from formula_check.snippets import resolve_code
+from formula_check.worker.pool import Worker, _scratch_folder
+from formula_check.worker.protocol import SCRATCH_PREFIX
 from implementations import SDPA
 from support import PROJECT, run, shared_engine, spec_for
 
@@ -30,6 +34,68 @@ def test_infinite_loop_times_out_and_the_next_check_runs() -> None:
     assert "no answer within 1.5 s; worker restarted" in result.headline()
     assert_still_healthy()
     assert engine.pool.alive_pids() != before
+
+
+def running_worker(engine: Engine) -> Worker:
+    (worker,) = [worker for worker in engine.pool._all if worker.alive]
+    return worker
+
+
+def test_a_worker_has_a_private_temporary_folder_removed_when_it_is_killed() -> None:
+    """What a snippet (or AutoGraph) writes to the temporary folder lands in one of the
+    worker's own, which goes with the worker even when it is killed in the middle of a check
+    (TensorFlow would delete AutoGraph's files only at an exit a killed worker never has)."""
+    engine = shared_engine()
+    assert_still_healthy()
+    scratch = running_worker(engine).scratch
+    assert scratch is not None and scratch.is_dir()
+    assert scratch.name.startswith(SCRATCH_PREFIX) and scratch.parent == Path(tempfile.gettempdir())
+    said = run("attention", WHERE_TEMPORARY_FILES_GO)
+    assert said.status is Status.ERROR and said.stdout.split() == [str(scratch)] * 2
+
+    hang = "import tempfile, time\ndef f(q, k, v):\n    tempfile.mkstemp()\n    time.sleep(60)\n"
+    assert engine.check(spec_for("attention", hang, timeout=2)).status is Status.TIMEOUT
+    assert not scratch.exists(), "killed on its timeout, the worker left its folder behind"
+    assert_still_healthy()
+    fresh = running_worker(engine).scratch
+    assert fresh is not None and fresh.is_dir() and fresh != scratch
+    engine_of_its_own = Engine(PROJECT, use_cache=False)
+    with engine_of_its_own:
+        assert engine_of_its_own.check(spec_for("attention", SDPA)).status is Status.VERIFIED
+        own = running_worker(engine_of_its_own).scratch
+        assert own is not None and own.is_dir()
+    assert not own.exists(), "closing the engine left a worker's folder behind"
+
+
+def test_only_a_folder_of_a_workers_own_is_ever_removed(tmp_path: Path) -> None:
+    """The pool removes the folder a worker's hello names: never one that is not ours."""
+    ours = tmp_path / f"{SCRATCH_PREFIX}abc"
+    ours.mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / f"{SCRATCH_PREFIX}link").symlink_to(tmp_path / "other")
+    (tmp_path / f"{SCRATCH_PREFIX}file").write_text("")
+    assert _scratch_folder(str(ours)) == ours
+    for said in (
+        str(tmp_path / "other"),
+        str(tmp_path / f"{SCRATCH_PREFIX}link"),
+        str(tmp_path / f"{SCRATCH_PREFIX}file"),
+        str(tmp_path / f"{SCRATCH_PREFIX}missing"),
+        f"{SCRATCH_PREFIX}abc",  # relative
+        None,
+        ["/"],
+    ):
+        assert _scratch_folder(said) is None, said
+
+
+WHERE_TEMPORARY_FILES_GO = """
+import os, subprocess, sys, tempfile
+
+def f(q, k, v):
+    print(tempfile.gettempdir())
+    code = "import tempfile; print(tempfile.gettempdir())"
+    print(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+    raise ValueError("only the output matters here")
+"""
 
 
 @pytest.mark.parametrize(

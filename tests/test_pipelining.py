@@ -28,6 +28,8 @@ from support import PROJECT, spec_for, wait_until
 class OneWorker:
     """Stands for a worker: one request at a time, each logged."""
 
+    alive = True
+
     def __init__(self, hold: float = 0.0) -> None:
         self.environment: dict[str, Any] = {}
         self.hold = hold
@@ -225,11 +227,13 @@ def test_a_thread_giving_a_worker_back_cannot_take_it_again_before_one_waiting()
     assert again == [worker]
 
 
-def test_with_none_waiting_the_worker_given_back_last_is_handed_out_first() -> None:
+def test_with_none_waiting_a_running_worker_goes_first_then_the_last_given_back() -> None:
     idle = IdleWorkers()
-    first, last = object(), object()
-    idle.put(first)  # type: ignore[arg-type]
-    idle.put(last)  # type: ignore[arg-type]
-    assert idle.get() is last and idle.get_nowait() is first
+    running = [SimpleNamespace(alive=True) for _ in range(2)]
+    stopped = [SimpleNamespace(alive=False) for _ in range(2)]
+    for worker in (running[0], stopped[0], running[1], stopped[1]):
+        idle.put(worker)  # type: ignore[arg-type]
+    handed = [idle.get(), idle.get_nowait(), idle.get(), idle.get_nowait()]
+    assert handed == [running[1], running[0], stopped[1], stopped[0]]
     with pytest.raises(queue.Empty):
         idle.get_nowait()

@@ -69,6 +69,18 @@ def test_a_worker_replaced_after_a_timeout_is_forked_not_reimported(engine: Engi
     assert {parent_pid(pid) for pid in after} == {zygote_pid}
 
 
+def test_after_a_timeout_the_next_check_takes_the_running_worker(engine: Engine) -> None:
+    """The worker killed on its timeout is the last given back; a check that can have the
+    one still running does not wait for it to start again (a serve edit after a hang)."""
+    engine.warm_up()
+    assert engine.check(spec_for("attention", HANG, timeout=1.5)).status is Status.TIMEOUT
+    assert len(engine.pool.alive_pids()) == 1
+    started = engine.startup_seconds
+    assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
+    assert engine.startup_seconds == started, "a worker was started for it"
+    assert len(engine.pool.alive_pids()) == 1
+
+
 def test_crash_statuses_come_from_the_zygote(engine: Engine) -> None:
     code = "import os, signal\ndef f(q, k, v):\n    os.kill(os.getpid(), signal.SIGABRT)\n"
     result = engine.check(spec_for("attention", code))

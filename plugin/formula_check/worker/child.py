@@ -30,14 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     answers = _private_stdout()
     requests = sys.stdin.buffer
     try:
-        from .execution import Session, describe_environment, run_check, warm_up
+        from .execution import begin, run_check
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
         protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
         return 3
     warnings.simplefilter("ignore")
-    session = Session(root)
-    warmed_up = warm_up(session)
-    say_hello(answers, {**describe_environment(), "warmed_up": warmed_up})
+    session, environment = begin(root)
+    say_hello(answers, environment)
     return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
 
 

@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import sys
+import tempfile
 import time
 import traceback
 import types
@@ -24,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from . import protocol
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _MAX_TEXT = 4000
@@ -59,6 +62,21 @@ def attention(q, k, v, mask=None):
     weights = tf.nn.softmax(scores, axis=-1)
     return tf.matmul(weights, v), weights
 """
+
+
+def begin(root: Path) -> tuple[Session, dict[str, Any]]:
+    """Everything a fresh worker does before its hello: a private temporary folder, the
+    session, the warm-up. Returns the session and what the hello says.
+
+    TensorFlow deletes the files AutoGraph writes only at exit, which a killed worker never
+    reaches, and a snippet may leave files of its own: in a folder of the worker's own, the
+    pool removes them all when it stops the worker (``scratch`` in the hello)."""
+    scratch = tempfile.mkdtemp(prefix=protocol.SCRATCH_PREFIX)
+    os.environ["TMPDIR"] = scratch  # for what the snippet starts
+    tempfile.tempdir = scratch
+    session = Session(root)
+    warmed_up = warm_up(session)
+    return session, {**describe_environment(), "warmed_up": warmed_up, "scratch": scratch}
 
 
 def warm_up(session: Session) -> bool:

@@ -18,6 +18,7 @@ import math
 import os
 import queue
 import select
+import shutil
 import signal
 import socket
 import stat
@@ -600,6 +601,8 @@ class Worker:
         self.started_at = 0.0
         self.peak_rss_kb = 0
         self.stderr_log: IO[bytes] | None = None
+        self.scratch: Path | None = None
+        """The worker's private temporary folder, removed when it stops."""
         self._killing = threading.Lock()
 
     @property
@@ -645,10 +648,12 @@ class Worker:
         if not reply.header.get("ok"):
             self.kill()
             raise MissingTensorFlowError(self.python)
+        environment = {k: v for k, v in reply.header.items() if k not in {"op", "ok"}}
+        self.scratch = _scratch_folder(environment.pop("scratch", None))
         if self.closed:
             self.kill()
             raise WorkerError("the worker pool is closed")
-        self.environment = {k: v for k, v in reply.header.items() if k not in {"op", "ok"}}
+        self.environment = environment
 
     def _stderr_log(self) -> IO[bytes]:
         """A fresh scratch file for the worker's stderr, read back when it dies."""
@@ -765,21 +770,26 @@ class Worker:
         """
         with self._killing:  # a close (Ctrl-C) may meet a start or a timeout doing the same
             process = self.process
-            if process is None:
-                return None
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    process.kill()
-                process.wait()
-            for stream in (process.stdin, process.stdout):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
-            if self.process is process:
-                self.process = None
-            return process.returncode
+            code = None
+            if process is not None:
+                if process.poll() is None:
+                    try:
+                        os.killpg(process.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        process.kill()
+                    process.wait()
+                for stream in (process.stdin, process.stdout):
+                    if stream is not None:
+                        with contextlib.suppress(OSError):
+                            stream.close()
+                if self.process is process:
+                    self.process = None
+                code = process.returncode
+            if self.scratch is not None and self.process is None:
+                # Its process is gone (a start that met a close may name it only now).
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                self.scratch = None
+            return code
 
     def close(self) -> None:
         """Stop the worker at once, for good.
@@ -792,6 +802,22 @@ class Worker:
         if self.stderr_log is not None:
             self.stderr_log.close()
             self.stderr_log = None
+
+
+def _scratch_folder(said: object) -> Path | None:
+    """The private temporary folder a worker's hello names, if it is one: a folder of ours
+    (by its name) and not a link, as nothing else may be removed with it."""
+    if not isinstance(said, str):
+        return None
+    folder = Path(said)
+    if not folder.is_absolute() or not folder.name.startswith(protocol.SCRATCH_PREFIX):
+        return None
+    try:
+        if not stat.S_ISDIR(folder.lstat().st_mode) or folder.lstat().st_uid != os.getuid():
+            return None
+    except OSError:
+        return None
+    return folder
 
 
 def _describe_exit(code: int | None) -> str:
@@ -812,8 +838,9 @@ class IdleWorkers:
     earliest block of the batch; the earliest to ask among equals), never to whichever thread
     happens to ask next: with a plain queue, the thread that had just given a worker back
     could take it again at once, request after request, and starve the block the caller was
-    waiting on. With no request waiting, the worker most recently given back is handed out
-    first (its memory is warm).
+    waiting on. With no request waiting, a running worker goes before one that would have to
+    start (after a timeout killed it, say), and the one most recently given back goes first
+    (its memory is warm).
     """
 
     def __init__(self) -> None:
@@ -834,7 +861,7 @@ class IdleWorkers:
     def get(self, order: float = math.inf) -> Worker:
         with self._lock:
             if self._workers:  # then no request is waiting either
-                return self._workers.pop()
+                return self._take()
             waiter = _Waiter()
             self._asked += 1
             heapq.heappush(self._waiting, (order, self._asked, waiter))
@@ -846,7 +873,11 @@ class IdleWorkers:
         with self._lock:
             if not self._workers:
                 raise queue.Empty
-            return self._workers.pop()
+            return self._take()
+
+    def _take(self) -> Worker:
+        running = [n for n, worker in enumerate(self._workers) if worker.alive]
+        return self._workers.pop(running[-1] if running else -1)
 
     def qsize(self) -> int:
         with self._lock:

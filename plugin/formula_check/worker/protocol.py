@@ -22,6 +22,8 @@ MAGIC = b"FCK1"
 VERSION = 1
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
+SCRATCH_PREFIX = "formula-check-worker-"
+"""The name of a worker's private temporary folder begins with this (its hello names it)."""
 
 
 class ProtocolError(Exception):

@@ -249,7 +249,7 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
 
 
 def _serve_forked(root: Path, conversation: int) -> int:
-    from .execution import Session, describe_environment, run_check, warm_up
+    from .execution import begin, run_check
 
     # The project folder as it is now: a zygote kept alive may have started in a folder that
     # was since removed and made again under the same name.
@@ -257,9 +257,8 @@ def _serve_forked(root: Path, conversation: int) -> int:
     sock = socket.socket(fileno=conversation)
     requests = sock.makefile("rb")
     answers = sock.makefile("wb")
-    session = Session(root)
-    warmed_up = warm_up(session)
-    child.say_hello(answers, {**describe_environment(), "warmed_up": warmed_up})
+    session, environment = begin(root)
+    child.say_hello(answers, environment)
     return child.serve(requests, answers, lambda h, a: run_check(session, h, a))
 
 
