@@ -134,11 +134,12 @@ def test_the_idle_time_counts_from_the_last_clients_end(tmp_path: Path) -> None:
     server.close()
     try:
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.settimeout(30)
         client.connect(str(address))
         assert client.makefile("rb").readline().startswith(b'{"ok": true')
         time.sleep(5.8)
+        left = time.monotonic()  # before the close: a pause between the two cannot shorten it
         client.close()
-        left = time.monotonic()
         assert wait_until(lambda: not address.exists())
         assert time.monotonic() - left > 2.0, "kept about 3 s after the client left"
     finally:
@@ -179,9 +180,11 @@ def test_a_waiting_zygote_sleeps_until_a_client_comes_or_ends(runtime: Path) -> 
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
         check(engine, 1)
         kept = kept_pid(address)
-        assert wakeups(kept, 2.0) <= 2, "with a client"
+        # One wake-up every 5 s, plus whatever a page read back from disk costs; the old
+        # loop woke 10 times in 2 s.
+        assert wakeups(kept, 2.0) <= 4, "with a client"
     assert wait_until(lambda: not children(kept)), "the client's process ended and was reaped"
-    assert wakeups(kept, 2.0) <= 2, "with none"
+    assert wakeups(kept, 2.0) <= 4, "with none"
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:
         check(engine, 1)  # it still answers at once
     assert is_running(kept)

@@ -71,14 +71,17 @@ def make_server(
 
 
 def wait_for_rebuild_request(server: LiveReloadServer, seconds: float = 10.0) -> bool:
+    """Did the server ask for a rebuild within ``seconds``? Takes the request, so the next
+    call waits for a new one; with no time to wait, it looks once (to drain a request)."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while True:
         with server._rebuild_cond:
             if server._want_rebuild:
                 server._want_rebuild = False
                 return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.01)
-    return False
 
 
 def timeouts(server: LiveReloadServer) -> set[float]:
@@ -87,6 +90,14 @@ def timeouts(server: LiveReloadServer) -> set[float]:
     return {observer._timeout, *(emitter._timeout for emitter in observer.emitters)}
 
 
+@pytest.fixture
+def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One look at the watched folders costs 1 ms: a look timed on a busy machine could
+    take long enough to keep MkDocs' own interval, which is not what these tests are about."""
+    monkeypatch.setattr(serving, "snapshot_seconds", lambda paths: 0.001)
+
+
+@pytest.mark.usefixtures("quick_looks")
 def test_the_quicker_observer_keeps_every_watch_and_sees_each_kind_of_change(
     tmp_path: Path, make_server: MakeServer
 ) -> None:
@@ -303,6 +314,27 @@ def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 0.0)
 
 
+def tick(tmp_path: Path, *folders: Path) -> None:
+    """Wait until the file system's clock has moved past the last change to ``folders`` and
+    to the folders below them: on kernels that stamp times once per timer tick (up to 10 ms),
+    a change made right after the tree was made could otherwise keep the same times."""
+    newest = max(
+        (
+            path.stat().st_ctime_ns
+            for folder in folders
+            if folder.exists()
+            for path in [folder, *(p for p in folder.rglob("*") if p.is_dir())]
+        ),
+        default=0,
+    )
+    probe = tmp_path / "clock-probe"
+    while True:
+        probe.write_text("-", encoding="utf-8")
+        if probe.stat().st_ctime_ns > newest:
+            return
+        time.sleep(0.001)
+
+
 def theme_tree(tmp_path: Path) -> list[Path]:
     main, custom = tmp_path / "theme", tmp_path / "overrides"
     for relative in ("main.html", "assets/app.js", "assets/icons/a.svg", ".icons/x/y.svg"):
@@ -338,6 +370,7 @@ def test_a_change_to_the_theme_folders_is_listed(tmp_path: Path, change: str) ->
     custom, main = searchpath
     listing = serving.ThemeListing()
     before = listing_of(searchpath, listing)
+    tick(tmp_path, *searchpath)
     if change == "add":
         (main / "assets" / "icons" / "b.svg").write_text("-", encoding="utf-8")
     elif change == "remove":
@@ -358,6 +391,7 @@ def test_folders_changed_just_before_the_listing_are_listed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Within a modification time's resolution a later change could keep the same time."""
+    monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 60.0)  # however slow this machine is
     searchpath = theme_tree(tmp_path)
     (searchpath[1] / "assets" / "late.css").write_text("-", encoding="utf-8")
     listing = serving.ThemeListing()
@@ -378,6 +412,7 @@ def test_a_folder_whose_modification_time_was_set_back_is_listed_again(tmp_path:
     assets = searchpath[1] / "assets"
     listing = serving.ThemeListing()
     before = listing_of(searchpath, listing)
+    tick(tmp_path, *searchpath)
     times = assets.stat()
     (assets / "app.js").rename(assets / "bundle.js")
     os.utime(assets, ns=(times.st_atime_ns, times.st_mtime_ns))
@@ -490,6 +525,7 @@ def test_the_theme_list_is_kept_only_under_serve_with_the_option_on(
     assert (plugin.theme_listing.walks, plugin.theme_listing.hits) == ((1, 1) if kept else (0, 0))
 
 
+@pytest.mark.usefixtures("quick_looks")
 def test_the_option_off_leaves_mkdocs_polling(tmp_path: Path, make_server: MakeServer) -> None:
     server, _, _ = make_server(tmp_path)
     build_delay = server.build_delay

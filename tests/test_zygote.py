@@ -13,7 +13,7 @@ import pytest
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError
 from formula_check.model import Status
-from formula_check.worker.pool import Worker, fork_supported, is_running
+from formula_check.worker.pool import STARTUP_TIMEOUT, Worker, fork_supported, is_running
 from implementations import SDPA
 from support import PROJECT, checker_pids, parent_pid, spec_for, wait_until, without_tensorflow
 
@@ -200,7 +200,7 @@ def test_closing_during_a_background_start_leaves_no_process(tmp_path: Path, for
     thread = engine.start_in_background()
     assert wait_until(lambda: bool(checker_pids(tmp_path)), 30), "the start began"
     engine.close()
-    thread.join(timeout=60)
+    thread.join(timeout=STARTUP_TIMEOUT)
     assert not thread.is_alive()
     assert wait_until(lambda: not checker_pids(tmp_path), 30), checker_pids(tmp_path)
     time.sleep(1.0)  # a worker spawned after the close would show up now

@@ -147,6 +147,9 @@ class Zygote:
             start_new_session=True,
         )
         theirs.close()
+        if self.closed:  # shut while it started: the shut kills it, with no wait for its import
+            ours.close()
+            raise WorkerError("the worker pool is closed")
         return self._greeted(ours)
 
     def _alive(self) -> bool:
@@ -606,6 +609,12 @@ class Worker:
         self._killing = threading.Lock()
 
     @property
+    def started(self) -> bool:
+        """Has it a process, running or not yet known to have ended? Asks nobody (a forked
+        worker's :attr:`alive` may ask its zygote), so it is safe under a lock."""
+        return self.process is not None
+
+    @property
     def alive(self) -> bool:
         """Is the process running?"""
         return self.process is not None and self.process.poll() is None
@@ -638,6 +647,9 @@ class Worker:
                 env=_worker_env(),
                 start_new_session=True,
             )
+        if self.closed:  # closed while it started: the close found no process to stop yet
+            self.kill()
+            raise WorkerError("the worker pool is closed")
         self.started_at = time.monotonic()
         reply = self._receive(STARTUP_TIMEOUT)
         if reply.outcome != "ok":
@@ -876,7 +888,7 @@ class IdleWorkers:
             return self._take()
 
     def _take(self) -> Worker:
-        running = [n for n, worker in enumerate(self._workers) if worker.alive]
+        running = [n for n, worker in enumerate(self._workers) if worker.started]
         return self._workers.pop(running[-1] if running else -1)
 
     def qsize(self) -> int:
