@@ -10,11 +10,11 @@ import pytest
 
 from formula_check.engine import Engine
 from formula_check.errors import SnippetError
-from formula_check.model import Location, Status
+from formula_check.model import Location, Status, frozen_map
 from formula_check.snippets import resolve_code
 from formula_check.worker.pool import Worker, _scratch_folder
 from formula_check.worker.protocol import SCRATCH_PREFIX
-from implementations import SDPA
+from implementations import FFN, SDPA
 from support import PROJECT, run, shared_engine, spec_for
 
 pytestmark = pytest.mark.tf
@@ -275,3 +275,38 @@ def test_crashes_are_retried_not_cached(tmp_path: Path) -> None:
         raising = spec_for("attention", "def f(q, k, v):\n    raise ValueError('always')\n")
         engine.check(raising)
         assert engine.check(raising).cached, "an exception the snippet raises is deterministic"
+
+
+@pytest.mark.parametrize(
+    ("fields", "what"),
+    [
+        ({"dims": frozen_map({"n": 10**8, "m": 10**8})}, "the check would make"),
+        ({"sweep": (8, 10**9), "sweep_dim": "n"}, f"sweep n={10**9} would make"),
+    ],
+)
+def test_sizes_too_large_are_an_error_of_the_block_not_a_killed_build(
+    fields: dict[str, object], what: str
+) -> None:
+    """Inputs are made in the building process: sizes that would take gigabytes are refused
+    before any is made, and the next block is checked as usual."""
+    spec = spec_for("attention", SDPA, timing=True, **fields)
+    (result,) = shared_engine().check_many([spec])  # as a build runs them: errors are results
+    assert result.status is Status.ERROR
+    assert what in result.detail() and "use smaller dims" in result.detail(), result.detail()
+    assert result.location == spec.location
+    assert_still_healthy()
+
+
+def test_a_weight_map_on_a_function_is_an_error() -> None:
+    """A function is given the weights; a map of a layer's attributes means nothing to it."""
+    spec = spec_for("ffn", FFN, weights=frozen_map({"W_1": "inner.kernel"}))
+    (result,) = shared_engine().check_many([spec])
+    assert result.status is Status.ERROR
+    assert "this code is a function" in result.detail() and "drop weights=" in result.detail()
+
+
+def test_printed_output_is_shown_once_however_often_the_code_is_timed() -> None:
+    code = "import tensorflow as tf\ndef f(x):\n    print('called')\n    return tf.nn.softmax(x)\n"
+    result = run("softmax", code, timing=True)
+    assert result.status is Status.VERIFIED and result.timings
+    assert result.stdout.split() == ["called"]

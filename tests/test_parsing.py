@@ -10,6 +10,7 @@ from formula_check import parsing
 from formula_check.errors import SnippetError, SpecError
 from formula_check.model import Location
 from formula_check.pages import (
+    PageBlock,
     Settings,
     build_spec,
     default_id,
@@ -339,3 +340,87 @@ def test_skip_and_mask_dims_reach_the_spec(tmp_path: Path) -> None:
 def test_mask_dims_needs_three_named_axes(value: str) -> None:
     with pytest.raises(SpecError, match="three axis names"):
         parsing.parse_options({"mask_dims": value}, HERE)
+
+
+# -- names inside option values -----------------------------------------------------------
+
+
+def one_block(tmp_path: Path, header: str, meta: dict[str, object] | None = None) -> PageBlock:
+    text = f"```formula {header}\nx\n```\n```python\ndef f(q, k, v):\n    return q\n```"
+    (block,) = page_blocks(
+        text.split("\n"), page="docs/d.md", meta=meta, settings=Settings(tmp_path)
+    )
+    return block
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (
+            'oracle="attention" dims="b=2 dk=16"',
+            "dims: 'dk' is not a dim of oracle 'attention' (known: b, d_k, d_v, m, n); "
+            "did you mean 'd_k'?",
+        ),
+        (
+            'oracle="attention" timing_dims="zz=4 n=9"',
+            "timing_dims: 'zz' is not a dim of oracle 'attention'",
+        ),
+        ('oracle="attention" sweep="8 16" sweep_dim="nn"', "sweep_dim: 'nn' is not a dim"),
+        (
+            'oracle="layer_norm" params="epsilon=1e-3 epsilonn=5"',
+            "params: 'epsilonn' is not a parameter of oracle 'layer_norm' (known: epsilon); "
+            "did you mean 'epsilon'?",
+        ),
+        ('oracle="attention" params="axis=1"', "params: 'axis' is not a parameter of oracle "),
+        (
+            'oracle="ffn" weights="W_1=inner.kernel W_9=x"',
+            "weights: 'W_9' is not a weight of oracle 'ffn' (known: W_1, W_2, b_1, b_2)",
+        ),
+    ],
+)
+def test_a_misspelt_name_inside_an_option_is_an_error(
+    tmp_path: Path, header: str, message: str
+) -> None:
+    """A dim, parameter or weight the block's oracle does not have would be dropped, and the
+    block checked at sizes (or with weights) nobody asked for: an error, never a verdict."""
+    block = one_block(tmp_path, header)
+    assert block.spec is None and block.error is not None
+    assert block.error.message.startswith(message), block.error.message
+    assert block.error.location == Location("docs/d.md", 1)
+
+
+def test_names_a_block_may_use(tmp_path: Path) -> None:
+    header = (
+        'oracle="multihead" dims="b=2 h=2 d_model=8" timing_dims="n=9" sweep="8" sweep_dim="n" '
+        'params="variant=self" weights="W_q=wq.kernel b_q=wq.bias"'
+    )
+    assert one_block(tmp_path, header).spec is not None
+    # a layer's scalar attribute read back for a parameter
+    assert one_block(tmp_path, 'oracle="layer_norm" weights="epsilon=norm.epsilon"').spec
+
+
+def test_page_defaults_may_name_any_oracles_dims_but_not_unknown_ones(tmp_path: Path) -> None:
+    """A page's defaults serve blocks of several oracles: a dim of another oracle is fine
+    (it does not apply here), a dim of none is a typo."""
+    known = one_block(tmp_path, 'oracle="softmax"', {"formula_check": {"dims": {"d_ff": 4}}})
+    assert known.spec is not None and "d_ff" in known.spec.dims
+    typo = one_block(tmp_path, 'oracle="softmax"', {"formula_check": {"dims": {"nn": 4}}})
+    assert typo.error is not None
+    assert typo.error.message.startswith(
+        "front matter formula_check: dims: 'nn' is not a dim of any oracle"
+    ), typo.error.message
+
+
+def test_an_unknown_oracle_is_reported_as_such_not_as_unknown_names(tmp_path: Path) -> None:
+    block = one_block(tmp_path, 'oracle="attentoin" dims="dk=3"')
+    assert block.error is not None and "attentoin" in block.error.message
+
+
+@pytest.mark.parametrize("body", ["", "   ", "\t"])
+def test_an_empty_formula_is_an_error(tmp_path: Path, body: str) -> None:
+    """With no LaTeX there is nothing to check the code against."""
+    text = f'```formula oracle="softmax"\n{body}\n```\n```python\ndef f(x):\n    return x\n```'
+    lines = text.replace("\n\n```\n", "\n```\n").split("\n") if not body else text.split("\n")
+    (block,) = page_blocks(lines, page="docs/d.md", settings=Settings(tmp_path))
+    assert block.spec is None and block.error is not None
+    assert block.error.message.startswith("the formula block is empty")

@@ -125,9 +125,15 @@ def _weights(
     plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array]
 ) -> tuple[dict[str, Array], dict[str, Any]]:
     """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
-    if header.get("kind") == "function":
-        return dict(plan.weights), {}
     oracle, spec = plan.oracle, plan.spec
+    if header.get("kind") == "function":
+        if spec.weights:
+            raise SpecError(
+                "weights: a weight map says where a layer keeps its weights, but this code is "
+                "a function: it is given the weights as arguments, so drop weights=",
+                spec.location,
+            )
+        return dict(plan.weights), {}
     read = {key[2:]: value for key, value in arrays.items() if key.startswith("w/")}
     weights: dict[str, Array] = {}
     scalars: dict[str, Any] = {}

@@ -8,6 +8,7 @@ first ```` ```python ```` fence after it and before the next formula block.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import parsing
-from .errors import FormulaCheckError, SpecError
+from .errors import FormulaCheckError, OracleError, SpecError
 from .model import (
     CheckResult,
     CheckSpec,
@@ -27,6 +28,7 @@ from .model import (
     TimingSpec,
     frozen_map,
 )
+from .oracles import Oracle, all_oracles, get_oracle
 from .snippets import inline_snippet, resolve_code
 
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -200,12 +202,17 @@ def build_spec(
     where = Location(page, formula.line)
     if not formula.closed:
         raise SpecError("this formula fence is never closed", where)
-    options = {
-        **defaults,
-        **parsing.parse_options(parsing.parse_header(formula.header, where), where),
-    }
+    own = parsing.parse_options(parsing.parse_header(formula.header, where), where)
+    options = {**defaults, **own}
+    if not formula.latex.strip():
+        raise SpecError(
+            "the formula block is empty: write the LaTeX of the formula the code implements",
+            where,
+        )
     if "oracle" not in options:
         raise SpecError('formula block needs an oracle, e.g. oracle="attention"', where)
+    with contextlib.suppress(OracleError):  # an unknown oracle is reported when it is planned
+        _check_names(own, [get_oracle(options["oracle"])], where)
     snippet = _snippet(options, formula, page, line_offset, settings.root)
     block = options.get("id") or default_id(page, formula.index)
     return CheckSpec(
@@ -220,7 +227,41 @@ def build_spec(
 
 def _page_defaults(meta: Mapping[str, Any] | None, page: str) -> dict[str, Any]:
     front = Location(page, 1)
-    return parsing.parse_options(parsing.page_defaults(meta, front), front)
+    defaults = parsing.parse_options(parsing.page_defaults(meta, front), front)
+    _check_names(defaults, all_oracles(), front)  # a page may mix oracles: any of them will do
+    return defaults
+
+
+def _check_names(options: Mapping[str, Any], oracles: Sequence[Oracle], where: Location) -> None:
+    """Every dim, parameter and weight an option names belongs to one of ``oracles``: a
+    misspelt ``dk=16`` would otherwise be dropped, and a block checked at sizes nobody asked
+    for would still say *verified*."""
+    dims = {name for oracle in oracles for name in oracle_dims(oracle)}
+    params = {name for oracle in oracles for name in oracle.params}
+    weights = {tensor.name for oracle in oracles for tensor in oracle.weights}
+    named = [
+        *(("dims", name, "dim", dims) for name in options.get("dims", {})),
+        *(("timing_dims", name, "dim", dims) for name in options.get("timing_dims", {})),
+        *(("sweep_dim", name, "dim", dims) for name in [options.get("sweep_dim")] if name),
+        *(("params", name, "parameter", params) for name in options.get("params", {})),
+        # a layer's scalar attribute may be read back for a parameter (epsilon=norm.epsilon)
+        *(("weights", name, "weight", weights | params) for name in options.get("weights", {})),
+    ]
+    for option, name, kind, known in named:
+        if name not in known:
+            whose = f"oracle {oracles[0].name!r}" if len(oracles) == 1 else "any oracle"
+            listed = ", ".join(sorted(known)) or "none"
+            raise SpecError(
+                f"{option}: {name!r} is not a {kind} of {whose} (known: {listed})"
+                f"{parsing.did_you_mean(name, known)}",
+                where,
+            )
+
+
+def oracle_dims(oracle: Oracle) -> set[str]:
+    """Every dim name ``oracle`` knows: its sizes, and those its tensors are shaped by."""
+    shaped = (*oracle.inputs, *oracle.weights, *oracle.outputs)
+    return set(oracle.dims) | {d for t in shaped for d in t.dims if not d.isdigit()}
 
 
 def page_blocks(

@@ -5,6 +5,7 @@ Pure: no TensorFlow, no processes. The same spec always gives the same request b
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,59 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
     params.update(sizes)
+    numbers = _numbers(spec, oracle, sizes, "the check", MAX_NUMBERS, outputs=True)
+    if with_timing and spec.timing.enabled:
+        for label, dims, _ in _timing_variants(spec):
+            left = MAX_NUMBERS - numbers
+            numbers += _numbers(spec, oracle, oracle.resolve_dims(dims, params), label, left)
+    try:
+        return _plan(spec, oracle, sizes, params, root, with_timing)
+    except MemoryError:
+        raise SpecError(
+            "not enough memory to make this check's inputs: use smaller dims", spec.location
+        ) from None
+
+
+MAX_NUMBERS = 2**26
+"""The most numbers (inputs, weights, masks and the oracle's outputs, for the check and
+its timing runs) one block may make in the building process: 64 Mi numbers, 512 MiB as
+float64. Far beyond what a check needs, and far below what takes a machine down."""
+
+
+def _numbers(
+    spec: CheckSpec,
+    oracle: Oracle,
+    sizes: Mapping[str, int],
+    what: str,
+    limit: int,
+    *,
+    outputs: bool = False,
+) -> int:
+    """How many numbers ``what`` makes at ``sizes``; an error naming the block if more than
+    ``limit`` (rather than a build killed for its memory)."""
+    tensors = (*oracle.inputs, *oracle.weights, *(oracle.outputs if outputs else ()))
+    shapes = [t.shape(sizes) for t in tensors]
+    if spec.mask and oracle.mask_dims is not None:
+        shapes.append(tuple(int(d) if d.isdigit() else sizes[d] for d in oracle.mask_dims))
+    count = sum(math.prod(shape) for shape in shapes)
+    if count > limit:
+        given = " ".join(f"{name}={sizes[name]}" for name in sorted(sizes))
+        raise SpecError(
+            f"{what} would make {count:,} numbers ({count * 8 / 2**30:.1f} GiB) at {given}; "
+            f"a block may make at most {MAX_NUMBERS:,} in all: use smaller dims",
+            spec.location,
+        )
+    return count
+
+
+def _plan(
+    spec: CheckSpec,
+    oracle: Oracle,
+    sizes: Mapping[str, int],
+    params: dict[str, Any],
+    root: str,
+    with_timing: bool,
+) -> Plan:
     rng = np.random.default_rng(spec.seed)
     inputs = _round32(oracle.make_inputs(sizes, rng, params))
     weights = _round32(oracle.make_weights(sizes, rng))
@@ -164,22 +218,23 @@ def _reference(
         raise SpecError(f"call: unknown name {token!r}; known: {known}", spec.location) from None
 
 
+def _timing_variants(spec: CheckSpec) -> list[tuple[str, dict[str, int], bool]]:
+    """The timing runs at sizes of their own: ``(label, dims, eager only)``."""
+    variants: list[tuple[str, dict[str, int], bool]] = []
+    if spec.timing.dims:
+        variants.append(("timing", dict(spec.timing.dims), False))
+    for size in spec.sweep:
+        dims = {**spec.dims, **spec.timing.dims, spec.sweep_dim: size}
+        variants.append((f"sweep {spec.sweep_dim}={size}", dims, True))
+    return variants
+
+
 def _timing_runs(
     spec: CheckSpec, oracle: Oracle, header: Mapping[str, Any], params: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Array]]:
     runs: list[dict[str, Any]] = []
     arrays: dict[str, Array] = {}
-    variants: list[tuple[str, dict[str, int], bool]] = []
-    if spec.timing.dims:
-        variants.append(("timing", dict(spec.timing.dims), False))
-    for size in spec.sweep:
-        variants.append(
-            (
-                f"sweep {spec.sweep_dim}={size}",
-                {**spec.dims, **spec.timing.dims, spec.sweep_dim: size},
-                True,
-            )
-        )
+    variants = _timing_variants(spec)
     if not spec.timing.dims:
         runs.append(
             {
