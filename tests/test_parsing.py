@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markdown import Markdown
+from mkdocs.utils.meta import get_data
 
 from formula_check import parsing
 from formula_check.errors import SnippetError, SpecError
@@ -18,6 +20,7 @@ from formula_check.pages import (
     front_matter_lines,
     page_blocks,
     scan_fences,
+    source_blocks,
 )
 
 HERE = Location("docs/page.md", 7)
@@ -424,3 +427,27 @@ def test_an_empty_formula_is_an_error(tmp_path: Path, body: str) -> None:
     (block,) = page_blocks(lines, page="docs/d.md", settings=Settings(tmp_path))
     assert block.spec is None and block.error is not None
     assert block.error.message.startswith("the formula block is empty")
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "def f(x):\n\treturn x\n",  # a tab
+        "def f(x):\n    y = x\n    \n    return y\n",  # a line of spaces inside the code
+        "def f(x):\n  \t  return x\n",
+    ],
+)
+def test_a_page_is_scanned_as_python_markdown_reads_it(tmp_path: Path, snippet: str) -> None:
+    """The blocks planned from the file before the build are the ones the page renders with
+    (after Python-Markdown expands tabs): otherwise the block is checked and reported twice."""
+    raw = f'---\ntitle: t\n---\n\n```formula oracle="softmax"\nx\n```\n\n```python\n{snippet}```\n'
+    (planned,) = source_blocks(raw, page="docs/t.md", settings=Settings(tmp_path))
+    markdown = get_data(raw)[0]
+    rendered_lines = Markdown().preprocessors["normalize_whitespace"].run(markdown.split("\n"))
+    offset = front_matter_lines(raw, markdown)
+    (rendered,) = page_blocks(
+        rendered_lines, page="docs/t.md", line_offset=offset, settings=Settings(tmp_path)
+    )
+    assert planned.spec is not None and planned.spec == rendered.spec
+    assert "\t" not in planned.spec.snippet.source
+    assert planned.location == Location("docs/t.md", 5)

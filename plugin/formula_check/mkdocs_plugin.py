@@ -30,7 +30,6 @@ from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
-from mkdocs.utils.meta import get_data
 
 from . import assets, serving
 from .config import FormulaCheckConfig
@@ -38,7 +37,7 @@ from .engine import Engine
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult
 from .oracles import load_oracle
-from .pages import PageBlock, Settings, front_matter_lines, page_blocks
+from .pages import PageBlock, Settings, front_matter_lines, source_blocks
 from .render import Figure, Labels, labels_for, report_body, report_json
 from .render.figure_cache import FigureCache
 from .session import FormulaSession, PageContext, figure_name, is_failure
@@ -235,15 +234,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def _blocks(self, file: File) -> list[PageBlock]:
         assert self.session is not None
-        raw = file.content_string
-        markdown, meta = get_data(raw)
-        return page_blocks(
-            markdown.split("\n"),
-            page=_page_path(file, self.session.settings.root),
-            line_offset=front_matter_lines(raw, markdown),
-            meta=meta,
-            settings=self.session.settings,
-        )
+        page = _page_path(file, self.session.settings.root)
+        return source_blocks(file.content_string, page=page, settings=self.session.settings)
 
     def on_page_markdown(
         self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files

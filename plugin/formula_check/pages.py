@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mkdocs.utils.meta import get_data
+
 from . import parsing
 from .errors import FormulaCheckError, OracleError, SpecError
 from .model import (
@@ -333,6 +335,29 @@ def _declared_id(formula: FormulaFence) -> str | None:
     """The id a broken header still names, so its card and log line carry it."""
     match = re.search(r"""(?:^|\s)id=["']?([^\W_][\w.-]*)""", formula.header)
     return match.group(1) if match else None
+
+
+def source_blocks(raw: str, *, page: str, settings: Settings) -> list[PageBlock]:
+    """The formula blocks of a page's source file, split from its front matter as MkDocs
+    does, and seen as Python-Markdown will render them: tabs expanded, lines of spaces
+    emptied. A snippet with a tab would otherwise differ from the one the page renders, and
+    be checked (and reported) twice."""
+    markdown, meta = get_data(raw)
+    return page_blocks(
+        as_markdown_reads(markdown).split("\n"),
+        page=page,
+        line_offset=front_matter_lines(raw, markdown),
+        meta=meta,
+        settings=settings,
+    )
+
+
+def as_markdown_reads(text: str, tab_length: int = 4) -> str:
+    """What Python-Markdown's first preprocessor makes of ``text``, line for line."""
+    return _SPACES_ONLY.sub("", (text + "\n").expandtabs(tab_length))[:-1]
+
+
+_SPACES_ONLY = re.compile(r"(?<=\n) +(?=\n)")
 
 
 def front_matter_lines(raw: str, markdown: str) -> int:

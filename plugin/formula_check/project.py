@@ -19,12 +19,11 @@ import yaml
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import ConfigurationError
 from mkdocs.structure.files import get_files
-from mkdocs.utils.meta import get_data
 from mkdocs.utils.yaml import get_yaml_loader, yaml_load
 
 from .config import FormulaCheckConfig
 from .errors import FormulaCheckError
-from .pages import PageBlock, Settings, front_matter_lines, page_blocks
+from .pages import PageBlock, Settings, source_blocks
 
 CONFIG_NAME = "mkdocs.yml"
 PLUGIN_NAME = "formula-check"
@@ -218,14 +217,7 @@ def read_blocks(path: Path, project: Project, settings: Settings) -> list[PageBl
         raw = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: cannot read page: {exc}") from None
-    markdown, meta = get_data(raw)
-    return page_blocks(
-        markdown.split("\n"),
-        page=project.page_name(path),
-        line_offset=front_matter_lines(raw, markdown),
-        meta=meta,
-        settings=settings,
-    )
+    return source_blocks(raw, page=project.page_name(path), settings=settings)
 
 
 def project_near(start: Path, *, stop: Path | None = None, fallback: Path | None = None) -> Project:
