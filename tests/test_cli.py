@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from formula_check import cli
-from formula_check.ci_formats import github_annotation
+from formula_check.ci_formats import github_annotation, github_safe
 from formula_check.errors import MissingTensorFlowError
 from formula_check.model import CheckResult, Location, Status
 from formula_check.oracles import all_oracles
@@ -155,13 +155,19 @@ def test_fail_on_decides_what_fails(first_runs, monkeypatch, capsys) -> None:
 
 @pytest.mark.tf
 @pytest.mark.parametrize(
-    ("pattern", "count"),
-    [("softmax", 2), ("sdpa*", 2), ("docs/layers.md", 5), ("docs/index.md:30", 1)],
+    ("pattern", "count", "pages"),
+    [
+        ("softmax", 2, "1 page"),
+        ("sdpa*", 2, "1 page"),
+        ("docs/layers.md", 5, "1 page"),
+        ("docs/index.md:30", 1, "1 page"),
+    ],
 )
-def test_k_selects_by_id_or_page(first_runs, monkeypatch, capsys, pattern, count) -> None:
+def test_k_selects_by_id_or_page(first_runs, monkeypatch, capsys, pattern, count, pages) -> None:
     run = check(first_runs, "good", monkeypatch, capsys, "-k", pattern)
     assert run.code == 0
-    assert f"formula-check: {count} block" in run.out
+    # the pages counted are those holding a chosen block
+    assert f"formula-check: {count} block{'s' if count > 1 else ''} on {pages} in " in run.out
     assert f"({13 - count} deselected)" in run.out or f"cached, {13 - count} deselected" in run.out
 
 
@@ -221,6 +227,15 @@ def test_github_annotations(first_runs, monkeypatch, capsys) -> None:
         assert match[1] == match[3] and match[2] == match[4]
 
 
+def test_no_line_of_user_text_reads_as_a_github_command() -> None:
+    """A snippet's error message is quoted in the summary: a line of it must not start a
+    workflow command (the runner ignores blanks before ``::``)."""
+    said = "boom\n::error file=x::forged\n    ::add-mask::secret\nkeep :: this"
+    safe = github_safe(said)
+    assert [line.lstrip().startswith("::") for line in safe.split("\n")] == [False] * 4
+    assert safe.split("\n")[3] == "keep :: this" and safe.replace("\u200b", "") == said
+
+
 def test_github_annotation_escapes_per_github_rules() -> None:
     result = CheckResult(
         "odd", Location("docs/a,b:c.md", 7), "softmax", Status.ERROR, message="50%\r\nnext"
@@ -252,6 +267,11 @@ def test_missing_mkdocs_yml_exits_2(tmp_path, monkeypatch, capsys) -> None:
         ("plugins:\n  - formula-check:\n      workers: many\n", "option 'workers'"),
         ("plugins:\n  - formula-check:\n      wrokers: 2\n", "option 'wrokers'"),
         ("plugins:\n  - formula-check:\n      fail_on: [drift]\n", "option 'fail_on'"),
+        ("plugins:\n  - formula-check:\n      workers: 0\n", "option 'workers' has a bad value 0"),
+        (
+            "plugins:\n  - formula-check:\n      keep_alive: -1\n",
+            "option 'keep_alive' has a bad value -1 (seconds, 0 to stop with the run)",
+        ),
         ("plugins:\n  - formula-check:\n      oracles: ['no_such_pkg.mod:x']\n", "no_such_pkg"),
         ("- just\n- a list\n", "expected a mapping"),
     ],

@@ -17,6 +17,7 @@ import yaml
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
 from mkdocs.livereload import LiveReloadServer
 from mkdocs.structure.files import Files
 from watchdog.events import FileSystemEventHandler
@@ -623,3 +624,20 @@ def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -
     plugin.started_engine = None
     plugin.on_post_build(config=config)
     assert started == ["first", "second"], "mkdocs build starts nothing ahead"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"workers": 0}, "formula-check: option 'workers' has a bad value 0 (at least 1)"),
+        ({"timeout": 0}, "option 'timeout' has a bad value 0"),
+        ({"memory_limit_mb": -5}, "option 'memory_limit_mb' has a bad value -5"),
+        ({"keep_alive": float("inf")}, "option 'keep_alive' has a bad value inf"),
+    ],
+)
+def test_a_number_out_of_range_is_a_plugin_error_naming_the_option(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(PluginError) as caught:
+        plugin_with(**options).on_config(mkdocs_config(tmp_path))
+    assert str(caught.value).startswith("formula-check: ") and message in str(caught.value)

@@ -148,6 +148,16 @@ def github_annotation(result: CheckResult, *, failing: bool) -> str:
     return f"::{level} {properties}::{_escape_data(strip_ansi(result.headline()))}"
 
 
+def github_safe(text: str) -> str:
+    """``text`` with no line GitHub would run as a workflow command: the runner reads any line
+    starting with ``::`` (after blanks) as one, so a snippet's error message could otherwise
+    forge an annotation or mask a secret. A zero-width space goes between the two colons."""
+    return "\n".join(
+        line.replace("::", ":\u200b:", 1) if line.lstrip().startswith("::") else line
+        for line in text.split("\n")
+    )
+
+
 def github_annotations(results: Iterable[CheckResult], is_failure: FailurePredicate) -> list[str]:
     """An error per failing block, a warning per surprise that does not fail the run."""
     return [

@@ -232,16 +232,16 @@ def _check(args: argparse.Namespace) -> int:
         for line in ci_formats.github_annotations(results, failing):
             print(line)
     deselected = len(blocks) - len(chosen)
-    print(
-        summary(
-            results,
-            pages=len(pages),
-            seconds=seconds,
-            deselected=deselected,
-            is_failure=failing,
-            startup=startup,
-        )
+    told = summary(
+        results,
+        # pages checked: with -k, those holding a chosen block
+        pages=len({block.location.path for block in chosen}) if deselected else len(pages),
+        seconds=seconds,
+        deselected=deselected,
+        is_failure=failing,
+        startup=startup,
     )
+    print(ci_formats.github_safe(told) if args.github else told)
     return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK
 
 

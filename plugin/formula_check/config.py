@@ -67,3 +67,18 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
 
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""
+
+
+def out_of_range(config: FormulaCheckConfig) -> str:
+    """What is wrong with the first number option outside its range, or an empty string."""
+    keep_alive = config.keep_alive
+    rules = [
+        ("workers", config.workers >= 1, "at least 1"),
+        ("timeout", config.timeout > 0, "seconds, more than 0"),
+        ("memory_limit_mb", config.memory_limit_mb >= 0, "MiB, 0 for no limit"),
+        ("keep_alive", 0 <= keep_alive < float("inf"), "seconds, 0 to stop with the run"),
+    ]
+    for option, ok, wanted in rules:
+        if not ok:
+            return f"option {option!r} has a bad value {getattr(config, option)!r} ({wanted})"
+    return ""

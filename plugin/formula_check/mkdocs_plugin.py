@@ -17,7 +17,6 @@ The hooks are glue. What they add to the Markdown extension alone:
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 from . import assets, serving
-from .config import FormulaCheckConfig
+from .config import FormulaCheckConfig, out_of_range
 from .engine import Engine
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult
@@ -124,16 +123,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         return config
 
     def _validate_options(self) -> None:
-        checks = {
-            "workers": self.config.workers >= 1,
-            "timeout": self.config.timeout > 0,
-            "memory_limit_mb": self.config.memory_limit_mb >= 0,
-            "keep_alive": math.isfinite(self.config.keep_alive) and self.config.keep_alive >= 0,
-        }
-        for option, ok in checks.items():
-            if not ok:
-                value = getattr(self.config, option)
-                raise PluginError(f"formula-check: option '{option}' has a bad value {value!r}")
+        problem = out_of_range(self.config)
+        if problem:
+            raise PluginError(f"formula-check: {problem}")
 
     def _load_oracles(self, root: Path) -> None:
         for reference in self.config.oracles:

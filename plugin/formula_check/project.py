@@ -21,7 +21,7 @@ from mkdocs.exceptions import ConfigurationError
 from mkdocs.structure.files import get_files
 from mkdocs.utils.yaml import get_yaml_loader, yaml_load
 
-from .config import FormulaCheckConfig
+from .config import FormulaCheckConfig, out_of_range
 from .errors import FormulaCheckError
 from .pages import PageBlock, Settings, source_blocks
 
@@ -133,16 +133,9 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
     failed, warnings = config.validate()
     for key, problem in [*failed, *warnings]:
         raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}, option {key!r}: {problem}")
-    if (
-        config.workers < 1
-        or config.timeout <= 0
-        or config.memory_limit_mb < 0
-        or not 0 <= config.keep_alive < float("inf")
-    ):
-        raise ProjectError(
-            f"{where}: plugin {PLUGIN_NAME!r}: workers, timeout must be positive; "
-            "memory_limit_mb, keep_alive not negative"
-        )
+    problem = out_of_range(config)
+    if problem:
+        raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}: {problem}")
     return Options(
         workers=config.workers,
         timeout=float(config.timeout),
