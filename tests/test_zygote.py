@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,9 +12,16 @@ from pathlib import Path
 import pytest
 
 from formula_check.engine import Engine
-from formula_check.errors import MissingTensorFlowError
+from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker.pool import STARTUP_TIMEOUT, Worker, fork_supported, is_running
+from formula_check.worker import pool
+from formula_check.worker.pool import (
+    STARTUP_TIMEOUT,
+    Worker,
+    fork_supported,
+    is_running,
+)
+from formula_check.worker.pool import _unnamed_scratch as unnamed_scratch
 from implementations import SDPA
 from support import PROJECT, checker_pids, parent_pid, spec_for, wait_until, without_tensorflow
 
@@ -218,3 +226,33 @@ def test_a_background_start_without_tensorflow_leaves_the_error_to_the_check(
         assert not thread.is_alive() and engine.pool.alive_pids() == []
         with pytest.raises(MissingTensorFlowError):
             engine.check(spec_for("attention", SDPA))
+
+
+def test_a_worker_stopped_before_its_hello_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker makes its temporary folder first thing, and names it in its hello; one
+    stopped before that (a close during a start, a start that timed out) is found by the pid
+    in the folder's name."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    found: list[Path] = []
+
+    def spied(pid: int) -> list[Path]:
+        found.extend(unnamed_scratch(pid))
+        return found
+
+    monkeypatch.setattr(pool, "_unnamed_scratch", spied)
+    with Engine(PROJECT, workers=1, use_cache=False) as engine:
+        engine.warm_up()
+        (worker,) = engine.pool._all
+        assert worker.scratch is not None and worker.scratch.parent == temporary
+        worker.kill()
+        # forked at once, it is stopped in its warm-up, before its hello
+        monkeypatch.setattr(pool, "STARTUP_TIMEOUT", 0.15)
+        with pytest.raises(WorkerError, match="did not start"):
+            worker.start()
+        assert found, "the worker had made its folder before it was stopped"
+        assert list(temporary.iterdir()) == []

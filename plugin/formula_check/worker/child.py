@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import sys
 import warnings
 from collections.abc import Callable
@@ -30,14 +31,26 @@ def main(argv: list[str] | None = None) -> int:
     answers = _private_stdout()
     requests = sys.stdin.buffer
     try:
-        from .execution import begin, run_check
+        from . import execution  # noqa: F401  (TensorFlow: the import is the point)
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
         protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
         return 3
     warnings.simplefilter("ignore")
+    return run_worker(root, requests, answers)
+
+
+def run_worker(root: Path, requests: IO[bytes], answers: IO[bytes]) -> int:
+    """A worker's life once TensorFlow is imported: get ready, say hello, answer requests;
+    at the end (the parent hung up), remove the worker's temporary folder. (A worker that is
+    killed never gets here: its parent removes the folder.)"""
+    from .execution import begin, run_check
+
     session, environment = begin(root)
-    say_hello(answers, environment)
-    return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
+    try:
+        say_hello(answers, environment)
+        return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
+    finally:
+        shutil.rmtree(environment["scratch"], ignore_errors=True)
 
 
 def say_hello(answers: IO[bytes], environment: dict[str, Any]) -> None:

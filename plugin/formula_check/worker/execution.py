@@ -71,7 +71,8 @@ def begin(root: Path) -> tuple[Session, dict[str, Any]]:
     TensorFlow deletes the files AutoGraph writes only at exit, which a killed worker never
     reaches, and a snippet may leave files of its own: in a folder of the worker's own, the
     pool removes them all when it stops the worker (``scratch`` in the hello)."""
-    scratch = tempfile.mkdtemp(prefix=protocol.SCRATCH_PREFIX)
+    # Named by the pid too: a worker stopped before its hello has its folder found by that.
+    scratch = tempfile.mkdtemp(prefix=f"{protocol.SCRATCH_PREFIX}{os.getpid()}-")
     os.environ["TMPDIR"] = scratch  # for what the snippet starts
     tempfile.tempdir = scratch
     session = Session(root)

@@ -626,7 +626,7 @@ class Worker:
         process that came up as it closed is killed: none outlives its pool."""
         if self.closed:
             raise WorkerError("the worker pool is closed")
-        self.process = None
+        self.kill()  # the process that ended on its own: reaped, and its folder removed
         if self.zygote is not None and not self.zygote.failed:
             try:
                 self.process = self.zygote.fork(self._stderr_log())
@@ -797,6 +797,9 @@ class Worker:
                 if self.process is process:
                     self.process = None
                 code = process.returncode
+                if self.scratch is None:  # stopped before its hello named its folder
+                    for folder in _unnamed_scratch(process.pid):
+                        shutil.rmtree(folder, ignore_errors=True)
             if self.scratch is not None and self.process is None:
                 # Its process is gone (a start that met a close may name it only now).
                 shutil.rmtree(self.scratch, ignore_errors=True)
@@ -830,6 +833,18 @@ def _scratch_folder(said: object) -> Path | None:
     except OSError:
         return None
     return folder
+
+
+def _unnamed_scratch(pid: int) -> list[Path]:
+    """The temporary folder worker ``pid`` made before saying hello (its name begins with
+    the prefix and the pid), to be removed once the worker is gone."""
+    begins = f"{protocol.SCRATCH_PREFIX}{pid}-"
+    try:
+        with os.scandir(tempfile.gettempdir()) as entries:
+            paths = [entry.path for entry in entries if entry.name.startswith(begins)]
+    except OSError:
+        return []
+    return [folder for folder in map(_scratch_folder, paths) if folder is not None]
 
 
 def _describe_exit(code: int | None) -> str:

@@ -249,17 +249,13 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
 
 
 def _serve_forked(root: Path, conversation: int) -> int:
-    from .execution import begin, run_check
-
     # The project folder as it is now: a zygote kept alive may have started in a folder that
     # was since removed and made again under the same name.
     os.chdir(root)
     sock = socket.socket(fileno=conversation)
     requests = sock.makefile("rb")
     answers = sock.makefile("wb")
-    session, environment = begin(root)
-    child.say_hello(answers, environment)
-    return child.serve(requests, answers, lambda h, a: run_check(session, h, a))
+    return child.run_worker(root, requests, answers)
 
 
 def _die_with_parent(zygote: int) -> None:
