@@ -37,7 +37,7 @@ from .engine import Engine
 from .errors import FormulaCheckError
 from .model import CheckResult, Location, SnippetFailure, Status
 from .oracles import load_oracle
-from .pages import PageBlock, Settings, front_matter_lines, page_blocks
+from .pages import PageBlock, Settings, front_matter_lines, front_matter_text, page_blocks
 from .render import labels_for
 from .session import (
     DataUriImages,
@@ -50,7 +50,6 @@ from .session import (
 
 FENCE_NAME = "formula"
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})")
-_FRONT_MATTER_END = frozenset({"---", "..."})
 
 
 def display_math(latex: str) -> str:
@@ -61,15 +60,13 @@ def display_math(latex: str) -> str:
 
 def front_matter(lines: list[str]) -> dict[str, Any] | None:
     """YAML front matter at the top of ``lines`` (plain Markdown keeps it in the text)."""
-    if not lines or lines[0].strip() != "---":
-        return None
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() in _FRONT_MATTER_END), None)
-    if end is None:
+    text = front_matter_text(lines)
+    if text is None:
         return None
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
+        data = yaml.safe_load(text)
     except yaml.YAMLError:
-        return None  # not ours to judge; the page's own renderer reports bad YAML
+        return None  # the blocks say so if it held their defaults (front_matter_problem)
     return data if isinstance(data, dict) else None
 
 

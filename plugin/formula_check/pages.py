@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from mkdocs.utils.meta import get_data
 
 from . import parsing
@@ -277,6 +278,8 @@ def page_blocks(
     """Every formula block of a page, each with a spec or the error that stopped it."""
     formulas = find_formulas(lines, line_offset)
     try:
+        if formulas and not meta and (problem := front_matter_problem(lines)):
+            raise SpecError(problem, Location(page, 1))
         defaults: dict[str, Any] = _page_defaults(meta, page) if formulas else {}
         page_error = None
     except FormulaCheckError as exc:
@@ -335,6 +338,35 @@ def _declared_id(formula: FormulaFence) -> str | None:
     """The id a broken header still names, so its card and log line carry it."""
     match = re.search(r"""(?:^|\s)id=["']?([^\W_][\w.-]*)""", formula.header)
     return match.group(1) if match else None
+
+
+_FRONT_MATTER_END = frozenset({"---", "..."})
+
+
+def front_matter_text(lines: Sequence[str]) -> str | None:
+    """The YAML between a page's opening ``---`` and its closing ``---`` or ``...``."""
+    if not lines or lines[0].strip() != "---":
+        return None
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in _FRONT_MATTER_END), None)
+    return None if end is None else "\n".join(lines[1:end])
+
+
+def front_matter_problem(lines: Sequence[str]) -> str:
+    """Why front matter that sets ``formula_check`` defaults cannot be read, or nothing.
+
+    MkDocs keeps front matter it cannot parse as page text, silently: the page's defaults
+    would be dropped and its blocks checked without them."""
+    text = front_matter_text(lines)
+    if text is None or "formula_check" not in text:
+        return ""
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1  # below the opening ---
+        what = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        return f"not valid YAML at line {line} ({what}), so none of its defaults apply"
+    return ""
 
 
 def source_blocks(raw: str, *, page: str, settings: Settings) -> list[PageBlock]:
