@@ -456,10 +456,12 @@ def test_a_page_is_scanned_as_python_markdown_reads_it(tmp_path: Path, snippet: 
 def test_front_matter_that_is_not_yaml_is_an_error_when_it_holds_defaults(tmp_path: Path) -> None:
     """MkDocs shows front matter it cannot read as page text, and says nothing: the page's
     defaults would be dropped without a word."""
-    body = '```formula oracle="softmax"\nx\n```\n```python\ndef f(x):\n    return x\n```\n'
+    body = (
+        '```formula id="kept" oracle="softmax"\nx\n```\n```python\ndef f(x):\n    return x\n```\n'
+    )
     broken = "---\nformula_check:\n  timing: off\n   heatmaps: [none\n---\n" + body
     (block,) = source_blocks(broken, page="docs/b.md", settings=Settings(tmp_path))
-    assert block.spec is None and block.error is not None
+    assert block.spec is None and block.error is not None and block.block_id == "kept"
     assert block.error.message.startswith(
         "front matter formula_check: not valid YAML at line 4 (mapping values are not allowed"
     ), block.error.message

@@ -324,7 +324,8 @@ def _page_block(
     fallback_id = default_id(page, formula.index)
     if page_error is not None:
         error = SpecError(f"front matter formula_check: {page_error.message}", where)
-        return PageBlock(formula, where, fallback_id, formula.latex, error=error)
+        block_id = _declared_id(formula) or fallback_id
+        return PageBlock(formula, where, block_id, formula.latex, error=error)
     try:
         spec = build_spec(formula, defaults, page=page, line_offset=line_offset, settings=settings)
     except FormulaCheckError as exc:
