@@ -42,7 +42,8 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Add a ``formula-check-report/`` page and a ``formula-check-report.json`` to the site."""
 
     timing = c.Type(bool, default=True)
-    """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster."""
+    """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster.
+    Off wins over every block and page: no block is timed and no ``sweep=`` is run."""
 
     memory_limit_mb = c.Type(int, default=0)
     """Resident-memory limit per worker in MiB (0: none). The parent polls the worker's RSS
