@@ -468,3 +468,16 @@ def test_front_matter_that_is_not_yaml_is_an_error_when_it_holds_defaults(tmp_pa
     # broken YAML that sets no defaults of ours is the page's own business
     other = "---\ntitle: [oops\n---\n" + body
     assert source_blocks(other, page="docs/b.md", settings=Settings(tmp_path))[0].spec
+
+
+def test_every_bad_option_of_a_header_is_reported_at_once() -> None:
+    raw = parsing.parse_header('atol="-1" rtol="abc" timeout="0" dimz="b=2" seed=3', HERE)
+    with pytest.raises(SpecError) as caught:
+        parsing.parse_options(raw, HERE)
+    assert caught.value.message == (
+        "option atol='-1': expected a number >= 0; "
+        "option rtol='abc': expected a number such as 1e-5; "
+        "option timeout='0': expected a positive number; "
+        "unknown option 'dimz'; did you mean 'dims'?"
+    )
+    assert caught.value.location == HERE

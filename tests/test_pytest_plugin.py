@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+# What a run of the plugin imports, imported here first: pytester's in-process runs drop the
+# modules a run imported, and the next run would import some again next to stale copies of
+# others (MkDocs' theme loader then failed on its own YAML, depending on the test order).
+import formula_check.project  # noqa: F401
+
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.tf
 

@@ -294,17 +294,21 @@ OPTIONS: Mapping[str, Validator] = {
 
 
 def parse_options(raw: Mapping[str, str], where: Location) -> dict[str, Any]:
-    """Validate every option; the first problem becomes a :class:`SpecError` at ``where``."""
+    """Validate every option; the problems, all of them, become one :class:`SpecError` at
+    ``where`` (fixing one typo at a time, a build per typo, would be tedious)."""
     parsed: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in raw.items():
         validator = OPTIONS.get(key)
         if validator is None:
-            hint = did_you_mean(key, OPTIONS)
-            raise SpecError(f"unknown option {key!r}{hint}", where)
+            problems.append(f"unknown option {key!r}{did_you_mean(key, OPTIONS)}")
+            continue
         try:
             parsed[key] = validator(value)
         except ValueError as exc:
-            raise SpecError(f"option {key}={value!r}: {exc}", where) from None
+            problems.append(f"option {key}={value!r}: {exc}")
+    if problems:
+        raise SpecError("; ".join(problems), where)
     return parsed
 
 
