@@ -239,26 +239,40 @@ def _check_names(options: Mapping[str, Any], oracles: Sequence[Oracle], where: L
     """Every dim, parameter and weight an option names belongs to one of ``oracles``: a
     misspelt ``dk=16`` would otherwise be dropped, and a block checked at sizes nobody asked
     for would still say *verified*."""
-    dims = {name for oracle in oracles for name in oracle_dims(oracle)}
+    for option, kind in _NAMED:
+        value = options.get(option)
+        if not value:
+            continue
+        known = _known_names(kind, oracles)
+        for name in [value] if isinstance(value, str) else value:
+            if name not in known:
+                whose = f"oracle {oracles[0].name!r}" if len(oracles) == 1 else "any oracle"
+                listed = ", ".join(sorted(known)) or "none"
+                raise SpecError(
+                    f"{option}: {name!r} is not a {kind} of {whose} (known: {listed})"
+                    f"{parsing.did_you_mean(name, known)}",
+                    where,
+                )
+
+
+_NAMED = (
+    ("dims", "dim"),
+    ("timing_dims", "dim"),
+    ("sweep_dim", "dim"),
+    ("params", "parameter"),
+    ("weights", "weight"),
+)
+"""Options whose values name things of the oracle: ``(option, what it names)``."""
+
+
+def _known_names(kind: str, oracles: Sequence[Oracle]) -> set[str]:
+    if kind == "dim":
+        return {name for oracle in oracles for name in oracle_dims(oracle)}
     params = {name for oracle in oracles for name in oracle.params}
-    weights = {tensor.name for oracle in oracles for tensor in oracle.weights}
-    named = [
-        *(("dims", name, "dim", dims) for name in options.get("dims", {})),
-        *(("timing_dims", name, "dim", dims) for name in options.get("timing_dims", {})),
-        *(("sweep_dim", name, "dim", dims) for name in [options.get("sweep_dim")] if name),
-        *(("params", name, "parameter", params) for name in options.get("params", {})),
-        # a layer's scalar attribute may be read back for a parameter (epsilon=norm.epsilon)
-        *(("weights", name, "weight", weights | params) for name in options.get("weights", {})),
-    ]
-    for option, name, kind, known in named:
-        if name not in known:
-            whose = f"oracle {oracles[0].name!r}" if len(oracles) == 1 else "any oracle"
-            listed = ", ".join(sorted(known)) or "none"
-            raise SpecError(
-                f"{option}: {name!r} is not a {kind} of {whose} (known: {listed})"
-                f"{parsing.did_you_mean(name, known)}",
-                where,
-            )
+    if kind == "parameter":
+        return params
+    # a layer's scalar attribute may be read back for a parameter (epsilon=norm.epsilon)
+    return params | {tensor.name for oracle in oracles for tensor in oracle.weights}
 
 
 def oracle_dims(oracle: Oracle) -> set[str]:
