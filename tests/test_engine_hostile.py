@@ -11,6 +11,7 @@ import pytest
 from formula_check.engine import Engine
 from formula_check.errors import SnippetError
 from formula_check.model import Location, Status, frozen_map
+from formula_check.planning import plan_check
 from formula_check.snippets import resolve_code
 from formula_check.worker.pool import Worker, _scratch_folder
 from formula_check.worker.protocol import SCRATCH_PREFIX
@@ -310,3 +311,13 @@ def test_printed_output_is_shown_once_however_often_the_code_is_timed() -> None:
     result = run("softmax", code, timing=True)
     assert result.status is Status.VERIFIED and result.timings
     assert result.stdout.split() == ["called"]
+
+
+def test_a_large_sweep_without_a_mask_is_planned() -> None:
+    """Only what a block makes counts: a self-attention sweep to n=4096 makes about 0.1 M
+    numbers, far below the limit (it was once counted as if every block had a mask)."""
+    spec = spec_for(
+        "self_attention", SDPA, timing=True, dims=frozen_map({"b": 4}), sweep=(512, 4096)
+    )
+    plan = plan_check(spec, str(PROJECT))
+    assert [run["label"] for run in plan.header["timing"]["runs"]][-1] == "sweep n=4096"

@@ -20,6 +20,7 @@ from formula_check.cache import checker_digest
 from formula_check.engine import Engine, _bare
 from formula_check.model import CheckResult, CheckSpec, Status
 from formula_check.planning import Plan
+from formula_check.worker import pool as pool_module
 from formula_check.worker.pool import IdleWorkers, Reply, WorkerPool
 from implementations import SDPA
 from support import PROJECT, spec_for, wait_until
@@ -237,3 +238,28 @@ def test_with_none_waiting_a_running_worker_goes_first_then_the_last_given_back(
     assert handed == [running[1], running[0], stopped[1], stopped[0]]
     with pytest.raises(queue.Empty):
         idle.get_nowait()
+
+
+@pytest.mark.parametrize("handed_first", [False, True])
+def test_a_request_interrupted_while_waiting_loses_no_worker(
+    monkeypatch: pytest.MonkeyPatch, handed_first: bool
+) -> None:
+    """Ctrl-C in a thread waiting for a worker (a check run from a notebook, say): the worker
+    must not go to the request that is gone, or every later request would wait forever."""
+    idle = IdleWorkers()
+    worker = SimpleNamespace(started=True)
+
+    class Interrupted(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            if handed_first:  # the worker reached it just as it was interrupted
+                idle.put(worker)  # type: ignore[arg-type]
+            raise KeyboardInterrupt
+
+    waiter = pool_module._Waiter
+    monkeypatch.setattr(pool_module, "_Waiter", lambda: waiter(ready=Interrupted()))
+    with pytest.raises(KeyboardInterrupt):
+        idle.get(0)
+    monkeypatch.undo()
+    if not handed_first:
+        idle.put(worker)  # type: ignore[arg-type]
+    assert idle.get_nowait() is worker and not idle._waiting

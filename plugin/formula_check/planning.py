@@ -59,7 +59,8 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
 MAX_NUMBERS = 2**26
 """The most numbers (inputs, weights, masks and the oracle's outputs, for the check and
 its timing runs) one block may make in the building process: 64 Mi numbers, 512 MiB as
-float64. Far beyond what a check needs, and far below what takes a machine down."""
+float64 (a few times that at the peak, with the float32 copies and the oracle's own
+intermediates). Far beyond what a check needs, and far below what takes a machine down."""
 
 
 def _numbers(
@@ -74,10 +75,9 @@ def _numbers(
     """How many numbers ``what`` makes at ``sizes``; an error naming the block if more than
     ``limit`` (rather than a build killed for its memory)."""
     tensors = (*oracle.inputs, *oracle.weights, *(oracle.outputs if outputs else ()))
-    shapes = [t.shape(sizes) for t in tensors]
-    if spec.mask and oracle.mask_dims is not None:
-        shapes.append(tuple(int(d) if d.isdigit() else sizes[d] for d in oracle.mask_dims))
-    count = sum(math.prod(shape) for shape in shapes)
+    count = sum(math.prod(t.shape(sizes)) for t in tensors)
+    if spec.mask != "none":  # the logical mask, then the snippet's copy (as _keep_mask makes them)
+        count += 2 * sizes.get("b", 1) * sizes.get("n", 1) * sizes.get("m", sizes.get("n", 1))
     if count > limit:
         given = " ".join(f"{name}={sizes[name]}" for name in sorted(sizes))
         raise SpecError(

@@ -892,7 +892,17 @@ class IdleWorkers:
             waiter = _Waiter()
             self._asked += 1
             heapq.heappush(self._waiting, (order, self._asked, waiter))
-        waiter.ready.wait()
+        try:
+            waiter.ready.wait()
+        except BaseException:  # Ctrl-C while waiting: leave no waiter to swallow a worker
+            with self._lock:
+                handed = waiter.worker
+                if handed is None:
+                    self._waiting = [entry for entry in self._waiting if entry[2] is not waiter]
+                    heapq.heapify(self._waiting)
+            if handed is not None:
+                self.put(handed)
+            raise
         assert waiter.worker is not None
         return waiter.worker
 
