@@ -306,6 +306,14 @@ def test_a_weight_map_on_a_function_is_an_error() -> None:
     assert "this code is a function" in result.detail() and "drop weights=" in result.detail()
 
 
+def test_a_weight_map_from_the_page_defaults_leaves_a_function_alone() -> None:
+    """A page's default weight map serves its layer blocks; its function blocks ignore it."""
+    weights = frozen_map({"W_1": "inner.kernel"})
+    spec = spec_for("ffn", FFN, weights=weights, weights_from_page=True)
+    (result,) = shared_engine().check_many([spec])
+    assert result.status is Status.VERIFIED, result.detail()
+
+
 def test_printed_output_is_shown_once_however_often_the_code_is_timed() -> None:
     code = "import tensorflow as tf\ndef f(x):\n    print('called')\n    return tf.nn.softmax(x)\n"
     result = run("softmax", code, timing=True)

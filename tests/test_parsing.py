@@ -481,3 +481,21 @@ def test_every_bad_option_of_a_header_is_reported_at_once() -> None:
         "unknown option 'dimz'; did you mean 'dims'?"
     )
     assert caught.value.location == HERE
+
+
+@pytest.mark.parametrize(
+    "header", ['oracle="softmax" skip="to do"', 'oracle="softmax" formula="off"']
+)
+def test_an_empty_formula_is_fine_when_nothing_reads_it(tmp_path: Path, header: str) -> None:
+    """A skipped block runs nothing; with ``formula="off"`` the LaTeX is not compared."""
+    text = f"```formula {header}\n```\n```python\ndef f(x):\n    return x\n```"
+    (block,) = page_blocks(text.split("\n"), page="docs/d.md", settings=Settings(tmp_path))
+    assert block.spec is not None, block.error
+
+
+def test_weights_from_the_page_are_marked_as_such(tmp_path: Path) -> None:
+    meta = {"formula_check": {"weights": {"W_1": "inner.kernel"}}}
+    inherited = one_block(tmp_path, 'oracle="ffn"', meta)
+    own = one_block(tmp_path, 'oracle="ffn" weights="W_1=a.kernel"', meta)
+    assert inherited.spec is not None and inherited.spec.weights_from_page
+    assert own.spec is not None and not own.spec.weights_from_page

@@ -127,7 +127,7 @@ def _weights(
     """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
     oracle, spec = plan.oracle, plan.spec
     if header.get("kind") == "function":
-        if spec.weights:
+        if spec.weights and not spec.weights_from_page:
             raise SpecError(
                 "weights: a weight map says where a layer keeps its weights, but this code is "
                 "a function: it is given the weights as arguments, so drop weights=",

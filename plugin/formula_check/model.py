@@ -113,6 +113,10 @@ class CheckSpec:
     formulas may call (``head_i = \text{Attention}(...)``)."""
     check_formula: bool = True
     """Compile the LaTeX and compare it with the oracle (the third side of the check)."""
+    weights_from_page: bool = False
+    """``weights`` came from the page's defaults, not the block: a function block, which is
+    given the weights, ignores them rather than failing (the page may mix layers and
+    functions)."""
 
 
 @dataclass(frozen=True)

@@ -207,7 +207,7 @@ def build_spec(
         raise SpecError("this formula fence is never closed", where)
     own = parsing.parse_options(parsing.parse_header(formula.header, where), where)
     options = {**defaults, **own}
-    if not formula.latex.strip():
+    if not formula.latex.strip() and not options.get("skip") and options.get("formula", True):
         raise SpecError(
             "the formula block is empty: write the LaTeX of the formula the code implements",
             where,
@@ -224,6 +224,7 @@ def build_spec(
         oracle=options["oracle"],
         snippet=snippet,
         latex=formula.latex.strip(),
+        weights_from_page="weights" in options and "weights" not in own,
         **_fields(options, settings),
     )
 
