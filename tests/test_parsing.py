@@ -499,3 +499,22 @@ def test_weights_from_the_page_are_marked_as_such(tmp_path: Path) -> None:
     own = one_block(tmp_path, 'oracle="ffn" weights="W_1=a.kernel"', meta)
     assert inherited.spec is not None and inherited.spec.weights_from_page
     assert own.spec is not None and not own.spec.weights_from_page
+
+
+def test_front_matter_indented_with_a_tab_is_reported(tmp_path: Path) -> None:
+    """YAML refuses tabs, so MkDocs drops such front matter; Markdown then expands the tab,
+    and the expanded copy would read as valid YAML: the page's text is judged, not that."""
+    body = '```formula oracle="softmax"\nx\n```\n```python\ndef f(x):\n    return x\n```\n'
+    raw = "---\nformula_check:\n\ttiming: off\n---\n" + body
+    (block,) = source_blocks(raw, page="docs/b.md", settings=Settings(tmp_path))
+    assert block.error is not None, block.spec
+    assert "not valid YAML at line 3" in block.error.message
+
+
+def test_rules_around_prose_are_not_front_matter(tmp_path: Path) -> None:
+    """A page may open with a horizontal rule; prose that mentions formula_check between two
+    rules is not a broken front matter."""
+    body = '```formula oracle="softmax"\nx\n```\n```python\ndef f(x):\n    return x\n```\n'
+    raw = "---\nThis page uses `formula_check`: see below.\n---\n" + body
+    (block,) = source_blocks(raw, page="docs/b.md", settings=Settings(tmp_path))
+    assert block.spec is not None, block.error

@@ -117,6 +117,7 @@ class FormulaPreprocessor(Preprocessor):
             line_offset=page.line_offset,
             meta=meta,
             settings=session.settings,
+            front_matter_error=page.front_matter_error,
         )
         answers = session.answers_for(blocks)
         self.extension.labels = session.labels_for_page(meta)

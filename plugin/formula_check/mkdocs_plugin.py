@@ -36,7 +36,13 @@ from .engine import Engine
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult
 from .oracles import load_oracle
-from .pages import PageBlock, Settings, front_matter_lines, source_blocks
+from .pages import (
+    PageBlock,
+    Settings,
+    front_matter_lines,
+    front_matter_problem,
+    source_blocks,
+)
 from .render import Figure, Labels, labels_for, report_body, report_json
 from .render.figure_cache import FigureCache
 from .session import FormulaSession, PageContext, figure_name, is_failure
@@ -240,6 +246,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 line_offset=front_matter_lines(raw, markdown),
                 meta=dict(page.meta),
                 url=page.url,
+                front_matter_error=front_matter_problem(markdown.split("\n")),
             )
         return markdown
 

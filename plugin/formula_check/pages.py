@@ -289,11 +289,17 @@ def page_blocks(
     line_offset: int = 0,
     meta: Mapping[str, Any] | None = None,
     settings: Settings,
+    front_matter_error: str | None = None,
 ) -> list[PageBlock]:
-    """Every formula block of a page, each with a spec or the error that stopped it."""
+    """Every formula block of a page, each with a spec or the error that stopped it.
+    ``front_matter_error``: :func:`front_matter_problem` of the page's text before Markdown
+    expanded its tabs (``None``: judge ``lines``)."""
     formulas = find_formulas(lines, line_offset)
     try:
-        if formulas and not meta and (problem := front_matter_problem(lines)):
+        problem = front_matter_error
+        if problem is None:
+            problem = front_matter_problem(lines)
+        if formulas and not meta and problem:
             raise SpecError(problem, Location(page, 1))
         defaults: dict[str, Any] = _page_defaults(meta, page) if formulas else {}
         page_error = None
@@ -367,14 +373,17 @@ def front_matter_text(lines: Sequence[str]) -> str | None:
     return None if end is None else "\n".join(lines[1:end])
 
 
+_DEFAULTS_KEY = re.compile(r"^formula_check[ \t]*:", re.MULTILINE)
+
+
 def front_matter_problem(lines: Sequence[str]) -> str:
     """Why front matter that sets ``formula_check`` defaults cannot be read, or nothing.
 
     MkDocs keeps front matter it cannot parse as page text, silently: the page's defaults
     would be dropped and its blocks checked without them."""
     text = front_matter_text(lines)
-    if text is None or "formula_check" not in text:
-        return ""
+    if text is None or not _DEFAULTS_KEY.search(text):
+        return ""  # not front matter of ours, or two rules around prose
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -397,6 +406,7 @@ def source_blocks(raw: str, *, page: str, settings: Settings) -> list[PageBlock]
         line_offset=front_matter_lines(raw, markdown),
         meta=meta,
         settings=settings,
+        front_matter_error=front_matter_problem(markdown.split("\n")),
     )
 
 

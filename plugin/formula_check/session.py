@@ -46,6 +46,9 @@ class PageContext:
     line_offset: int = 0
     meta: dict[str, Any] | None = None
     url: str = ""
+    front_matter_error: str | None = None
+    """Why front matter holding defaults could not be read, judged on the page's text before
+    Markdown expanded its tabs (``None``: judge the lines Markdown gives)."""
 
 
 class ImageSink(Protocol):
