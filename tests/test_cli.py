@@ -234,6 +234,9 @@ def test_no_line_of_user_text_reads_as_a_github_command() -> None:
     safe = github_safe(said)
     assert [line.lstrip().startswith("::") for line in safe.split("\n")] == [False] * 4
     assert safe.split("\n")[3] == "keep :: this" and safe.replace("\u200b", "") == said
+    # the older command form, anywhere in a line, and a lone carriage return as a line end
+    odd = github_safe("text ##[error]forged\rthen\r::warning::forged too")
+    assert "##[" not in odd and not any(line.startswith("::") for line in odd.split("\n"))
 
 
 def test_github_annotation_escapes_per_github_rules() -> None:

@@ -117,8 +117,8 @@ def test_crash_is_reported_and_a_fresh_worker_takes_over(code: str, what: str) -
 
 
 def test_memory_exhaustion_is_a_crash_not_a_hang() -> None:
-    # 80 MB at a time, a little slower than the limit is sampled (every 0.1 s): the worker
-    # (about 250 MB resident) is stopped near 800 MiB, far from what a small machine has.
+    # 80 MB every 20 ms or so, while the limit is sampled every 0.1 s: the worker (about
+    # 250 MB resident) is stopped by about 1.2 GB, far from what a small machine has.
     engine = shared_engine(memory_limit_mb=800)
     code = (
         "import time\nimport numpy as np\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -149,12 +150,16 @@ def github_annotation(result: CheckResult, *, failing: bool) -> str:
 
 
 def github_safe(text: str) -> str:
-    """``text`` with no line GitHub would run as a workflow command: the runner reads any line
-    starting with ``::`` (after blanks) as one, so a snippet's error message could otherwise
-    forge an annotation or mask a secret. A zero-width space goes between the two colons."""
+    """``text`` with no line GitHub would run as a workflow command, so that a snippet's
+    error message cannot forge an annotation or mask a secret. The runner reads a line that
+    starts with ``::`` (after blanks) as one, and the older ``##[command]`` anywhere in a line;
+    a zero-width space breaks both. Lone carriage returns end lines there too."""
+    lines = re.split(r"\r\n|\r|\n", text)
     return "\n".join(
-        line.replace("::", ":\u200b:", 1) if line.lstrip().startswith("::") else line
-        for line in text.split("\n")
+        (line.replace("::", ":\u200b:", 1) if line.lstrip().startswith("::") else line).replace(
+            "##[", "#\u200b#["
+        )
+        for line in lines
     )
 
 

@@ -980,28 +980,32 @@ class WorkerPool:
             self._idle.put(worker)
 
     def warm_up(self) -> None:
-        """Start every worker now (in parallel) instead of on first use."""
-        threads = [threading.Thread(target=w.start) for w in self._all if not w.alive]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        """Start every worker now (in parallel) instead of on first use; a failure raises."""
+        failures = self._start_borrowed(count_ahead=False)
+        if failures:
+            raise failures[0]
 
     def start_idle(self) -> None:
-        """Start the idle workers that are not running, in parallel, each borrowed as a
-        request borrows it: a request arriving meanwhile waits for that worker's start instead
-        of racing it, and gets it as soon as it is up. A failure is left for the next request
-        to meet and report."""
+        """Start the idle workers that are not running, in parallel. A failure is left for
+        the next request to meet and report."""
+        self._start_borrowed(count_ahead=True)
+
+    def _start_borrowed(self, *, count_ahead: bool) -> list[Exception]:
+        """Start the idle workers that are not running, each borrowed as a request borrows it:
+        a request arriving meanwhile waits for that worker's start instead of racing it (or
+        killing the check it runs), and gets it as soon as it is up."""
+        failures: list[Exception] = []
 
         def start(worker: Worker) -> None:
             try:
-                # a failure here is met, and reported, by the next request
-                with contextlib.suppress(Exception):
-                    if not worker.closed and not worker.alive:
-                        began = time.perf_counter()
-                        worker.start()
+                if not worker.closed and not worker.alive:
+                    began = time.perf_counter()
+                    worker.start()
+                    if count_ahead:
                         with self._lock:
                             self.started_ahead += time.perf_counter() - began
+            except Exception as exc:  # handed to the caller
+                failures.append(exc)
             finally:
                 self._idle.put(worker)
 
@@ -1016,6 +1020,7 @@ class WorkerPool:
             thread.start()
         for thread in threads:
             thread.join()
+        return failures
 
     @property
     def peak_rss_kb(self) -> int:
