@@ -3,6 +3,7 @@ checks after it still run on a healthy worker."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from formula_check.engine import Engine
 from formula_check.errors import SnippetError
 from formula_check.model import Location, Status, frozen_map
+from formula_check.oracles import get_oracle, registry
 from formula_check.planning import plan_check
 from formula_check.snippets import resolve_code
 from formula_check.worker.pool import Worker, _scratch_folder
@@ -329,3 +331,25 @@ def test_a_large_sweep_without_a_mask_is_planned() -> None:
     )
     plan = plan_check(spec, str(PROJECT))
     assert [run["label"] for run in plan.header["timing"]["runs"]][-1] == "sweep n=4096"
+
+
+def test_a_custom_oracle_failing_to_make_sizes_fails_its_block_not_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An oracle of the project whose ``derive`` raises: that block is an error naming the
+    oracle, and the other blocks of the run are checked."""
+
+    def derive(sizes: dict[str, int], params: object) -> dict[str, int]:
+        raise KeyError("heads")
+
+    broken = dataclasses.replace(
+        get_oracle("softmax"), name="broken_sizes", derive=derive, source="tests:broken"
+    )
+    monkeypatch.setitem(registry._REGISTRY, broken.name, broken)
+    code = "import tensorflow as tf\ndef f(x):\n    return tf.nn.softmax(x)\n"
+    specs = [spec_for("broken_sizes", code, block_id="bad"), spec_for("softmax", code)]
+    bad, good = shared_engine().check_many(specs)
+    assert bad.status is Status.ERROR and good.status is Status.VERIFIED
+    assert "oracle 'broken_sizes' failed to make this block's sizes or inputs: KeyError" in (
+        bad.detail()
+    )

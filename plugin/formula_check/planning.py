@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import masks
-from .errors import SpecError
+from .errors import FormulaCheckError, OracleError, SpecError
 from .model import Array, CheckSpec, Scalar
 from .oracles import Oracle, get_oracle
 from .presets import apply_preset
@@ -37,9 +37,28 @@ class Plan:
 
 
 def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
-    """Generate inputs, weights and mask for ``spec``, and the request that runs its code."""
+    """Generate inputs, weights and mask for ``spec``, and the request that runs its code.
+
+    A custom oracle whose sizes or inputs raise (its ``derive`` or ``generate``) fails its
+    block with an :class:`OracleError`, as its ``compute`` does when judged; a builtin one
+    raising is a bug of ours, and stays loud."""
     spec = apply_preset(spec)
     oracle = get_oracle(spec.oracle)
+    try:
+        return _planned(spec, oracle, root, with_timing)
+    except (FormulaCheckError, MemoryError):
+        raise
+    except Exception as exc:
+        if oracle.source == "builtin":
+            raise
+        raise OracleError(
+            f"oracle {oracle.name!r} failed to make this block's sizes or inputs: "
+            f"{type(exc).__name__}: {exc}",
+            spec.location,
+        ) from None
+
+
+def _planned(spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool) -> Plan:
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
     params.update(sizes)
