@@ -296,11 +296,12 @@ def page_blocks(
     expanded its tabs (``None``: judge ``lines``)."""
     formulas = find_formulas(lines, line_offset)
     try:
-        problem = front_matter_error
-        if problem is None:
-            problem = front_matter_problem(lines)
-        if formulas and not meta and problem:
-            raise SpecError(problem, Location(page, 1))
+        if formulas and not meta:
+            problem = front_matter_error
+            if problem is None:
+                problem = front_matter_problem(lines)
+            if problem:
+                raise SpecError(problem, Location(page, 1))
         defaults: dict[str, Any] = _page_defaults(meta, page) if formulas else {}
         page_error = None
     except FormulaCheckError as exc:
