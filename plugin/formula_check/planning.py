@@ -46,7 +46,11 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     oracle = get_oracle(spec.oracle)
     try:
         return _planned(spec, oracle, root, with_timing)
-    except (FormulaCheckError, MemoryError):
+    except MemoryError:
+        raise SpecError(
+            "not enough memory to make this check's inputs: use smaller dims", spec.location
+        ) from None
+    except FormulaCheckError:
         raise
     except Exception as exc:
         if oracle.source == "builtin":
@@ -67,12 +71,33 @@ def _planned(spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool) -> P
         for label, dims, _ in _timing_variants(spec):
             left = MAX_NUMBERS - numbers
             numbers += _numbers(spec, oracle, oracle.resolve_dims(dims, params), label, left)
-    try:
-        return _plan(spec, oracle, sizes, params, root, with_timing)
-    except MemoryError:
-        raise SpecError(
-            "not enough memory to make this check's inputs: use smaller dims", spec.location
-        ) from None
+    rng = np.random.default_rng(spec.seed)
+    inputs = _round32(oracle.make_inputs(sizes, rng, params))
+    weights = _round32(oracle.make_weights(sizes, rng))
+    keep = _keep_mask(spec, oracle, sizes, rng)
+    arrays = {f"in/{k}": v.astype(np.float32) for k, v in inputs.items()}
+    arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
+    if keep is not None:
+        axes = _mask_dims(spec, oracle)
+        arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, axes)
+    header: dict[str, Any] = {
+        "op": "check",
+        "root": root,
+        "source": spec.snippet.source,
+        "filename": _filename(spec),
+        "module": spec.snippet.module,
+        "entry": spec.snippet.entry,
+        "kind": spec.kind,
+        "init": resolve_init(spec.init, sizes),
+        "weights": dict(spec.weights) if spec.weights else None,
+        "perturb": spec.perturb_weights,
+        "seed": spec.seed,
+        **call_plans(spec, oracle, sizes, has_mask=keep is not None),
+    }
+    if with_timing and spec.timing.enabled:
+        header["timing"], timing_arrays = _timing_runs(spec, oracle, header, params)
+        arrays.update(timing_arrays)
+    return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays)
 
 
 MAX_NUMBERS = 2**26
@@ -105,43 +130,6 @@ def _numbers(
             spec.location,
         )
     return count
-
-
-def _plan(
-    spec: CheckSpec,
-    oracle: Oracle,
-    sizes: Mapping[str, int],
-    params: dict[str, Any],
-    root: str,
-    with_timing: bool,
-) -> Plan:
-    rng = np.random.default_rng(spec.seed)
-    inputs = _round32(oracle.make_inputs(sizes, rng, params))
-    weights = _round32(oracle.make_weights(sizes, rng))
-    keep = _keep_mask(spec, oracle, sizes, rng)
-    arrays = {f"in/{k}": v.astype(np.float32) for k, v in inputs.items()}
-    arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
-    if keep is not None:
-        dims = _mask_dims(spec, oracle)
-        arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, dims)
-    header: dict[str, Any] = {
-        "op": "check",
-        "root": root,
-        "source": spec.snippet.source,
-        "filename": _filename(spec),
-        "module": spec.snippet.module,
-        "entry": spec.snippet.entry,
-        "kind": spec.kind,
-        "init": resolve_init(spec.init, sizes),
-        "weights": dict(spec.weights) if spec.weights else None,
-        "perturb": spec.perturb_weights,
-        "seed": spec.seed,
-        **call_plans(spec, oracle, sizes, has_mask=keep is not None),
-    }
-    if with_timing and spec.timing.enabled:
-        header["timing"], timing_arrays = _timing_runs(spec, oracle, header, params)
-        arrays.update(timing_arrays)
-    return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays)
 
 
 def _filename(spec: CheckSpec) -> str:
