@@ -494,8 +494,9 @@ def _forget_local_modules(session: Session, before: set[str]) -> list[str]:
     for name in set(sys.modules) - before:
         path = getattr(sys.modules.get(name), "__file__", None) or ""
         if name.startswith(_AUTOGRAPH_MODULE):
-            # The file AutoGraph wrote the converted code to (the code stays loaded): it
-            # removes them only at exit, which a worker that is killed never reaches.
+            # The file AutoGraph wrote the converted code to (the code stays loaded). The
+            # worker's folder goes when the worker does; this keeps a long-lived worker's
+            # folder (under mkdocs serve) from growing with every check.
             with contextlib.suppress(OSError):
                 os.unlink(path)
             del sys.modules[name]
