@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -269,3 +271,57 @@ def test_a_worker_stopped_before_its_hello_leaves_no_folder(
         assert failed, "the start was cut short"
         assert found, "the folder was found by the worker's pid"
         assert list(temporary.iterdir()) == []
+
+
+class CountingZygote:
+    """Answers like a zygote: the exit status once, then nothing (it reaped the pid)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def wait(self, pid: int) -> int | None:
+        self.asked += 1
+        time.sleep(0.02)  # a round trip to the zygote: long enough for threads to meet
+        return 3 if self.asked == 1 else None
+
+
+def test_a_forked_process_polled_by_many_threads_at_once_is_reaped_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    child = subprocess.Popen(["true"])  # ours, left unreaped: a zombie its pidfd reports
+    try:
+        assert wait_until(lambda: not is_running(child.pid), 10)
+        zygote = CountingZygote()
+        ours, theirs = socket.socketpair()
+        theirs.close()
+        forked = pool.ForkedProcess(child.pid, ours, zygote)  # type: ignore[arg-type]
+        assert forked.pidfd is not None
+        barrier = threading.Barrier(8)
+        seen: list[object] = []
+
+        def poll() -> None:
+            barrier.wait()
+            try:
+                seen.append(forked.poll())
+            except OSError as exc:  # the pidfd closed twice
+                seen.append(exc)
+
+        threads = [threading.Thread(target=poll) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert seen == [3] * 8
+        assert zygote.asked == 1
+        assert forked.pidfd is None
+
+        signalled: list[object] = []
+        monkeypatch.setattr(os, "kill", lambda *args: signalled.append(args))
+        monkeypatch.setattr(signal, "pidfd_send_signal", lambda *args: signalled.append(args))
+        forked.kill()  # reaped: the pid may be someone else's by now
+        assert signalled == []
+        for stream in (forked.stdin, forked.stdout):
+            assert stream is not None
+            stream.close()
+    finally:
+        child.wait()

@@ -531,6 +531,9 @@ class ForkedProcess:
         self.stdout: IO[bytes] | None = conversation.makefile("rb")
         conversation.close()  # the files keep the socket open until they are closed
         self.returncode: int | None = None
+        # Threads poll and kill at once (a close meets a start or a check): the lock keeps the
+        # pidfd from being closed twice, or used after its number went to another file.
+        self._lock = threading.Lock()
         # A pidfd names this very process even if its pid is reused after it is gone.
         self.pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
@@ -547,15 +550,16 @@ class ForkedProcess:
 
     def poll(self) -> int | None:
         """None while running; the exit status once it has exited."""
-        if self.returncode is None and self._exited():
-            status = self.zygote.wait(self.pid)
-            if status is True:
-                return None  # exiting right now: ask again later
-            self.returncode = -signal.SIGKILL if status is None else status
-            if self.pidfd is not None:
-                os.close(self.pidfd)
-                self.pidfd = None
-        return self.returncode
+        with self._lock:
+            if self.returncode is None and self._exited():
+                status = self.zygote.wait(self.pid)
+                if status is True:
+                    return None  # exiting right now: ask again later
+                self.returncode = -signal.SIGKILL if status is None else status
+                if self.pidfd is not None:
+                    os.close(self.pidfd)
+                    self.pidfd = None
+            return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the exit (raises ``subprocess.TimeoutExpired`` after ``timeout``)."""
@@ -568,7 +572,9 @@ class ForkedProcess:
 
     def kill(self) -> None:
         """SIGKILL."""
-        with contextlib.suppress(ProcessLookupError):
+        with self._lock, contextlib.suppress(ProcessLookupError):
+            if self.returncode is not None:
+                return  # reaped: its pid may already be another process's
             if self.pidfd is not None:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             else:
