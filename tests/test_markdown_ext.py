@@ -65,6 +65,26 @@ def test_verified_block_renders_math_card_and_code(engine: Engine, project_root:
     assert '<span class="kn">import</span>' in html  # the python fence still highlights
 
 
+def test_checks_turned_off_render_each_formula_as_math_alone(tmp_path: Path) -> None:
+    """``check=False`` runs nothing (no engine is ever asked for) and drops no formula: a
+    malformed header or an unclosed fence still renders as math."""
+
+    class NoEngine(Engine):
+        def __init__(self) -> None:  # never started: any use of it would fail loudly
+            pass
+
+    page = (
+        SOFTMAX.format(axis=0)
+        + '\n```formula oracle="nope" dims="n=\n\\alpha + \\beta\n```\n'
+        + "\n~~~formula\n\\gamma"
+    )
+    html = render(page, NoEngine(), tmp_path, check=False)
+    assert "fc-card" not in html and "formula" not in html
+    maths = re.findall(r'<div class="arithmatex">\\\[\n(.*?)\n\\\]</div>', html, re.S)
+    assert maths == ["\\sigma(x) &lt; 1", "\\alpha + \\beta", "\\gamma"]
+    assert '<span class="kn">import</span>' in html
+
+
 def test_display_math_matches_arithmatex() -> None:
     plain = markdown.Markdown(
         extensions=["pymdownx.arithmatex"],

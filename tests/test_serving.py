@@ -592,13 +592,15 @@ def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
     assert server._watched_paths[str(first)] == 1, "each file is watched once"
 
 
-def test_turning_the_plugin_off_during_serve_stops_checking() -> None:
+def test_turning_the_plugin_off_during_serve_stops_checking(tmp_path: Path) -> None:
     plugin = plugin_with(enabled=False)
     plugin.on_startup(command="serve", dirty=False)
     plugin.session = object()  # type: ignore[assignment]
     plugin.blocks = [object()]  # type: ignore[list-item]  # what the last build left
-    plugin.on_config(MkDocsConfig())
+    config = mkdocs_config(tmp_path)
+    plugin.on_config(config)
     assert plugin.session is None and plugin.blocks == []
+    assert config.mdx_configs["formula_check"] == {"check": False}  # math only, no cards
 
 
 def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -> None:

@@ -218,6 +218,43 @@ def test_a_build_without_tensorflow_stops_with_one_clear_error(tmp_path: Path) -
     assert "Traceback" not in done.stderr
 
 
+def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: Path) -> None:
+    """``enabled: false``: no TensorFlow needed, nothing checked, the same formulas and code."""
+    project = tmp_path / "good"
+    shutil.copytree(
+        FIXTURE_SITES / "good", project, ignore=shutil.ignore_patterns("site", ".cache")
+    )
+    config = project / "mkdocs.yml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            "  - formula-check\n", "  - formula-check:\n      enabled: false\n"
+        ),
+        encoding="utf-8",
+    )
+    argv = [sys.executable, "-m", "mkdocs", "build", "--strict"]
+    env = dict(os.environ, PYTHONPATH=str(without_tensorflow(tmp_path / "no-tf")))
+    done = subprocess.run(
+        argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "formula-check" not in done.stderr.replace("formula-check-report", "")
+    site = project / "site"
+    for page in ("index", "layers", "multihead"):
+        source = (project / "docs" / f"{page}.md").read_text(encoding="utf-8")
+        html = (site / ("" if page == "index" else page) / "index.html").read_text("utf-8")
+        formulas = source.count("```formula")
+        assert formulas > 0
+        assert html.count('<div class="arithmatex">\\[') == formulas + source.count("$$")
+        assert "fc-card" not in html and "```formula" not in html
+        assert 'class="highlight"' in html
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert '<span class="n">tf</span>' in index, "the snippets are highlighted as code"
+    report = (site / "formula-check-report" / "index.html").read_text(encoding="utf-8")
+    assert "Formula checks were turned off for this build" in report
+    assert not (site / "formula-check-report.json").exists(), "no report of checks not made"
+    assert (site / "assets" / "formula-check" / "mathjax-config.js").is_file()
+
+
 def _image_sources(page: str) -> list[str]:
     marker = '<img src="'
     return [chunk.split('"', 1)[0] for chunk in page.split(marker)[1:]]

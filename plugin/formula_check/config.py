@@ -13,8 +13,9 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Every option of the ``formula-check`` plugin."""
 
     enabled = c.Type(bool, default=True)
-    """Check formulas at all. When off, nothing is registered: formula fences render as the
-    plain code blocks SuperFences makes of unknown languages (the author's explicit choice)."""
+    """Check formulas at all. When off, nothing runs: each formula still renders as display
+    math and its snippet as code, with no card, and the report page says checks were off
+    (a fast preview, e.g. ``enabled: !ENV [FORMULA_CHECK, true]``)."""
 
     workers = c.Type(int, default=1)
     """Worker processes running snippets in parallel (each imports TensorFlow: ~0.5 GB)."""

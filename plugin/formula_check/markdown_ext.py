@@ -17,7 +17,8 @@ build; default none),
 ``image_dir``/``image_url`` (write figures there; default inline ``data:`` URIs), ``workers``,
 ``cache``, ``cache_dir``, ``timeout``, ``timing``, ``oracles``, ``memory_limit_mb``,
 ``fork_workers``; ``engine`` (share an :class:`Engine`) and ``session`` (the MkDocs plugin's shared
-:class:`~formula_check.session.FormulaSession`).
+:class:`~formula_check.session.FormulaSession`). ``check=False`` checks nothing: each formula
+renders as its display math alone, with no card (the plugin's ``enabled: false``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,15 @@ from .engine import Engine
 from .errors import FormulaCheckError
 from .model import CheckResult, Location, SnippetFailure, Status
 from .oracles import load_oracle
-from .pages import PageBlock, Settings, front_matter_lines, front_matter_text, page_blocks
+from .pages import (
+    FormulaFence,
+    PageBlock,
+    Settings,
+    find_formulas,
+    front_matter_lines,
+    front_matter_text,
+    page_blocks,
+)
 from .render import labels_for
 from .session import (
     DataUriImages,
@@ -106,6 +115,8 @@ class FormulaPreprocessor(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
         """Check the page's blocks in one batch, then rewrite their fence headers."""
         self.extension.register_fence(self.md)
+        if not self.extension.check:
+            return _tagged(lines, find_formulas(lines))
         session = self.extension.session
         if session.page.path == PageContext.path:
             session.page = zensical_page(self.md, lines, session.settings.root) or session.page
@@ -121,20 +132,27 @@ class FormulaPreprocessor(Preprocessor):
         )
         answers = session.answers_for(blocks)
         self.extension.labels = session.labels_for_page(meta)
-        lines = list(lines)
         for block, answer in zip(blocks, answers, strict=True):
             self.extension.blocks[block.fence.line] = (block, answer)
-            opening = _OPENING.match(lines[block.fence.row])
-            assert opening is not None  # the scanner matched this very line
-            lines[block.fence.row] = f'{opening[0]}{FENCE_NAME} fc_line="{block.fence.line}"'
-            if not block.fence.closed:
-                lines.append(opening[0])  # so SuperFences still hands us the block
         self.extension.failures = [
             answer.headline()
             for answer in answers
             if isinstance(answer, CheckResult) and is_failure(answer, session.fail_on)
         ]
-        return lines
+        return _tagged(lines, [block.fence for block in blocks])
+
+
+def _tagged(lines: list[str], fences: list[FormulaFence]) -> list[str]:
+    """``lines`` with each formula fence's header replaced by one SuperFences surely parses,
+    carrying the fence's page line, and a closing fence added for one left open."""
+    lines = list(lines)
+    for fence in fences:
+        opening = _OPENING.match(lines[fence.row])
+        assert opening is not None  # the scanner matched this very line
+        lines[fence.row] = f'{opening[0]}{FENCE_NAME} fc_line="{fence.line}"'
+        if not fence.closed:
+            lines.append(opening[0])  # so SuperFences still hands us the block
+    return lines
 
 
 class FormulaCheckExtension(Extension):
@@ -161,8 +179,10 @@ class FormulaCheckExtension(Extension):
             "memory_limit_mb": [0, "Worker memory limit (0: none)"],
             "fork_workers": [True, "Fork workers from one TensorFlow import (Linux)"],
             "keep_alive": [0.0, "Seconds to keep TensorFlow imported for the next run"],
+            "check": [True, "Check formulas; off: each renders as display math, no card"],
         }
         super().__init__(**kwargs)
+        self.check = bool(self.getConfig("check"))
         self.blocks: dict[int, tuple[PageBlock, CheckResult | Future[CheckResult]]] = {}
         self.failures: list[str] = []
         self.session: FormulaSession = self._make_session()
@@ -208,6 +228,8 @@ class FormulaCheckExtension(Extension):
         self, src: str, language: str, md: Markdown, options: dict[str, str], **kwargs: Any
     ) -> str:
         """Math as arithmatex would write it, then the card. Raises only SuperFencesException."""
+        if not self.check:
+            return display_math(src)
         line = options.get("fc_line", "")
         found = self.blocks.get(int(line)) if line.isdigit() else None
         if found is None:
@@ -238,7 +260,7 @@ class FormulaCheckExtension(Extension):
         if isinstance(given, FormulaSession):
             return given
         root = Path(self.getConfig("root") or ".").resolve()
-        for reference in self.getConfig("oracles"):
+        for reference in self.getConfig("oracles") if self.check else ():
             load_oracle(reference, root)
         engine = self.getConfig("engine")
         settings = Settings(root, float(self.getConfig("timeout")), bool(self.getConfig("timing")))

@@ -117,6 +117,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if not self.config.enabled:  # also when turned off during `mkdocs serve`: the engine
             self.session = None  # stays (its result memory and workers serve a re-enable)
             self.blocks = []
+            self.report = None
+            _register_extension(config, {"check": False})  # the math still renders
+            self._register_assets(config)
             return config
         if self._fast_serve():
             self.theme_listing.attach(config.theme)  # MkDocs lists the theme after this
@@ -124,7 +127,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self._validate_options()
         self._load_oracles(root)
         self.session = self._make_session(root, config)
-        _register_extension(config, self.session)
+        _register_extension(config, {"session": self.session})
         self._register_assets(config)
         return config
 
@@ -145,7 +148,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.watch.update(_module_files(module, root))
 
     def _make_session(self, root: Path, config: MkDocsConfig) -> FormulaSession:
-        language = self.config.language or config.theme.get("language") or "en"
+        language = self._language(config)
         settings = Settings(root, float(self.config.timeout), self.config.timing)
         self.images = SiteImages()
         fail_on = frozenset(self.config.fail_on)
@@ -158,6 +161,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             on_result=lambda result: _log_result(result, fail_on),
             figure_cache=self._figure_cache(root),
         )
+
+    def _language(self, config: MkDocsConfig) -> str:
+        return str(self.config.language or config.theme.get("language") or "en")
 
     def _figure_cache(self, root: Path) -> FigureCache:
         """One figure cache for the plugin's life: `serve` rebuilds reuse drawn figures."""
@@ -213,10 +219,14 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         yet is a placeholder until :meth:`on_post_page` (the first pages wait for TensorFlow's
         import, the later ones mostly find their results ready).
         """
-        if self.session is None:
-            return files
         for asset in assets.site_assets(mathjax=self.config.mathjax):
             _add_asset(files, config, asset)
+        if self.session is None:  # turned off: the report page says so (links to it hold)
+            if self.config.report:
+                labels = labels_for(self._language(config))
+                content = f"# {labels.report_title}\n\n{labels.report_disabled}\n"
+                files.append(File.generated(config, REPORT_PAGE, content=content))
+            return files
         with _plugin_errors():
             self.session.wait_all()  # a rebuild starts after the last batch has ended
         self.session.known.clear()
@@ -363,13 +373,13 @@ def _log_result(result: CheckResult, fail_on: frozenset[str]) -> None:
         log.debug(result.headline())
 
 
-def _register_extension(config: MkDocsConfig, session: FormulaSession) -> None:
+def _register_extension(config: MkDocsConfig, options: dict[str, Any]) -> None:
     names = [ext if isinstance(ext, str) else str(ext) for ext in config.markdown_extensions]
     if "pymdownx.superfences" not in names:
         config.markdown_extensions.append("pymdownx.superfences")
     if "formula_check" not in names:
         config.markdown_extensions.append("formula_check")
-    config.mdx_configs["formula_check"] = {"session": session}
+    config.mdx_configs["formula_check"] = options
 
 
 def _page_path(file: File, root: Path) -> str:

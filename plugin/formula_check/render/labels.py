@@ -74,6 +74,7 @@ class Labels:
     size: str
     median_time: str
     report_title: str
+    report_disabled: str
     summary: str
     tally: str
     blocks: str
@@ -163,6 +164,8 @@ ENGLISH = Labels(
     size="size",
     median_time="Median time",
     report_title="Formula check report",
+    report_disabled="Formula checks were turned off for this build (`enabled: false`): the "
+    "formulas are shown, but none was checked against its code.",
     summary="{count} blocks",
     tally="{count} {name}",
     blocks="Blocks",
@@ -232,6 +235,8 @@ CHINESE = Labels(
     size="规模",
     median_time="中位耗时",
     report_title="公式检查报告",
+    report_disabled="本次构建关闭了公式检查（`enabled: false`）："
+    "页面照常显示公式，但没有任何公式与代码核对过。",
     summary="共 {count} 个公式块",
     tally="{name} {count}",
     blocks="公式块",
