@@ -3,8 +3,10 @@
 One subcommand per benchmark; each prints a compact table from one run, medians over
 ``--repeats``, the sides interleaved so that drift on the machine hits both alike:
 
-* ``warm``: every check cached vs the same site with ``enabled: false`` (and with no plugin
-  at all), as fresh ``python -m mkdocs build`` processes and as builds repeated in one process
+* ``warm``: our own docs (or the good fixture, or a generated site) with every check cached
+  vs the same site with ``enabled: false`` (the same math and code, no checks and no cards)
+  and with no plugin at all (the formula fences then render as broken text: a floor, not a
+  peer), as fresh ``python -m mkdocs build`` processes and as builds repeated in one process
   (what ``mkdocs serve`` sees). Target: cached / disabled <= 1.10.
 * ``serve``: ``mkdocs serve`` on a generated site. A prose edit must run no snippet, a
   one-block edit only that block, and every run must come from the same worker pid (counted
@@ -164,6 +166,10 @@ def warm(args: argparse.Namespace) -> None:
             pages = sitegen.generate(args.pages)
             on = sitegen.write_site(root, pages, plugin={"workers": 1})
             label = f"generated, {args.pages} pages, {args.pages * 4} blocks"
+        elif args.site == "docs":
+            shutil.copytree(ROOT / "docs", root / "docs")
+            on = Path(shutil.copy(ROOT / "mkdocs.yml", root / "mkdocs.yml"))
+            label = "this project's docs (mkdocs.yml and docs/)"
         else:
             shutil.copytree(GOOD_SITE, root)
             on = root / "mkdocs.yml"
@@ -672,7 +678,13 @@ def main() -> None:
         sub.add_argument("--repeats", type=int, default=repeats)
         sub.set_defaults(run=runner)
     commands.choices["warm"].add_argument(
-        "--pages", type=int, default=0, help="use a generated site (default: the good fixture)"
+        "--site",
+        choices=("docs", "good"),
+        default="docs",
+        help="this project's own docs (default) or the good fixture site",
+    )
+    commands.choices["warm"].add_argument(
+        "--pages", type=int, default=0, help="use a generated site of this many pages instead"
     )
     commands.choices["serve"].add_argument("--pages", type=int, default=10)
     commands.choices["serve"].add_argument(

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +27,9 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sites" / "zh"
 GOOD_LINE = (
     "    weights = tf.nn.softmax(scores, axis=-1)\n    return tf.matmul(weights, v), weights\n"
 )
+
+
+MOUNT = "zh/"  # the path of the fixture's site_url, where mkdocs serve puts the site
 
 
 def free_port() -> int:
@@ -57,30 +61,61 @@ def copy_fixture(tmp_path: Path) -> Path:
     return project
 
 
+def stop(server: subprocess.Popen[str]) -> None:
+    """Ctrl-C, as a user stops it; killed if it does not end within 20 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGINT)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def first_build_served(server: subprocess.Popen[str], url: str, marker: str) -> bool:
+    """Wait until ``server`` serves its first build (True), or exits first (False): the port
+    was taken between probing it and binding it. A file only this project holds tells our
+    server from another one that took the port."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            return False
+        if fetch(url + MOUNT + "serve-marker.txt") == marker and "fc-card" in (fetch(url) or ""):
+            return True
+        time.sleep(0.3)
+    pytest.fail("timed out waiting for the first build")
+
+
 @contextlib.contextmanager
 def serving(project: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``mkdocs serve`` of ``project`` after its first build; Ctrl-C at the end."""
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
-        cwd=project,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    url = f"http://127.0.0.1:{port}/"
+    marker = uuid.uuid4().hex
+    (project / "docs" / "serve-marker.txt").write_text(marker, encoding="utf-8")
+    for _ in range(5):
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+            cwd=project,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        )
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            if first_build_served(server, url, marker):
+                break
+        except BaseException:
+            stop(server)
+            raise
+        stop(server)
+    else:
+        pytest.fail("mkdocs serve found no free port in 5 tries")
     try:
-        wait_for("the first build", lambda: "fc-card" in (fetch(url) or ""))
         yield url, server
     finally:
-        os.killpg(server.pid, signal.SIGINT)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop(server)
 
 
 @pytest.fixture
