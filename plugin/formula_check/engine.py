@@ -191,11 +191,7 @@ class Engine:
     def start_in_background(self) -> threading.Thread:
         """Start the workers on a background thread, so that a later check does not wait for
         the TensorFlow import (``mkdocs serve`` after a first build served from the cache)."""
-        thread = threading.Thread(
-            target=self.pool.start_idle, name="formula-check-start", daemon=True
-        )
-        thread.start()
-        return thread
+        return self.pool.start_in_background()
 
     def close(self) -> None:
         """Stop the workers."""

@@ -88,6 +88,8 @@ class Zygote:
         self.failed = ""
         self.losses = 0
         self.closed = False
+        self.greeting = False
+        """A start waits for the new zygote's hello (its TensorFlow import), holding the lock."""
         self._lock = threading.Lock()
         self._stderr: IO[bytes] | None = None
 
@@ -131,22 +133,30 @@ class Zygote:
     def _started(self) -> socket.socket:
         if self.closed:
             raise WorkerError("the worker pool is closed")
+        if self.control is not None:
+            if self._alive():
+                return self.control
+            self._lost("the zygote died")  # unnoticed so far: its socket and log are closed
         if self.failed:
             raise WorkerError(self.failed)
-        if self.control is not None and self._alive():
-            return self.control
         ours, theirs = socket.socketpair()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process)
-        self.process = subprocess.Popen(
-            [self.python, "-m", "formula_check.worker.zygote", str(self.root)],
-            stdin=theirs.fileno(),
-            stdout=subprocess.DEVNULL,
-            stderr=self._stderr,
-            cwd=self.root,
-            env=_worker_env(),
-            start_new_session=True,
-        )
-        theirs.close()
+        try:
+            self.process = subprocess.Popen(
+                [self.python, "-m", "formula_check.worker.zygote", str(self.root)],
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+                cwd=self.root,
+                env=_worker_env(),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            self._broken(f"the zygote could not be started ({exc})")
+            raise WorkerError(self.failed) from None
+        finally:
+            theirs.close()
         if self.closed:  # shut while it started: the shut kills it, with no wait for its import
             ours.close()
             raise WorkerError("the worker pool is closed")
@@ -158,11 +168,14 @@ class Zygote:
     def _greeted(self, control: socket.socket) -> socket.socket:
         """Wait for the zygote's hello on ``control`` (TensorFlow imported, or missing)."""
         self.control = control
-        ready, _, _ = select.select([control], [], [], STARTUP_TIMEOUT)
+        self.greeting = True
         try:
+            ready, _, _ = select.select([control], [], [], STARTUP_TIMEOUT)
             hello = self._answer(control) if ready else {}
         except (OSError, ValueError):
             hello = {}
+        finally:
+            self.greeting = False
         if hello.get("ok") is False:
             self.close()
             raise MissingTensorFlowError(self.python)
@@ -205,6 +218,16 @@ class Zygote:
         A start in progress holds the lock while it waits for the hello (the import): that
         wait is ended first, so closing does not wait for TensorFlow to load."""
         self.closed = True
+        self.interrupt()
+        with self._lock:
+            self.close()
+
+    def interrupt(self, *, only_a_start: bool = False) -> None:
+        """End the wait of a start in progress for the zygote's hello: the zygote is killed
+        and the start fails at once. ``only_a_start``: leave a zygote that already said
+        hello (its workers are still to be stopped and reaped)."""
+        if only_a_start and not self.greeting:
+            return
         process, control = self.process, self.control
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -212,8 +235,6 @@ class Zygote:
         if control is not None:
             with contextlib.suppress(OSError):
                 control.shutdown(socket.SHUT_RDWR)
-        with self._lock:
-            self.close()
 
     def close(self) -> None:
         """Stop the zygote (its workers are stopped by their pool, and die with it)."""
@@ -613,6 +634,7 @@ class Worker:
         self.scratch: Path | None = None
         """The worker's private temporary folder, removed when it stops."""
         self._killing = threading.Lock()
+        self._starting = False
 
     @property
     def started(self) -> bool:
@@ -623,15 +645,27 @@ class Worker:
     @property
     def alive(self) -> bool:
         """Is the process running?"""
-        return self.process is not None and self.process.poll() is None
+        process = self.process  # read once: another thread's kill may clear it
+        return process is not None and process.poll() is None
 
     def start(self) -> None:
         """Fork or spawn the process and wait for its hello (TensorFlow imported).
 
         A worker closed meanwhile (Ctrl-C during a background start) starts nothing, and a
         process that came up as it closed is killed: none outlives its pool."""
-        if self.closed:
-            raise WorkerError("the worker pool is closed")
+        with self._killing:
+            if self.closed:
+                raise WorkerError("the worker pool is closed")
+            self._starting = True  # a close now leaves the log to us: a fork may be using it
+        try:
+            self._start()
+        finally:
+            with self._killing:
+                self._starting = False
+                if self.closed:
+                    self._close_log()
+
+    def _start(self) -> None:
         self.kill()  # the process that ended on its own: reaped, and its folder removed
         if self.zygote is not None and not self.zygote.failed:
             try:
@@ -642,17 +676,18 @@ class Worker:
                 if self.closed or self.zygote.closed:
                     raise WorkerError("the worker pool is closed") from None
         if self.process is None:
-            if self.closed:
-                raise WorkerError("the worker pool is closed")
-            self.process = subprocess.Popen(
-                [self.python, "-m", "formula_check.worker.child", str(self.root)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr_log(),
-                cwd=self.root,
-                env=_worker_env(),
-                start_new_session=True,
-            )
+            try:
+                self.process = subprocess.Popen(
+                    [self.python, "-m", "formula_check.worker.child", str(self.root)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=self._stderr_log(),
+                    cwd=self.root,
+                    env=_worker_env(),
+                    start_new_session=True,
+                )
+            except OSError as exc:  # no such Python, no memory to fork...
+                raise WorkerError(f"the TensorFlow worker could not be started: {exc}") from None
         if self.closed:  # closed while it started: the close found no process to stop yet
             self.kill()
             raise WorkerError("the worker pool is closed")
@@ -675,17 +710,26 @@ class Worker:
 
     def _stderr_log(self) -> IO[bytes]:
         """A fresh scratch file for the worker's stderr, read back when it dies."""
+        with self._killing:  # never opened after a close: it would stay open
+            if self.closed:
+                raise WorkerError("the worker pool is closed")
+            self._close_log()
+            self.stderr_log = tempfile.TemporaryFile()  # noqa: SIM115  (lives with the process)
+            return self.stderr_log
+
+    def _close_log(self) -> None:
         if self.stderr_log is not None:
             self.stderr_log.close()
-        self.stderr_log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process)
-        return self.stderr_log
+            self.stderr_log = None
 
     def stderr_tail(self, limit: int = 1500) -> str:
         """The end of what the worker wrote to stderr (TensorFlow noise filtered out)."""
-        if self.stderr_log is None:
-            return ""
-        self.stderr_log.seek(0)
-        lines = self.stderr_log.read().decode("utf-8", "replace").splitlines()
+        with self._killing:  # a close closes the log under this lock
+            if self.stderr_log is None:
+                return ""
+            self.stderr_log.seek(0)
+            text = self.stderr_log.read().decode("utf-8", "replace")
+        lines = text.splitlines()
         useful = [
             line
             for line in lines
@@ -704,24 +748,27 @@ class Worker:
             began = time.perf_counter()
             self.start()
             startup = time.perf_counter() - began
-        assert self.process is not None and self.process.stdin is not None
+        process = self.process  # read once: a close from another thread clears it
+        if process is None or process.stdin is None:
+            return _STOPPED
         try:
-            protocol.write_message(self.process.stdin, header, arrays)
-        except (BrokenPipeError, OSError) as exc:
+            protocol.write_message(process.stdin, header, arrays)
+        except OSError as exc:  # its end of the pipe is gone: it died
             reply = self._crashed(f"the worker stopped accepting requests ({exc})")
+        except ValueError:  # our end was closed under us: the pool was shut
+            reply = _STOPPED
         else:
             reply = self._receive(timeout)
         return dataclasses.replace(reply, startup=startup)
 
     def _receive(self, timeout: float) -> Reply:
-        stopped = Reply("crash", {}, {}, "the checker was stopped while this check ran")
         process = self.process
         if process is None or process.stdout is None:
-            return stopped  # closed by another thread: the pool was shut
+            return _STOPPED  # closed by another thread: the pool was shut
         try:
             return self._wait_for_answer(process.stdout, timeout)
         except ValueError:  # its streams were closed under us, for the same reason
-            return stopped
+            return _STOPPED
 
     def _wait_for_answer(self, stream: IO[bytes], timeout: float) -> Reply:
         deadline = time.monotonic() + timeout
@@ -755,10 +802,11 @@ class Worker:
 
     def rss_kb(self) -> int:
         """Resident memory of the worker now (0 when unknown)."""
-        if self.process is None:
+        process = self.process
+        if process is None:
             return 0
         try:
-            status = Path(f"/proc/{self.process.pid}/status").read_text()
+            status = Path(f"/proc/{process.pid}/status").read_text()
         except OSError:
             return 0
         for line in status.splitlines():
@@ -767,10 +815,11 @@ class Worker:
         return 0
 
     def _crashed(self, what: str) -> Reply:
-        if self.process is None:
-            return Reply("crash", {}, {}, "the checker was stopped while this check ran")
+        process = self.process
+        if process is None:
+            return _STOPPED
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
+            process.wait(timeout=5)
         code = self.kill()
         tail = self.stderr_tail(600)
         said = f"; it said: {tail}" if tail else ""
@@ -820,9 +869,12 @@ class Worker:
         """
         self.closed = True
         self.kill()
-        if self.stderr_log is not None:
-            self.stderr_log.close()
-            self.stderr_log = None
+        with self._killing:
+            if not self._starting:  # a start in progress closes it as it ends
+                self._close_log()
+
+
+_STOPPED = Reply("crash", {}, {}, "the checker was stopped while this check ran")
 
 
 def _scratch_folder(said: object) -> Path | None:
@@ -959,6 +1011,7 @@ class WorkerPool:
         for worker in self._all:
             self._idle.put(worker)
         self._lock = threading.Lock()
+        self._starters: list[threading.Thread] = []
         self.started_ahead = 0.0
         """Seconds spent starting workers ahead of any request (:meth:`start_idle`)."""
 
@@ -1021,12 +1074,27 @@ class WorkerPool:
                 borrowed.append(self._idle.get_nowait())
             except queue.Empty:
                 break
-        threads = [threading.Thread(target=start, args=(worker,)) for worker in borrowed]
-        for thread in threads:
-            thread.start()
+        threads: list[threading.Thread] = []
+        try:
+            for worker in borrowed:
+                thread = threading.Thread(target=start, args=(worker,), daemon=True)
+                thread.start()  # may fail (no thread left to start): hand the rest back
+                threads.append(thread)
+        finally:
+            for worker in borrowed[len(threads) :]:
+                self._idle.put(worker)
         for thread in threads:
             thread.join()
         return failures
+
+    def start_in_background(self) -> threading.Thread:
+        """:meth:`start_idle` on a thread of its own; :meth:`close` waits for it to end."""
+        thread = threading.Thread(target=self.start_idle, name="formula-check-start", daemon=True)
+        with self._lock:  # started under the lock: a close never joins an unstarted thread
+            self._starters = [t for t in self._starters if t.is_alive()]
+            self._starters.append(thread)
+            thread.start()
+        return thread
 
     @property
     def peak_rss_kb(self) -> int:
@@ -1035,7 +1103,8 @@ class WorkerPool:
 
     def alive_pids(self) -> list[int]:
         """Process ids of the running workers (for tests and diagnostics)."""
-        return [w.process.pid for w in self._all if w.process is not None and w.alive]
+        processes = [w.process for w in self._all]  # each read once: a kill may clear it
+        return [p.pid for p in processes if p is not None and p.poll() is None]
 
     def close(self) -> None:
         """Stop every worker, then the zygote; later requests are refused, not restarted.
@@ -1045,7 +1114,15 @@ class WorkerPool:
         instead, and their time is not)."""
         if self.zygote is not None:
             self.zygote.closed = True  # no fork from now on
+            # a zygote starting again (the last one died) has no workers to reap, but holds
+            # the lock reaping needs until its TensorFlow import ends: it is stopped first
+            self.zygote.interrupt(only_a_start=True)
         for worker in self._all:
             worker.close()
         if self.zygote is not None:
             self.zygote.shut()
+        with self._lock:
+            starters, self._starters = self._starters, []
+        for thread in starters:  # each start has met the close by now, and ends at once
+            if thread is not threading.current_thread():
+                thread.join(STARTUP_TIMEOUT)
