@@ -15,7 +15,7 @@ from formula_check.model import Location, Status, frozen_map
 from formula_check.oracles import get_oracle, registry
 from formula_check.planning import plan_check
 from formula_check.snippets import resolve_code
-from formula_check.worker.pool import Worker, _scratch_folder
+from formula_check.worker.pool import Worker
 from formula_check.worker.protocol import SCRATCH_PREFIX
 from implementations import FFN, SDPA
 from support import PROJECT, run, shared_engine, spec_for
@@ -70,24 +70,15 @@ def test_a_worker_has_a_private_temporary_folder_removed_when_it_is_killed() -> 
     assert not own.exists(), "closing the engine left a worker's folder behind"
 
 
-def test_only_a_folder_of_a_workers_own_is_ever_removed(tmp_path: Path) -> None:
-    """The pool removes the folder a worker's hello names: never one that is not ours."""
-    ours = tmp_path / f"{SCRATCH_PREFIX}abc"
-    ours.mkdir()
-    (tmp_path / "other").mkdir()
-    (tmp_path / f"{SCRATCH_PREFIX}link").symlink_to(tmp_path / "other")
-    (tmp_path / f"{SCRATCH_PREFIX}file").write_text("")
-    assert _scratch_folder(str(ours)) == ours
-    for said in (
-        str(tmp_path / "other"),
-        str(tmp_path / f"{SCRATCH_PREFIX}link"),
-        str(tmp_path / f"{SCRATCH_PREFIX}file"),
-        str(tmp_path / f"{SCRATCH_PREFIX}missing"),
-        f"{SCRATCH_PREFIX}abc",  # relative
-        None,
-        ["/"],
-    ):
-        assert _scratch_folder(said) is None, said
+def test_a_spawned_worker_uses_the_folder_its_pool_made() -> None:
+    """Without the zygote the folder travels on the worker's command line; as with it, the
+    pool made it, so the pool knows it from the start."""
+    with Engine(PROJECT, use_cache=False, fork=False) as engine:
+        said = engine.check(spec_for("attention", WHERE_TEMPORARY_FILES_GO))
+        scratch = running_worker(engine).scratch
+        assert scratch is not None and scratch.is_dir()
+        assert said.status is Status.ERROR and said.stdout.split() == [str(scratch)] * 2
+    assert not scratch.exists()
 
 
 WHERE_TEMPORARY_FILES_GO = """

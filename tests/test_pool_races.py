@@ -33,7 +33,7 @@ def imported():
     time.sleep(float(os.environ.get("FAKE_IMPORT_SECONDS", "0")))
     return {"ok": True}
 
-def silent_worker(root, conversation):
+def silent_worker(root, conversation, scratch=None):
     while os.read(conversation, 4096):  # never says hello; ends when the parent hangs up
         pass
     return 0
@@ -63,7 +63,7 @@ class SleepingZygote:
         self.closed = False
         self.children: list[subprocess.Popen[bytes]] = []
 
-    def fork(self, stderr: IO[bytes]) -> ForkedProcess:
+    def fork(self, stderr: IO[bytes], scratch: Path | None = None) -> ForkedProcess:
         ours, theirs = socket.socketpair()
         try:
             child = subprocess.Popen(
@@ -94,10 +94,15 @@ def sleeping_zygote() -> Iterator[SleepingZygote]:
 
 
 def test_a_close_during_a_start_always_fails_the_start_with_a_worker_error(
-    tmp_path: Path, sleeping_zygote: SleepingZygote
+    tmp_path: Path, sleeping_zygote: SleepingZygote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever the moment: the start's error message reads the worker's log, which the
-    close closes; before, that raised ValueError ("seek of closed file") in 1 start of 10."""
+    close closes; before, that raised ValueError ("seek of closed file") in 1 start of 10.
+    Nothing is left open or behind: no log, no temporary folder."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     outcomes: list[str] = []
     for attempt in range(40):
         worker = Worker(tmp_path, zygote=sleeping_zygote)  # type: ignore[arg-type]
@@ -118,6 +123,7 @@ def test_a_close_during_a_start_always_fails_the_start_with_a_worker_error(
         thread.join(10)
         assert not thread.is_alive()
         assert worker.stderr_log is None, "no log left open"
+        assert worker.scratch is None and list(temporary.iterdir()) == [], attempt
     assert outcomes == ["WorkerError"] * 40
 
 

@@ -24,7 +24,6 @@ from formula_check.worker.pool import (
     fork_supported,
     is_running,
 )
-from formula_check.worker.pool import _unnamed_scratch as unnamed_scratch
 from implementations import SDPA
 from support import PROJECT, checker_pids, parent_pid, spec_for, wait_until, without_tensorflow
 
@@ -234,25 +233,18 @@ def test_a_background_start_without_tensorflow_leaves_the_error_to_the_check(
 def test_a_worker_stopped_before_its_hello_leaves_no_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker makes its temporary folder first thing, and names it in its hello; one
-    stopped before that (a close during a start, a start that timed out) is found by the pid
-    in the folder's name."""
+    """The pool makes each worker's temporary folder before it starts the worker, so a worker
+    stopped before its hello (a close during a start, a start that timed out) leaves none."""
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setenv("TMPDIR", str(temporary))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    found: list[Path] = []
-
-    def spied(pid: int) -> list[Path]:
-        found.extend(unnamed_scratch(pid))
-        return found
-
-    monkeypatch.setattr(pool, "_unnamed_scratch", spied)
     with Engine(PROJECT, workers=1, use_cache=False) as engine:
         engine.warm_up()
         (worker,) = engine.pool._all
         assert worker.scratch is not None and worker.scratch.parent == temporary
         worker.kill()
+        assert list(temporary.iterdir()) == []
         failed: list[BaseException] = []
 
         def start() -> None:
@@ -263,13 +255,13 @@ def test_a_worker_stopped_before_its_hello_leaves_no_folder(
 
         starting = threading.Thread(target=start)
         starting.start()
-        # forked at once, it makes its folder, then warms up for 0.1 s or more before its
-        # hello: it is stopped in between
-        assert wait_until(lambda: any(temporary.iterdir()), 30)
+        # forked at once, it warms up for 0.1 s or more before its hello: stopped in between
+        assert wait_until(lambda: worker.process is not None and worker.scratch is not None, 30)
+        folder = worker.scratch
+        assert folder is not None and folder.is_dir() and folder.parent == temporary
         engine.close()
         starting.join(STARTUP_TIMEOUT)
         assert failed, "the start was cut short"
-        assert found, "the folder was found by the worker's pid"
         assert list(temporary.iterdir()) == []
 
 

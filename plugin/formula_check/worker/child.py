@@ -1,8 +1,8 @@
 """The worker process: imports TensorFlow once, then runs snippets on request.
 
-Run as ``python -m formula_check.worker.child PROJECT_ROOT``. It reads requests on stdin and
-answers on a private copy of stdout; the snippet's own prints go to a buffer returned with
-the answer. This is the only module of the package that imports TensorFlow.
+Run as ``python -m formula_check.worker.child PROJECT_ROOT [TEMPORARY_FOLDER]``. It reads
+requests on stdin and answers on a private copy of stdout; the snippet's own prints go to a
+buffer returned with the answer. This is the only module of the package that imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -36,16 +36,19 @@ def main(argv: list[str] | None = None) -> int:
         protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
         return 3
     warnings.simplefilter("ignore")
-    return run_worker(root, requests, answers)
+    return run_worker(root, requests, answers, args[1] if args[1:] else None)
 
 
-def run_worker(root: Path, requests: IO[bytes], answers: IO[bytes]) -> int:
+def run_worker(
+    root: Path, requests: IO[bytes], answers: IO[bytes], scratch: str | None = None
+) -> int:
     """A worker's life once TensorFlow is imported: get ready, say hello, answer requests;
-    at the end (the parent hung up), remove the worker's temporary folder. (A worker that is
-    killed never gets here: its parent removes the folder.)"""
+    at the end (the parent hung up), remove the worker's temporary folder, ``scratch`` (made
+    by the parent; by the worker if None). A worker that is killed never gets here: its
+    parent removes the folder."""
     from .execution import begin, run_check
 
-    session, environment = begin(root)
+    session, environment = begin(root, scratch)
     try:
         say_hello(answers, environment)
         return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))

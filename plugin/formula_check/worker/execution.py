@@ -64,15 +64,16 @@ def attention(q, k, v, mask=None):
 """
 
 
-def begin(root: Path) -> tuple[Session, dict[str, Any]]:
+def begin(root: Path, scratch: str | None = None) -> tuple[Session, dict[str, Any]]:
     """Everything a fresh worker does before its hello: a private temporary folder, the
     session, the warm-up. Returns the session and what the hello says.
 
     TensorFlow deletes the files AutoGraph writes only at exit, which a killed worker never
-    reaches, and a snippet may leave files of its own: in a folder of the worker's own, the
-    pool removes them all when it stops the worker (``scratch`` in the hello)."""
-    # Named by the pid too: a worker stopped before its hello has its folder found by that.
-    scratch = tempfile.mkdtemp(prefix=f"{protocol.SCRATCH_PREFIX}{os.getpid()}-")
+    reaches, and a snippet may leave files of its own: in a folder of the worker's own,
+    ``scratch``, made and named by the pool, the pool removes them all when it stops the
+    worker. Without one (a worker run by hand), the worker makes its own."""
+    if scratch is None:
+        scratch = tempfile.mkdtemp(prefix=protocol.SCRATCH_PREFIX)
     os.environ["TMPDIR"] = scratch  # for what the snippet starts
     tempfile.tempdir = scratch
     session = Session(root)

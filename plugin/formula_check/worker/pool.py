@@ -93,15 +93,19 @@ class Zygote:
         self._lock = threading.Lock()
         self._stderr: IO[bytes] | None = None
 
-    def fork(self, stderr: IO[bytes]) -> ForkedProcess:
-        """A new worker process (starting the zygote first if need be)."""
+    def fork(self, stderr: IO[bytes], scratch: Path | None = None) -> ForkedProcess:
+        """A new worker process (starting the zygote first if need be), whose temporary
+        folder is ``scratch`` (made by the caller)."""
         with self._lock:
             control = self._started()
             if self.closed:
                 raise WorkerError("the worker pool is closed")
             ours, theirs = socket.socketpair()
             try:
-                socket.send_fds(control, [b"fork\n"], [theirs.fileno(), stderr.fileno()])
+                named = b" " + os.fsencode(scratch).hex().encode() if scratch else b""
+                socket.send_fds(
+                    control, [b"fork" + named + b"\n"], [theirs.fileno(), stderr.fileno()]
+                )
                 pid = int(self._answer(control)["pid"])
             except BaseException as exc:  # an unread answer would be the next fork's pid
                 ours.close()
@@ -660,6 +664,8 @@ class Worker:
         try:
             self._start()
         finally:
+            if self.closed:
+                self.kill()  # what a close that came before it existed could not stop
             with self._killing:
                 self._starting = False
                 if self.closed:
@@ -667,9 +673,12 @@ class Worker:
 
     def _start(self) -> None:
         self.kill()  # the process that ended on its own: reaped, and its folder removed
+        # The worker's private temporary folder is made here, not by the worker: one stopped
+        # before its hello leaves no folder behind that nothing knows of.
+        scratch = self.scratch = Path(tempfile.mkdtemp(prefix=protocol.SCRATCH_PREFIX))
         if self.zygote is not None and not self.zygote.failed:
             try:
-                self.process = self.zygote.fork(self._stderr_log())
+                self.process = self.zygote.fork(self._stderr_log(), scratch)
             except MissingTensorFlowError:
                 raise
             except (WorkerError, ValueError):  # a broken zygote: spawn instead
@@ -678,7 +687,7 @@ class Worker:
         if self.process is None:
             try:
                 self.process = subprocess.Popen(
-                    [self.python, "-m", "formula_check.worker.child", str(self.root)],
+                    [self.python, "-m", "formula_check.worker.child", str(self.root), scratch],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=self._stderr_log(),
@@ -701,8 +710,7 @@ class Worker:
         if not reply.header.get("ok"):
             self.kill()
             raise MissingTensorFlowError(self.python)
-        environment = {k: v for k, v in reply.header.items() if k not in {"op", "ok"}}
-        self.scratch = _scratch_folder(environment.pop("scratch", None))
+        environment = {k: v for k, v in reply.header.items() if k not in {"op", "ok", "scratch"}}
         if self.closed:
             self.kill()
             raise WorkerError("the worker pool is closed")
@@ -852,11 +860,7 @@ class Worker:
                 if self.process is process:
                     self.process = None
                 code = process.returncode
-                if self.scratch is None:  # stopped before its hello named its folder
-                    for folder in _unnamed_scratch(process.pid):
-                        shutil.rmtree(folder, ignore_errors=True)
-            if self.scratch is not None and self.process is None:
-                # Its process is gone (a start that met a close may name it only now).
+            if self.scratch is not None and self.process is None:  # its worker is gone
                 shutil.rmtree(self.scratch, ignore_errors=True)
                 self.scratch = None
             return code
@@ -875,34 +879,6 @@ class Worker:
 
 
 _STOPPED = Reply("crash", {}, {}, "the checker was stopped while this check ran")
-
-
-def _scratch_folder(said: object) -> Path | None:
-    """The private temporary folder a worker's hello names, if it is one: a folder of ours
-    (by its name) and not a link, as nothing else may be removed with it."""
-    if not isinstance(said, str):
-        return None
-    folder = Path(said)
-    if not folder.is_absolute() or not folder.name.startswith(protocol.SCRATCH_PREFIX):
-        return None
-    try:
-        if not stat.S_ISDIR(folder.lstat().st_mode) or folder.lstat().st_uid != os.getuid():
-            return None
-    except OSError:
-        return None
-    return folder
-
-
-def _unnamed_scratch(pid: int) -> list[Path]:
-    """The temporary folder worker ``pid`` made before saying hello (its name begins with
-    the prefix and the pid), to be removed once the worker is gone."""
-    begins = f"{protocol.SCRATCH_PREFIX}{pid}-"
-    try:
-        with os.scandir(tempfile.gettempdir()) as entries:
-            paths = [entry.path for entry in entries if entry.name.startswith(begins)]
-    except OSError:
-        return []
-    return [folder for folder in map(_scratch_folder, paths) if folder is not None]
 
 
 def _describe_exit(code: int | None) -> str:

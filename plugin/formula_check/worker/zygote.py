@@ -10,8 +10,10 @@ freshly started process would (NumPy's BLAS may have started a thread; BLAS libr
 fork). Run as ``python -m formula_check.worker.zygote PROJECT_ROOT``
 with fd 0 a Unix socket to the parent, which speaks one line per request:
 
-``fork`` (with two descriptors attached: the child's conversation socket and its stderr)
-    answered ``{"pid": N}``; the child serves requests exactly like ``worker.child``.
+``fork HEX`` (with two descriptors attached: the child's conversation socket and its stderr)
+    answered ``{"pid": N}``; the child serves requests exactly like ``worker.child``, with the
+    folder whose path is ``HEX`` (hex-encoded bytes, made by the parent) as its temporary
+    folder.
 ``wait N``
     answered ``{"status": S}`` if child N has exited (negative: the signal that killed it),
     ``{"running": true}`` if it has not; it never blocks.
@@ -44,6 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from . import child, protocol
+
+_LONGEST_REQUEST = 16384
+"""Bytes read per request: ``fork`` with a folder path of up to 8 KiB, hex-encoded."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,14 +206,15 @@ def _still_ours(address: Path, inode: int) -> bool:
 def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) -> None:
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(control, 256, 2)
+            data, fds, _, _ = socket.recv_fds(control, _LONGEST_REQUEST, 2)
         except OSError:
             return
         if not data:
             return
         command = data.decode("ascii", "replace").split()
-        if command[:1] == ["fork"] and len(fds) == 2:
-            pid = _fork(root, control, *fds)
+        if command[:1] == ["fork"] and len(command) <= 2 and len(fds) == 2:
+            scratch = os.fsdecode(bytes.fromhex(command[1])) if command[1:] else None
+            pid = _fork(root, control, fds[0], fds[1], scratch)
             children.add(pid)
             send_line(control, {"pid": pid})
             continue
@@ -220,7 +226,9 @@ def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) ->
             send_line(control, {"error": f"unknown command {data[:40]!r}"})
 
 
-def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) -> int:
+def _fork(
+    root: Path, control: socket.socket, conversation: int, stderr: int, scratch: str | None
+) -> int:
     zygote = os.getpid()
     pid = os.fork()
     if pid:
@@ -237,7 +245,7 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
         os.dup2(stderr, 2)
         os.dup2(2, 1)  # stray prints to fd 1 land in the stderr log, as in a spawned worker
         os.close(stderr)
-        code = _serve_forked(root, conversation)
+        code = _serve_forked(root, conversation, scratch)
     except BaseException:
         with contextlib.suppress(Exception):
             import traceback
@@ -248,14 +256,14 @@ def _fork(root: Path, control: socket.socket, conversation: int, stderr: int) ->
     return 0  # pragma: no cover
 
 
-def _serve_forked(root: Path, conversation: int) -> int:
+def _serve_forked(root: Path, conversation: int, scratch: str | None = None) -> int:
     # The project folder as it is now: a zygote kept alive may have started in a folder that
     # was since removed and made again under the same name.
     os.chdir(root)
     sock = socket.socket(fileno=conversation)
     requests = sock.makefile("rb")
     answers = sock.makefile("wb")
-    return child.run_worker(root, requests, answers)
+    return child.run_worker(root, requests, answers, scratch)
 
 
 def _die_with_parent(zygote: int) -> None:
