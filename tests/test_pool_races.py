@@ -4,6 +4,7 @@ workers never say hello, so every start is still under way when the close comes.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import socket
@@ -204,3 +205,45 @@ def test_closing_the_pool_waits_for_its_background_start(tmp_path: Path, fake_py
     assert not starting.is_alive()
     assert all(w.process is None and w.stderr_log is None for w in workers._all)
     assert workers._idle.qsize() == 2, "every borrowed worker was handed back"
+
+
+class FakeRunning:
+    """A worker process that is running and whose end of the pipe takes anything."""
+
+    pid = 0
+    returncode = None
+
+    def __init__(self) -> None:
+        self.stdin = io.BytesIO()
+        self.stdout = None
+
+    def poll(self) -> None:
+        return None
+
+
+def test_a_request_that_cannot_be_sent_is_an_error_not_a_stop(tmp_path: Path) -> None:
+    """Only a closed pool makes a failed send "stopped"; a request that cannot be encoded
+    (here a ragged array) is a bug to see, not a shutdown to report on a card."""
+    worker = Worker(tmp_path)
+    worker.process = FakeRunning()  # type: ignore[assignment]
+    with pytest.raises(ValueError):
+        worker.request({"op": "run"}, {"x": [[1, 2], [3]]}, timeout=1)  # type: ignore[dict-item]
+    worker.process = None
+
+
+def test_a_background_start_that_cannot_start_leaves_the_close_working(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workers = WorkerPool(tmp_path, size=1, fork=False)
+    real_start = threading.Thread.start
+
+    def no_threads_left(thread: threading.Thread) -> None:
+        if thread.name == "formula-check-start":
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", no_threads_left)
+    with pytest.raises(RuntimeError):
+        workers.start_in_background()
+    monkeypatch.undo()
+    workers.close()  # joins only the threads that started

@@ -287,7 +287,11 @@ def test_a_forked_process_polled_by_many_threads_at_once_is_reaped_once(
         ours, theirs = socket.socketpair()
         theirs.close()
         forked = pool.ForkedProcess(child.pid, ours, zygote)  # type: ignore[arg-type]
-        assert forked.pidfd is not None
+        if forked.pidfd is None:  # before Linux 5.3, or a seccomp profile that refuses it
+            for stream in (forked.stdin, forked.stdout):
+                assert stream is not None
+                stream.close()
+            pytest.skip("no pidfd here")
         barrier = threading.Barrier(8)
         seen: list[object] = []
 

@@ -174,6 +174,9 @@ class Zygote:
         self.control = control
         self.greeting = True
         try:
+            # A close sets `closed`, then reads `greeting`: one of the two sees the other.
+            if self.closed:
+                raise WorkerError("the worker pool is closed")
             ready, _, _ = select.select([control], [], [], STARTUP_TIMEOUT)
             hello = self._answer(control) if ready else {}
         except (OSError, ValueError):
@@ -763,8 +766,10 @@ class Worker:
             protocol.write_message(process.stdin, header, arrays)
         except OSError as exc:  # its end of the pipe is gone: it died
             reply = self._crashed(f"the worker stopped accepting requests ({exc})")
-        except ValueError:  # our end was closed under us: the pool was shut
-            reply = _STOPPED
+        except ValueError:
+            if not (self.closed or process.stdin.closed):
+                raise  # a request that cannot be encoded: our bug, not a stop
+            reply = _STOPPED  # our end was closed under us: the pool was shut
         else:
             reply = self._receive(timeout)
         return dataclasses.replace(reply, startup=startup)
@@ -1068,8 +1073,8 @@ class WorkerPool:
         thread = threading.Thread(target=self.start_idle, name="formula-check-start", daemon=True)
         with self._lock:  # started under the lock: a close never joins an unstarted thread
             self._starters = [t for t in self._starters if t.is_alive()]
-            self._starters.append(thread)
             thread.start()
+            self._starters.append(thread)
         return thread
 
     @property
