@@ -130,6 +130,8 @@ def test_editing_an_imported_helper_invalidates(tmp_path: Path) -> None:
         assert first.status is Status.VERIFIED and not first.cached
         again = engine.check(spec)
         assert again.cached and engine.executed == 1
+        for result in (first, again):  # what `mkdocs serve` watches, fresh or from the cache
+            assert "team_model/math_utils.py" in result.imports, result.imports
         helper = project / "team_model" / "math_utils.py"
         helper.write_text(
             helper.read_text().replace(

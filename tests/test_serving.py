@@ -592,14 +592,42 @@ def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
     assert server._watched_paths[str(first)] == 1, "each file is watched once"
 
 
+def test_project_files_a_snippet_imported_are_watched_however_deep(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    """A helper module imported by the module a block names (not by the page itself): an
+    edit to it must rebuild, as it changes the verdict."""
+    server, _, _ = make_server(tmp_path)
+    helper = tmp_path / "utils" / "scale.py"
+    helper.parent.mkdir()
+    helper.write_text("def inv_sqrt(x):\n    return x ** -0.5\n", encoding="utf-8")
+    plugin = plugin_with(report=False)
+    plugin.on_startup(command="serve", dirty=False)
+    result = SimpleNamespace(imports=("utils/scale.py",))
+    plugin.session = SimpleNamespace(  # type: ignore[assignment]
+        wait_all=lambda: None,
+        placeholders={},
+        known={"docs/index.md:3": (None, result)},
+        settings=SimpleNamespace(root=tmp_path),
+    )
+    plugin.on_serve(server, config=MkDocsConfig(), builder=None)
+    config = MkDocsConfig()
+    config["site_dir"] = str(tmp_path / "site")
+    plugin.on_post_build(config=config)
+    assert server._watched_paths[str(helper)] == 1
+
+
 def test_turning_the_plugin_off_during_serve_stops_checking(tmp_path: Path) -> None:
     plugin = plugin_with(enabled=False)
     plugin.on_startup(command="serve", dirty=False)
     plugin.session = object()  # type: ignore[assignment]
     plugin.blocks = [object()]  # type: ignore[list-item]  # what the last build left
+    closed: list[bool] = []
+    plugin.engine = SimpleNamespace(close=lambda: closed.append(True))  # type: ignore[assignment]
     config = mkdocs_config(tmp_path)
     plugin.on_config(config)
     assert plugin.session is None and plugin.blocks == []
+    assert closed == [True] and plugin.engine is None, "its workers do not stay for nothing"
     assert config.mdx_configs["formula_check"] == {"check": False}  # math only, no cards
 
 

@@ -122,7 +122,11 @@ class ResultCache:
             return None
         self.hits += 1
         return dataclasses.replace(
-            result, block_id=spec.block_id, location=spec.location, cached=True
+            result,
+            block_id=spec.block_id,
+            location=spec.location,
+            cached=True,
+            imports=tuple(depends),
         )
 
     def _read(self, key: str) -> tuple[CheckResult, dict[str, str]] | None:
@@ -218,6 +222,7 @@ def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> Chec
         stdout=data["stdout"],
         elapsed=data["elapsed"],
         formula=FormulaVerdict(**data["formula"]) if data.get("formula") else None,
+        imports=tuple(data.get("imports", ())),
     )
 
 

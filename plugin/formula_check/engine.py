@@ -82,7 +82,7 @@ class Engine:
         # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
         # and waiting for one to be free is not the block's either.
         elapsed = time.perf_counter() - started - waited
-        result = dataclasses.replace(result, elapsed=elapsed)
+        result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
         if key and _deterministic(result):
             self.cache.put(key, result, local_files)
         return result

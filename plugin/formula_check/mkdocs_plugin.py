@@ -114,8 +114,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         """Validate options, load user oracles, register the extension and the assets."""
-        if not self.config.enabled:  # also when turned off during `mkdocs serve`: the engine
-            self.session = None  # stays (its result memory and workers serve a re-enable)
+        if not self.config.enabled:  # also when turned off during `mkdocs serve`: its
+            self._close_engine()  # workers go (about 0.5 GB each); the disk cache stays
+            self.session = None
             self.blocks = []
             self.report = None
             _register_extension(config, {"check": False})  # the math still renders
@@ -296,11 +297,15 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         """Write the figures and the JSON report (every result, including late ones)."""
-        self._watch_new_files()
         if self.session is None:
+            self._watch_new_files()
             return
         with _plugin_errors():
             self.session.wait_all()  # every result is logged before the build ends
+        root = self.session.settings.root
+        for _, result in self.session.known.values():  # helpers a snippet imported, however
+            self.watch.update(root / name for name in result.imports)  # deep: edits re-check
+        self._watch_new_files()
         lost = sorted({p.page.path for p in self.session.placeholders.values()})
         if lost:
             log.warning(

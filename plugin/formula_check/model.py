@@ -275,6 +275,9 @@ class CheckResult:
     cached: bool = False
     elapsed: float = 0.0
     formula: FormulaVerdict | None = None
+    imports: tuple[str, ...] = ()
+    """The project files the snippet imported (relative to the project folder): a change to
+    any of them makes the check run again, and ``mkdocs serve`` watches them."""
 
     @property
     def expected_failure(self) -> bool:
