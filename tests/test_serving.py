@@ -639,7 +639,11 @@ def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -
     plugin = plugin_with(report=False)
     plugin.on_startup(command="serve", dirty=False)
     plugin.session = SimpleNamespace(  # type: ignore[assignment]
-        wait_all=lambda: None, placeholders={}, known={}, get_engine=lambda: engines[-1]
+        wait_all=lambda: None,
+        placeholders={},
+        known={},
+        get_engine=lambda: engines[-1],
+        settings=SimpleNamespace(root=tmp_path),
     )
     plugin.blocks = [SimpleNamespace(spec=object())]  # type: ignore[list-item]
     config = MkDocsConfig()
