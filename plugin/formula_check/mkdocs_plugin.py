@@ -261,6 +261,18 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             )
         return markdown
 
+    def on_page_content(
+        self, html: str, *, page: Page, config: MkDocsConfig, files: Files
+    ) -> str | None:
+        """Tell MkDocs' anchor validation about the cards' ``#fc-<id>`` anchors: a fence's
+        HTML is stashed before MkDocs looks for ids in raw HTML, so it never sees them."""
+        if self.session is not None and page.present_anchor_ids is not None:
+            path = _page_path(page.file, self.session.settings.root)
+            page.present_anchor_ids.update(
+                f"fc-{block.block_id}" for block in self.blocks if block.location.path == path
+            )
+        return html
+
     # -- output ----------------------------------------------------------------------------
 
     @event_priority(100)  # before plugins that rewrite the HTML (minifiers) see placeholders
