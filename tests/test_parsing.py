@@ -10,7 +10,7 @@ from mkdocs.utils.meta import get_data
 
 from formula_check import parsing
 from formula_check.errors import SnippetError, SpecError
-from formula_check.model import Location
+from formula_check.model import CheckResult, Location, SnippetFailure, Status
 from formula_check.pages import (
     PageBlock,
     Settings,
@@ -518,3 +518,20 @@ def test_rules_around_prose_are_not_front_matter(tmp_path: Path) -> None:
     raw = "---\nThis page uses `formula_check`: see below.\n---\n" + body
     (block,) = source_blocks(raw, page="docs/b.md", settings=Settings(tmp_path))
     assert block.spec is not None, block.error
+
+
+def test_an_error_in_another_file_names_that_file_not_just_a_line() -> None:
+    """A bare ``(line 5)`` reads as the page's line 5: an error raised in a ``code=`` file
+    names the file, one in the page's own snippet only its line."""
+    page = Location("docs/err.md", 12)
+
+    def headline(failed_at: Location) -> str:
+        failure = SnippetFailure("InvalidArgumentError", "shapes differ", failed_at)
+        return CheckResult("b", page, "attention", Status.ERROR, failure=failure).headline()
+
+    assert headline(Location("mymodel/broken.py", 5)) == (
+        "docs/err.md:12 [b]: error: InvalidArgumentError (mymodel/broken.py:5): shapes differ"
+    )
+    assert headline(Location("docs/err.md", 17)) == (
+        "docs/err.md:12 [b]: error: InvalidArgumentError (line 17): shapes differ"
+    )

@@ -312,11 +312,20 @@ class CheckResult:
                 bad.append(self.formula.summary())
             return "; ".join(bad) or self.message
         if self.failure is not None:
-            where = f" (line {self.failure.location.line})" if self.failure.location else ""
-            return f"{self.failure.type}{where}: {self.failure.message}"
+            return f"{self.failure.type}{self._failure_where()}: {self.failure.message}"
         if self.message:
             return self.message
         return "; ".join(v.summary() for v in self.verdicts)
+
+    def _failure_where(self) -> str:
+        """`` (line 5)`` on the block's own page; `` (model/layers.py:5)`` in another file,
+        where a bare line number would read as the page's."""
+        failed_at = self.failure.location if self.failure is not None else None
+        if failed_at is None:
+            return ""
+        if failed_at.path == self.location.path:
+            return f" (line {failed_at.line})" if failed_at.line else ""
+        return f" ({failed_at})"
 
     def max_abs_error(self) -> float:
         """The largest absolute error over all compared arrays (0 when none were compared)."""
