@@ -4,6 +4,7 @@ quotes its own lines."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,19 @@ def test_a_snippets_traceback_quotes_its_own_line() -> None:
     result = run("attention", code, line=40)
     assert result.failure is not None
     assert "scale = q.no_such_attribute" in result.failure.traceback
+
+
+def test_a_traceback_shows_no_checker_frame_and_no_machine_path() -> None:
+    """Cards are published: their tracebacks name the snippet, installed modules by their
+    package and the standard library by its module, never a folder of the build machine."""
+    code = "import json\n\ndef f(q, k, v):\n    json.loads('{')\n    return q\n"
+    result = run("attention", code, line=40)
+    assert result.failure is not None
+    trace = result.failure.traceback
+    files = re.findall(r'File "([^"]+)"', trace)
+    assert files[0] == "<snippet docs/page.md:40>" and "json/decoder.py" in files, trace
+    assert not any(name.startswith("/") for name in files), trace
+    assert "formula_check" not in trace and "JSONDecodeError" in trace
 
 
 def test_snippet_sources_do_not_pile_up_in_the_worker() -> None:

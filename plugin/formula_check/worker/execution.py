@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
@@ -443,8 +444,9 @@ def _sync(result: Any) -> None:
 def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
     error = raised.error
     filename = request.get("filename") or ""
-    file, line = _snippet_line(error, filename, session_root(request))
-    frames = traceback.format_exception(type(error), error, error.__traceback__)
+    root = session_root(request)
+    file, line = _snippet_line(error, filename, root)
+    frames = _shown_traceback(error, root)
     return {
         "ok": False,
         "phase": raised.phase,
@@ -456,6 +458,50 @@ def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
         "file": file,
         "traceback": _clean("".join(frames[-6:]))[-_MAX_TEXT:],
     }
+
+
+_CHECKER = (  # this package's folder, as imported and as resolved
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,
+    str(Path(__file__).resolve().parents[1]) + os.sep,
+)
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+
+def _shown_traceback(error: BaseException, root: str) -> list[str]:
+    """The traceback a card shows: without the checker's own frames, and with no path of
+    the build machine (cards are published). A project file is shown relative to the
+    project, an installed module from its package, anything else by its name alone."""
+    shown = traceback.TracebackException.from_exception(error)
+    seen: set[int] = set()
+    pending = [shown]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.stack = traceback.StackSummary.from_list(
+            [
+                (_shown_path(frame.filename, root), frame.lineno or 0, frame.name, frame.line)
+                for frame in current.stack
+                if not frame.filename.startswith(_CHECKER)
+            ]
+        )
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return list(shown.format())
+
+
+def _shown_path(name: str, root: str) -> str:
+    if not os.path.isabs(name):
+        return name  # a page's snippet (``<snippet docs/page.md:12>``) or a relative name
+    if root and name.startswith(root + os.sep):
+        return os.path.relpath(name, root)
+    for marker in ("site-packages", "dist-packages"):
+        _, found, rest = name.rpartition(os.sep + marker + os.sep)
+        if found:
+            return rest
+    if name.startswith(_STDLIB):
+        return os.path.relpath(name, _STDLIB)
+    return os.path.basename(name)
 
 
 def session_root(request: dict[str, Any]) -> str:
