@@ -25,7 +25,7 @@ from formula_check.ci_formats import github_annotation, github_safe
 from formula_check.errors import MissingTensorFlowError
 from formula_check.model import CheckResult, Location, Status
 from formula_check.oracles import all_oracles
-from formula_check.progress import Progress
+from formula_check.progress import Progress, summary
 from formula_check.project import load_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -416,3 +416,16 @@ def test_pre_commit_example_runs_the_check() -> None:
     assert [hook["entry"] for hook in hooks] == ["formula-check check"]
     assert re.search(hooks[0]["files"], "docs/guide/attention.md")
     assert text in _fenced((ROOT / "docs" / "ci.md").read_text(encoding="utf-8"), "yaml")
+
+
+def test_the_summary_says_when_worker_starts_are_summed() -> None:
+    """Two workers start side by side: their summed start-up can exceed the run's time, and
+    the line says it is a sum."""
+
+    def told(starters: int) -> str:
+        return summary(
+            [], pages=1, seconds=7.0, deselected=0, is_failure=bool, startup=11.3, starters=starters
+        )
+
+    assert "starting workers (TensorFlow import): 11.30 s" in told(1)
+    assert "starting workers (TensorFlow import, summed over 2 workers): 11.30 s" in told(2)

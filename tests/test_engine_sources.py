@@ -8,7 +8,7 @@ import pytest
 
 from formula_check.model import CheckSpec, Location, Status, TimingSpec
 from formula_check.snippets import resolve_code
-from support import PROJECT, shared_engine, spec_for
+from support import PROJECT, run, shared_engine, spec_for
 
 pytestmark = pytest.mark.tf
 HERE = Location("docs/page.md", 12)
@@ -95,3 +95,13 @@ def test_keras_mha_weights_reshaped_per_head() -> None:
     shapes = {s.name: s.shape for s in result.shapes}
     assert shapes["W_q"] == (12, 12) and shapes["W_o"] == (12, 12)
     assert result.arrays["weights"].shape == (2, 3, 5, 7)
+
+
+def test_a_callable_the_snippet_only_names_is_checked_through_entry() -> None:
+    """``MHA = tf.keras.layers.MultiHeadAttention`` defines nothing: without ``entry`` the
+    error says how to name it, and with ``entry="MHA"`` it is checked."""
+    alias = "import tensorflow as tf\n\nSM = tf.nn.softmax\n"
+    unnamed = run("softmax", alias)
+    assert unnamed.status is Status.ERROR and unnamed.failure is not None
+    assert 'say entry="MHA"' in unnamed.failure.message
+    assert run("softmax", alias, entry="SM").status is Status.VERIFIED

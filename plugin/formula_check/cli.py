@@ -223,7 +223,7 @@ def _check(args: argparse.Namespace) -> int:
     with _engine(project, args, args.workers) as engine, Progress(sys.stderr, len(chosen)) as bar:
         results = run_blocks(engine, chosen, bar)
         seconds = bar.elapsed()
-        startup = engine.startup_seconds
+        startup, starters = engine.startup_seconds, engine.pool.size
     if args.json is not None:
         _write(args.json, report_json(results))
     if args.junit_xml is not None:
@@ -240,6 +240,7 @@ def _check(args: argparse.Namespace) -> int:
         deselected=deselected,
         is_failure=failing,
         startup=startup,
+        starters=starters,
     )
     print(ci_formats.github_safe(told) if args.github else told)
     return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK

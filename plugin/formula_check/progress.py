@@ -115,11 +115,13 @@ def summary(
     deselected: int,
     is_failure: Callable[[CheckResult], bool],
     startup: float = 0.0,
+    starters: int = 1,
 ) -> str:
     """The end of a run: counts, worker start-up, the slowest blocks, then every failure.
 
     ``startup`` is the time spent starting workers (importing TensorFlow); block times do not
-    include it, so the first block checked is not mistaken for the slowest."""
+    include it, so the first block checked is not mistaken for the slowest. With several
+    ``starters`` (workers) the starts overlap, and their sum can exceed the run's own time."""
     cached = sum(result.cached for result in results)
     head = (
         f"formula-check: {_plural(len(results), 'block')} on {_plural(pages, 'page')} "
@@ -130,7 +132,8 @@ def summary(
     notes += [f"{deselected} deselected"] if deselected else []
     lines = [head + (f" ({', '.join(notes)})" if notes else "")]
     if startup > 0:
-        lines.append(f"starting workers (TensorFlow import): {format_seconds(startup)}")
+        summed = f", summed over {starters} workers" if starters > 1 else ""
+        lines.append(f"starting workers (TensorFlow import{summed}): {format_seconds(startup)}")
     # Cached results keep the time of the run that made them; they cost nothing now.
     ran = [result for result in results if not result.cached and result.elapsed > 0]
     slowest = sorted(ran, key=lambda result: -result.elapsed)[:SLOWEST]

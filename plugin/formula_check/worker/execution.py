@@ -254,7 +254,10 @@ def _last_definition(module: types.ModuleType) -> Any:
     ]
     if not defined:
         with _phase("entry"):
-            raise LookupError("the snippet defines no function or class to check")
+            raise LookupError(
+                "the snippet defines no function or class to check; to check one it only "
+                'imports or names (MHA = tf.keras.layers.MultiHeadAttention), say entry="MHA"'
+            )
     return defined[-1]
 
 
