@@ -80,7 +80,7 @@ def test_checks_turned_off_render_each_formula_as_math_alone(tmp_path: Path) -> 
     )
     html = render(page, NoEngine(), tmp_path, check=False)
     assert "fc-card" not in html and "formula" not in html
-    maths = re.findall(r'<div class="arithmatex">\\\[\n(.*?)\n\\\]</div>', html, re.S)
+    maths = re.findall(r'<div class="arithmatex fc-unchecked">\\\[\n(.*?)\n\\\]</div>', html, re.S)
     assert maths == ["\\sigma(x) &lt; 1", "\\alpha + \\beta", "\\gamma"]
     assert '<span class="kn">import</span>' in html
 

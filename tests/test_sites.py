@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,9 +227,9 @@ def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: P
     )
     config = project / "mkdocs.yml"
     config.write_text(
-        config.read_text(encoding="utf-8")
-        .replace("  - formula-check\n", "  - formula-check:\n      enabled: false\n")
-        .replace("  anchors: warn", "  anchors: info"),  # no cards, so no card anchors
+        config.read_text(encoding="utf-8").replace(
+            "  - formula-check\n", "  - formula-check:\n      enabled: false\n"
+        ),  # validation stays: a link to a card's anchor still lands on its formula
         encoding="utf-8",
     )
     argv = [sys.executable, "-m", "mkdocs", "build", "--strict"]
@@ -244,12 +245,15 @@ def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: P
         html = (site / ("" if page == "index" else page) / "index.html").read_text("utf-8")
         formulas = source.count("```formula")
         assert formulas > 0
-        dollar_blocks = source.count("$$") // 2  # each opens and closes with one
-        assert html.count('<div class="arithmatex">\\[') == formulas + dollar_blocks
+        anchored = re.findall(r'<div class="arithmatex fc-unchecked" id="fc-([^"]+)">\\\[', html)
+        assert len(anchored) == formulas and len(set(anchored)) == formulas
         assert "fc-card" not in html and "```formula" not in html
         assert 'class="highlight"' in html
     index = (site / "index.html").read_text(encoding="utf-8")
     assert '<span class="n">tf</span>' in index, "the snippets are highlighted as code"
+    assert '<div class="arithmatex fc-unchecked" id="fc-sdpa">' in index
+    layers = (site / "layers" / "index.html").read_text(encoding="utf-8")
+    assert 'id="fc-ffn-layer"' in layers, "what index.md links to"
     report = (site / "formula-check-report" / "index.html").read_text(encoding="utf-8")
     assert "Formula checks were turned off for this build" in report
     assert not (site / "formula-check-report.json").exists(), "no report of checks not made"

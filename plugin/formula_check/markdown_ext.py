@@ -61,10 +61,14 @@ FENCE_NAME = "formula"
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})")
 
 
-def display_math(latex: str) -> str:
+UNCHECKED = "arithmatex fc-unchecked"
+"""The classes of a formula rendered with the checks off (the plugin anchors it there)."""
+
+
+def display_math(latex: str, classes: str = "arithmatex") -> str:
     """The HTML ``pymdownx.arithmatex`` (generic mode) writes for a ``$$`` block."""
     escaped = latex.strip().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return f'<div class="arithmatex">\\[\n{escaped.replace(chr(34), "&quot;")}\n\\]</div>'
+    return f'<div class="{classes}">\\[\n{escaped.replace(chr(34), "&quot;")}\n\\]</div>'
 
 
 def front_matter(lines: list[str]) -> dict[str, Any] | None:
@@ -229,7 +233,7 @@ class FormulaCheckExtension(Extension):
     ) -> str:
         """Math as arithmatex would write it, then the card. Raises only SuperFencesException."""
         if not self.check:
-            return display_math(src)
+            return display_math(src, UNCHECKED)
         line = options.get("fc_line", "")
         found = self.blocks.get(int(line)) if line.isdigit() else None
         if found is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from . import assets, serving
 from .config import FormulaCheckConfig, out_of_range
 from .engine import Engine
 from .errors import FormulaCheckError, MissingTensorFlowError
+from .markdown_ext import UNCHECKED
 from .model import CheckResult
 from .oracles import load_oracle
 from .pages import (
@@ -81,6 +83,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.session: FormulaSession | None = None
         self.images = SiteImages()
         self.blocks: list[PageBlock] = []
+        self.settings = Settings(Path.cwd())
         self.pages: list[File] = []
         self.report: File | None = None
         self.watch: set[Path] = set()
@@ -114,6 +117,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         """Validate options, load user oracles, register the extension and the assets."""
+        root = Path(config.config_file_path or ".").resolve().parent
+        self.settings = Settings(root, float(self.config.timeout), self.config.timing)
         if not self.config.enabled:  # also when turned off during `mkdocs serve`: its
             self._close_engine()  # workers go (about 0.5 GB each); the disk cache stays
             self.session = None
@@ -124,7 +129,6 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             return config
         if self._fast_serve():
             self.theme_listing.attach(config.theme)  # MkDocs lists the theme after this
-        root = Path(config.config_file_path or ".").resolve().parent
         self._validate_options()
         self._load_oracles(root)
         self.session = self._make_session(root, config)
@@ -150,11 +154,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def _make_session(self, root: Path, config: MkDocsConfig) -> FormulaSession:
         language = self._language(config)
-        settings = Settings(root, float(self.config.timeout), self.config.timing)
         self.images = SiteImages()
         fail_on = frozenset(self.config.fail_on)
         return FormulaSession(
-            settings=settings,
+            settings=self.settings,
             labels=labels_for(language),
             images=self.images,
             engine_factory=lambda: self._engine(root),
@@ -222,7 +225,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         """
         for asset in assets.site_assets(mathjax=self.config.mathjax):
             _add_asset(files, config, asset)
-        if self.session is None:  # turned off: the report page says so (links to it hold)
+        if self.session is None:  # turned off: the report page says so (links to it hold),
+            # and each formula keeps its card's anchor
+            self.blocks = [b for file in files.documentation_pages() for b in self._blocks(file)]
             if self.config.report:
                 labels = labels_for(self._language(config))
                 content = f"# {labels.report_title}\n\n{labels.report_disabled}\n"
@@ -242,9 +247,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         return files
 
     def _blocks(self, file: File) -> list[PageBlock]:
-        assert self.session is not None
-        page = _page_path(file, self.session.settings.root)
-        return source_blocks(file.content_string, page=page, settings=self.session.settings)
+        page = _page_path(file, self.settings.root)
+        return source_blocks(file.content_string, page=page, settings=self.settings)
 
     def on_page_markdown(
         self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files
@@ -265,12 +269,22 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self, html: str, *, page: Page, config: MkDocsConfig, files: Files
     ) -> str | None:
         """Tell MkDocs' anchor validation about the cards' ``#fc-<id>`` anchors: a fence's
-        HTML is stashed before MkDocs looks for ids in raw HTML, so it never sees them."""
-        if self.session is not None and page.present_anchor_ids is not None:
-            path = _page_path(page.file, self.session.settings.root)
-            page.present_anchor_ids.update(
-                f"fc-{block.block_id}" for block in self.blocks if block.location.path == path
+        HTML is stashed before MkDocs looks for ids in raw HTML, so it never sees them. With
+        the checks off there is no card: the anchor goes on the formula itself."""
+        if not self.blocks or page.present_anchor_ids is None:
+            return html
+        path = _page_path(page.file, self.settings.root)
+        anchors = [f"fc-{block.block_id}" for block in self.blocks if block.location.path == path]
+        if self.session is None:
+            unchecked = f'<div class="{UNCHECKED}">'
+            if html.count(unchecked) != len(anchors):  # not the formulas we found: no guess
+                return html
+            pieces = html.split(unchecked)
+            html = pieces[0] + "".join(
+                f'<div class="{UNCHECKED}" id="{escape(anchor, quote=True)}">{piece}'
+                for anchor, piece in zip(anchors, pieces[1:], strict=True)
             )
+        page.present_anchor_ids.update(anchors)
         return html
 
     # -- output ----------------------------------------------------------------------------
