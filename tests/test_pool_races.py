@@ -247,3 +247,26 @@ def test_a_background_start_that_cannot_start_leaves_the_close_working(
         workers.start_in_background()
     monkeypatch.undo()
     workers.close()  # joins only the threads that started
+
+
+def test_a_client_that_dies_leaves_its_zygote_to_stop_its_workers_and_remove_their_folders(
+    tmp_path: Path, fake_python: str
+) -> None:
+    """A build killed outright (SIGTERM to its process group) cannot stop its workers: its
+    zygote, in a session of its own, sees the hang-up and does it, folders included."""
+    zygote = pool.Zygote(tmp_path, python=fake_python)
+    scratch = tmp_path / "worker-folder"
+    scratch.mkdir()  # as the pool makes it before asking for the fork
+    with tempfile.TemporaryFile() as log:
+        worker = zygote.fork(log, scratch)
+    try:
+        assert zygote.control is not None and pool.is_running(worker.pid)
+        zygote.control.close()  # the client is gone, and stopped nothing
+        zygote.control = None
+        assert wait_until(lambda: not scratch.exists(), 10), "the folder was removed"
+        assert wait_until(lambda: not pool.is_running(worker.pid), 10)
+    finally:
+        zygote.close()
+        for stream in (worker.stdin, worker.stdout):
+            assert stream is not None
+            stream.close()

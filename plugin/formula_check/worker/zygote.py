@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -80,13 +81,20 @@ def _serve(root: Path, control: socket.socket, hello: dict[str, Any]) -> int:
     send_line(control, hello)
     if not hello["ok"]:
         return 3
-    children: set[int] = set()
+    children: dict[int, str | None] = {}  # each worker, and its temporary folder
     try:
         _answer_until_eof(root, control, children)
     finally:
-        for pid in children:  # the client is gone: so are the workers it can no longer reach
+        # The client is gone (closed, or killed before it could stop them): so are the workers
+        # it can no longer reach, and their folders, which it would have removed.
+        for pid in children:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
+        for pid, scratch in children.items():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 
@@ -130,7 +138,7 @@ def _serve_clients(
     handlers: dict[int, int | None] = {}  # each client's process, and a pidfd telling its end
     quiet_since = time.monotonic()
     while _still_ours(address, inode):
-        ended = [pid for pid in handlers if _wait(pid, set()).get("running") is not True]
+        ended = [pid for pid in handlers if _wait(pid, {}).get("running") is not True]
         for pid in ended:
             _close_pidfd(handlers.pop(pid))
         if handlers or ended:  # the idle time counts from the last client's end
@@ -203,7 +211,7 @@ def _still_ours(address: Path, inode: int) -> bool:
         return False
 
 
-def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) -> None:
+def _answer_until_eof(root: Path, control: socket.socket, children: dict[int, str | None]) -> None:
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(control, _LONGEST_REQUEST, 2)
@@ -215,7 +223,7 @@ def _answer_until_eof(root: Path, control: socket.socket, children: set[int]) ->
         if command[:1] == ["fork"] and len(command) <= 2 and len(fds) == 2:
             scratch = os.fsdecode(bytes.fromhex(command[1])) if command[1:] else None
             pid = _fork(root, control, fds[0], fds[1], scratch)
-            children.add(pid)
+            children[pid] = scratch
             send_line(control, {"pid": pid})
             continue
         for fd in fds:
@@ -277,16 +285,16 @@ def _die_with_parent(zygote: int) -> None:
         os._exit(70)
 
 
-def _wait(pid: int, children: set[int]) -> dict[str, Any]:
+def _wait(pid: int, children: dict[int, str | None]) -> dict[str, Any]:
     """The exit status of child ``pid`` if it has exited; never blocks."""
     try:
         done, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        children.discard(pid)
+        children.pop(pid, None)
         return {"status": None}
     if done == 0:
         return {"running": True}
-    children.discard(pid)
+    children.pop(pid, None)  # reaped: its folder is the client's to remove
     return {"status": os.waitstatus_to_exitcode(status)}
 
 
