@@ -268,6 +268,22 @@ def test_duplicate_ids_are_errors(tmp_path: Path) -> None:
     assert blocks[1].error.message == "duplicate id 'x' (first used at line 1)"
 
 
+@pytest.mark.parametrize(
+    ("header", "shown"),
+    [
+        ('id="soft<max>" oracle="softmax"', "d-1"),  # invalid: the default, not a piece
+        ('id="sm" oracle="nope"', "sm"),  # valid, in a broken header: kept
+        ("id=sm oracle=nope", "sm"),
+        ("id='sm.2' seed=x oracle=softmax", "sm.2"),
+    ],
+)
+def test_a_broken_block_keeps_only_a_valid_id(tmp_path: Path, header: str, shown: str) -> None:
+    text = f"```formula {header}\na\n```\n```python\nf=1\n```"
+    (block,) = page_blocks(text.split("\n"), page="docs/d.md", settings=Settings(tmp_path))
+    assert block.error is not None
+    assert block.block_id == shown
+
+
 def test_front_matter_defaults_apply_and_block_wins(tmp_path: Path) -> None:
     text = '```formula oracle="softmax" seed=4\na\n```\n```python\nf=1\n```'
     meta = {"formula_check": {"seed": 9, "atol": "1e-4", "timing": "off"}}

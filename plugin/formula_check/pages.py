@@ -358,9 +358,10 @@ def _page_block(
 
 
 def _declared_id(formula: FormulaFence) -> str | None:
-    """The id a broken header still names, so its card and log line carry it."""
-    match = re.search(r"""(?:^|\s)id=["']?([^\W_][\w.-]*)""", formula.header)
-    return match.group(1) if match else None
+    """The id a broken header still names, so its card and log line carry it (a valid id
+    only: of ``id="soft<max>"`` the block keeps its default id, not ``soft``)."""
+    match = re.search(r"""(?:^|\s)id=(["']?)([^\W_][\w.-]*)\1(?=\s|$)""", formula.header)
+    return match.group(2) if match else None
 
 
 _FRONT_MATTER_END = frozenset({"---", "..."})
