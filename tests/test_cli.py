@@ -260,7 +260,17 @@ def test_missing_path_exits_2(tmp_path, capsys) -> None:
 def test_missing_mkdocs_yml_exits_2(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert cli.main(["check"]) == 2
-    assert "mkdocs.yml: no such file or folder" in capsys.readouterr().err
+    assert "no mkdocs.yml here or in a folder above" in capsys.readouterr().err
+
+
+def test_run_inside_the_docs_folder_checks_the_site_above(
+    first_runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(first_runs["good"].project / "docs")
+    assert cli.main(["check", "--no-timing", "-k", "sdpa"]) == 0
+    out = capsys.readouterr().out
+    assert "2 blocks on 1 page" in out and "2 verified" in out
+    assert "11 deselected" in out, "the whole site was read, not only this folder"
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,8 @@ from .progress import Progress, summary
 from .project import (
     CONFIG_NAME,
     Project,
+    ProjectError,
+    find_config,
     load_project,
     project_near,
     read_blocks,
@@ -92,9 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "path",
         nargs="?",
-        default=CONFIG_NAME,
         type=Path,
-        help="mkdocs.yml, a docs folder or one page (default: ./mkdocs.yml)",
+        help="mkdocs.yml, a docs folder or one page (default: the nearest mkdocs.yml, here "
+        "or in a folder above)",
     )
     check.add_argument("--workers", type=_positive(int), metavar="N", help="worker processes")
     _run_options(check)
@@ -148,6 +150,13 @@ def _prepare(project: Project, args: argparse.Namespace) -> Settings:
         load_oracle(reference, project.root)
     settings = project.settings(args.timeout)
     return dataclasses.replace(settings, timing=False) if args.no_timing else settings
+
+
+def _no_site_here() -> Path:
+    raise ProjectError(
+        f"no {CONFIG_NAME} here or in a folder above; name the site's {CONFIG_NAME}, a docs "
+        "folder or a page"
+    )
 
 
 def _engine(project: Project, args: argparse.Namespace, workers: int | None = None) -> Engine:
@@ -208,7 +217,7 @@ def _write(path: Path, data: str | bytes) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    project, pages = target_pages(args.path)
+    project, pages = target_pages(args.path or find_config(Path.cwd()) or _no_site_here())
     settings = _prepare(project, args)
     blocks = [block for page in pages for block in read_blocks(page, project, settings)]
     chosen = [block for block in blocks if _selected(block, args.pattern)]
