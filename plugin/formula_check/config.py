@@ -40,7 +40,9 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     ``language:`` front matter wins for that page (a bilingual site)."""
 
     report = c.Type(bool, default=True)
-    """Add a ``formula-check-report/`` page and a ``formula-check-report.json`` to the site."""
+    """Add a ``formula-check-report/`` page and a ``formula-check-report.json`` to the site.
+    The page is generated: list it in ``nav`` as ``formula-check-report.md`` (with ``false``,
+    take it out of ``nav`` too, or MkDocs reports a missing page)."""
 
     timing = c.Type(bool, default=True)
     """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster.
