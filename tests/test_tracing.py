@@ -88,6 +88,29 @@ def test_a_traceback_shows_no_checker_frame_and_no_machine_path() -> None:
     assert "formula_check" not in trace and "JSONDecodeError" in trace
 
 
+@pytest.mark.parametrize(
+    "raising",
+    [
+        "compile('x = (', '/build/machine/project/bad.py', 'exec')",  # names its own file
+        "raise ExceptionGroup('two', [ValueError('a'), json_error()])",  # nested tracebacks
+    ],
+)
+def test_no_machine_path_in_syntax_errors_and_exception_groups(raising: str) -> None:
+    code = (
+        "import json\n\n"
+        "def json_error():\n"
+        "    try:\n"
+        "        json.loads('{')\n"
+        "    except ValueError as exc:\n"
+        "        return exc\n\n"
+        f"def f(q, k, v):\n    {raising}\n    return q\n"
+    )
+    result = run("attention", code, line=40)
+    assert result.failure is not None
+    trace = result.failure.traceback
+    assert not any(name.startswith("/") for name in re.findall(r'File "([^"]+)"', trace)), trace
+
+
 def test_snippet_sources_do_not_pile_up_in_the_worker() -> None:
     """Each check sees its own source and no earlier snippet's."""
     probe = """

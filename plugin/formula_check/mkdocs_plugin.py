@@ -278,6 +278,11 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.session is None:
             unchecked = f'<div class="{UNCHECKED}">'
             if html.count(unchecked) != len(anchors):  # not the formulas we found: no guess
+                log.info(
+                    f"{path}: {len(anchors)} formula blocks in the source but "
+                    f"{html.count(unchecked)} on the page (another extension added or hid "
+                    "some): its formulas get no #fc- anchors while checks are off"
+                )
                 return html
             pieces = html.split(unchecked)
             html = pieces[0] + "".join(

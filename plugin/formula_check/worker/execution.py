@@ -482,6 +482,8 @@ def _shown_traceback(error: BaseException, root: str) -> list[str]:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        if getattr(current, "filename", None):  # a SyntaxError prints the file it names
+            current.filename = _shown_path(str(current.filename), root)
         current.stack = traceback.StackSummary.from_list(
             [
                 (_shown_path(frame.filename, root), frame.lineno or 0, frame.name, frame.line)
@@ -489,7 +491,9 @@ def _shown_traceback(error: BaseException, root: str) -> list[str]:
                 if not frame.filename.startswith(_CHECKER)
             ]
         )
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        grouped = getattr(current, "exceptions", None) or ()  # an ExceptionGroup's
+        linked = (current.__cause__, current.__context__, *grouped)
+        pending.extend(e for e in linked if e is not None)
     return list(shown.format())
 
 

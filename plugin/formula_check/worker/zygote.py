@@ -88,8 +88,11 @@ def _serve(root: Path, control: socket.socket, hello: dict[str, Any]) -> int:
         # The client is gone (closed, or killed before it could stop them): so are the workers
         # it can no longer reach, and their folders, which it would have removed.
         for pid in children:
-            with contextlib.suppress(OSError):
+            try:
                 os.killpg(pid, signal.SIGKILL)
+            except OSError:  # not yet a group of its own (forked a moment ago)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         for pid, scratch in children.items():
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
