@@ -91,6 +91,34 @@ def test_round_trip_and_damage(tmp_path: Path) -> None:
         cache.put("ab" * 32, result, [])
 
 
+def test_a_cached_failure_is_placed_on_the_page_that_reads_it(tmp_path: Path) -> None:
+    """The same failing snippet on another page (or lower on the same one) hits the entry;
+    its error line follows the snippet there instead of naming where it was first seen."""
+    from formula_check.model import SnippetFailure
+
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    first = spec_for("attention", SDPA, line=10)
+    at_first = Location("docs/page.md", first.snippet.line_offset + 2)
+    failed = dataclasses.replace(
+        sample_result(),
+        status=Status.ERROR,
+        failure=SnippetFailure("ValueError", "boom", at_first),
+    )
+    cache.put("ef" * 32, failed, [], first)
+    elsewhere = spec_for("attention", SDPA, line=40)
+    elsewhere = dataclasses.replace(
+        elsewhere,
+        location=Location("docs/b.md", 36),
+        snippet=dataclasses.replace(elsewhere.snippet, location=Location("docs/b.md", 40)),
+    )
+    moved = cache.get("ef" * 32, elsewhere)
+    assert moved is not None and moved.failure is not None
+    assert moved.failure.location == Location("docs/b.md", elsewhere.snippet.line_offset + 2)
+    again = cache.get("ef" * 32, first)
+    assert again is not None and again.failure is not None
+    assert again.failure.location == at_first
+
+
 def test_unchanged_entries_are_read_once_and_replaced_ones_again(tmp_path: Path) -> None:
     cache = ResultCache(tmp_path / "cache", tmp_path)
     spec = spec_for("attention", SDPA)

@@ -263,10 +263,24 @@ def test_missing_mkdocs_yml_exits_2(tmp_path, monkeypatch, capsys) -> None:
     assert "no mkdocs.yml here or in a folder above" in capsys.readouterr().err
 
 
+def test_a_site_above_is_found_within_the_repository_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "mkdocs.yml").write_text("site_name: someone else's\n", encoding="utf-8")
+    work = tmp_path / "repository" / "notes"
+    work.mkdir(parents=True)
+    (tmp_path / "repository" / ".git").mkdir()
+    monkeypatch.chdir(work)
+    assert cli.main(["check"]) == 2, "the mkdocs.yml outside the repository is not ours"
+    assert "no mkdocs.yml here or in a folder above" in capsys.readouterr().err
+
+
 def test_run_inside_the_docs_folder_checks_the_site_above(
     first_runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(first_runs["good"].project / "docs")
+    project = first_runs["good"].project
+    (project / ".git").mkdir(exist_ok=True)  # a repository holding the site
+    monkeypatch.chdir(project / "docs")
     assert cli.main(["check", "--no-timing", "-k", "sdpa"]) == 0
     out = capsys.readouterr().out
     assert "2 blocks on 1 page" in out and "2 verified" in out

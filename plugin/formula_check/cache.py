@@ -127,6 +127,7 @@ class ResultCache:
             location=spec.location,
             cached=True,
             imports=tuple(depends),
+            failure=_placed(result.failure, spec),
         )
 
     def _read(self, key: str) -> tuple[CheckResult, dict[str, str]] | None:
@@ -152,10 +153,17 @@ class ResultCache:
         self._memory[key] = (identity, *entry)
         return entry
 
-    def put(self, key: str, result: CheckResult, local_files: list[str]) -> None:
-        """Store ``result`` atomically along with the hashes of the project files it imported."""
+    def put(
+        self, key: str, result: CheckResult, local_files: list[str], spec: CheckSpec | None = None
+    ) -> None:
+        """Store ``result`` atomically along with the hashes of the project files it imported.
+
+        The same code on another page, or further down, hits the same entry: a failure in
+        an inline snippet (``spec``'s) is stored by its line within the snippet, and placed
+        on the page that reads it."""
         depends = {rel: file_digest(self.root / rel) for rel in local_files}
-        header = {"result": result_to_json(result), "depends": depends}
+        stored = dataclasses.replace(result, failure=_unplaced(result.failure, spec))
+        header = {"result": result_to_json(stored), "depends": depends}
         write_sealed(self._path(key), protocol.encode(header, dict(result.arrays)))
 
     @staticmethod
@@ -168,6 +176,31 @@ class ResultCache:
             return result_from_json(header["result"], arrays), dict(header["depends"])
         except (protocol.ProtocolError, KeyError, TypeError, ValueError):
             return None
+
+
+_IN_SNIPPET = "<inline snippet>"
+
+
+def _unplaced(failure: SnippetFailure | None, spec: CheckSpec | None) -> SnippetFailure | None:
+    snippet = spec.snippet if spec is not None else None
+    at = failure.location if failure is not None else None
+    if failure is None or at is None or snippet is None or snippet.origin != "inline":
+        return failure
+    if at.path != snippet.location.path:
+        return failure
+    return dataclasses.replace(
+        failure, location=Location(_IN_SNIPPET, at.line - snippet.line_offset)
+    )
+
+
+def _placed(failure: SnippetFailure | None, spec: CheckSpec) -> SnippetFailure | None:
+    at = failure.location if failure is not None else None
+    if failure is None or at is None or at.path != _IN_SNIPPET:
+        return failure
+    snippet = spec.snippet
+    return dataclasses.replace(
+        failure, location=Location(snippet.location.path, snippet.line_offset + at.line)
+    )
 
 
 def write_sealed(path: Path, message: bytes) -> None:

@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         type=Path,
         help="mkdocs.yml, a docs folder or one page (default: the nearest mkdocs.yml, here "
-        "or in a folder above)",
+        "or in a folder above within the repository)",
     )
     check.add_argument("--workers", type=_positive(int), metavar="N", help="worker processes")
     _run_options(check)
@@ -152,10 +152,18 @@ def _prepare(project: Project, args: argparse.Namespace) -> Settings:
     return dataclasses.replace(settings, timing=False) if args.no_timing else settings
 
 
+def _nearest_site() -> Path | None:
+    """The ``mkdocs.yml`` here or in a folder above, within this repository (the folder
+    holding ``.git``); outside a repository, only the one here."""
+    here = Path.cwd().resolve()
+    repository = next((p for p in (here, *here.parents) if (p / ".git").exists()), here)
+    return find_config(here, stop=repository)
+
+
 def _no_site_here() -> Path:
     raise ProjectError(
-        f"no {CONFIG_NAME} here or in a folder above; name the site's {CONFIG_NAME}, a docs "
-        "folder or a page"
+        f"no {CONFIG_NAME} here or in a folder above (within this repository); name the "
+        f"site's {CONFIG_NAME}, a docs folder or a page"
     )
 
 
@@ -217,7 +225,7 @@ def _write(path: Path, data: str | bytes) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    project, pages = target_pages(args.path or find_config(Path.cwd()) or _no_site_here())
+    project, pages = target_pages(args.path or _nearest_site() or _no_site_here())
     settings = _prepare(project, args)
     blocks = [block for page in pages for block in read_blocks(page, project, settings)]
     chosen = [block for block in blocks if _selected(block, args.pattern)]

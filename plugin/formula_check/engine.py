@@ -84,7 +84,7 @@ class Engine:
         elapsed = time.perf_counter() - started - waited
         result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
         if key and _deterministic(result):
-            self.cache.put(key, result, local_files)
+            self.cache.put(key, result, local_files, spec)
         return result
 
     def check_many(self, specs: Iterable[CheckSpec]) -> list[CheckResult]:
