@@ -25,6 +25,7 @@ from watchdog.observers import Observer
 
 from formula_check import serving
 from formula_check.mkdocs_plugin import FormulaCheckPlugin
+from formula_check.pages import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sites"
 MakeServer = Callable[[Path], tuple[LiveReloadServer, Path, Path]]
@@ -608,8 +609,8 @@ def test_project_files_a_snippet_imported_are_watched_however_deep(
         wait_all=lambda: None,
         placeholders={},
         known={"docs/index.md:3": (None, result)},
-        settings=SimpleNamespace(root=tmp_path),
     )
+    plugin.settings = Settings(tmp_path)
     plugin.on_serve(server, config=MkDocsConfig(), builder=None)
     config = MkDocsConfig()
     config["site_dir"] = str(tmp_path / "site")
@@ -643,7 +644,6 @@ def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -
         placeholders={},
         known={},
         get_engine=lambda: engines[-1],
-        settings=SimpleNamespace(root=tmp_path),
     )
     plugin.blocks = [SimpleNamespace(spec=object())]  # type: ignore[list-item]
     config = MkDocsConfig()

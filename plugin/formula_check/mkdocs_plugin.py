@@ -240,7 +240,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.pages = list(files.documentation_pages())
         self.blocks = [block for file in self.pages for block in self._blocks(file)]
         self.session.check_in_background(self.blocks)
-        self.watch.update(_snippet_files(self.blocks, self.session.settings.root))
+        self.watch.update(_snippet_files(self.blocks, self.settings.root))
         if self.config.report:
             self.report = _report_page(files, config, self.session.labels, self.session.nonce)
             files.append(self.report)
@@ -257,7 +257,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.session is not None:
             raw = page.file.content_string
             self.session.page = PageContext(
-                path=_page_path(page.file, self.session.settings.root),
+                path=_page_path(page.file, self.settings.root),
                 line_offset=front_matter_lines(raw, markdown),
                 meta=dict(page.meta),
                 url=page.url,
@@ -309,7 +309,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         assert self.session is not None and self.report is not None
         self.session.wait_all()
         results = [self.session.known[block.location][1] for block in self.blocks]
-        urls = {_page_path(f, self.session.settings.root): f.url for f in self.pages}
+        urls = {_page_path(f, self.settings.root): f.url for f in self.pages}
         report_url = self.report.url
 
         def page_url(result: CheckResult) -> str:
@@ -333,9 +333,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             return
         with _plugin_errors():
             self.session.wait_all()  # every result is logged before the build ends
-        root = self.session.settings.root
         for _, result in self.session.known.values():  # helpers a snippet imported, however
-            self.watch.update(root / name for name in result.imports)  # deep: edits re-check
+            self.watch.update(self.settings.root / name for name in result.imports)  # deep
         self._watch_new_files()
         lost = sorted({p.page.path for p in self.session.placeholders.values()})
         if lost:
