@@ -156,6 +156,39 @@ def test_a_zygote_that_died_unnoticed_is_cleaned_up_before_another_starts(
                 stream.close()
 
 
+def test_a_zygote_that_worked_is_restarted_however_often_it_is_lost(
+    tmp_path: Path, fake_python: str
+) -> None:
+    """Hours into ``mkdocs serve``, a zygote killed now and then (out of memory, a snippet
+    that kills its parent) is started again each time; only zygotes lost in a row without
+    forking a single worker make the pool give up on forking."""
+    zygote = pool.Zygote(tmp_path, python=fake_python)
+    forked: list[ForkedProcess] = []
+    try:
+        with tempfile.TemporaryFile() as log:
+            for _ in range(pool.ZYGOTE_RESTARTS + 2):
+                forked.append(zygote.fork(log))
+                assert zygote.process is not None
+                doomed = zygote.process.pid
+                os.kill(doomed, signal.SIGKILL)
+                assert wait_until(lambda pid=doomed: not pool.is_running(pid), 10)
+            forked.append(zygote.fork(log))
+            assert zygote.failed == "" and zygote.losses == 1
+        for _ in range(pool.ZYGOTE_RESTARTS):
+            zygote._lost("it stopped making sense")  # each right after its start
+        assert zygote.failed == ""
+        zygote._lost("it stopped making sense")
+        assert zygote.failed.endswith(f"({pool.ZYGOTE_RESTARTS + 1} times)")
+    finally:
+        zygote.shut()
+        for worker in forked:
+            worker.kill()
+            worker.wait()
+            for stream in (worker.stdin, worker.stdout):
+                assert stream is not None
+                stream.close()
+
+
 def test_closing_the_pool_ends_a_zygote_restart_instead_of_waiting_for_its_import(
     tmp_path: Path, fake_python: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,7 +39,8 @@ from . import protocol
 STARTUP_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
 ZYGOTE_RESTARTS = 3
-"""A zygote lost more often than this is given up: workers are spawned instead."""
+"""A zygote lost more often than this in a row, none of them having forked a worker, is given
+up: workers are spawned instead."""
 _POLL = 0.1
 
 
@@ -87,6 +88,9 @@ class Zygote:
         self.control: socket.socket | None = None
         self.failed = ""
         self.losses = 0
+        """Zygotes lost in a row: counted again from 1 when the one lost had forked a worker."""
+        self.served = False
+        """The running zygote forked at least one worker."""
         self.closed = False
         self.greeting = False
         """A start waits for the new zygote's hello (its TensorFlow import), holding the lock."""
@@ -107,6 +111,7 @@ class Zygote:
                     control, [b"fork" + named + b"\n"], [theirs.fileno(), stderr.fileno()]
                 )
                 pid = int(self._answer(control)["pid"])
+                self.served = True
             except BaseException as exc:  # an unread answer would be the next fork's pid
                 ours.close()
                 self._lost(f"the zygote did not fork ({exc})")
@@ -212,8 +217,11 @@ class Zygote:
 
     def _lost(self, why: str) -> None:
         """It died or stopped making sense: stop it; the next fork starts a new one. After
-        :data:`ZYGOTE_RESTARTS` of those, it is broken for good."""
-        self.losses += 1
+        :data:`ZYGOTE_RESTARTS` of those in a row, it is broken for good. A zygote that had
+        forked a worker worked here: its loss (a snippet that killed it, the machine out of
+        memory, hours into ``mkdocs serve``) starts the count afresh."""
+        self.losses = 1 if self.served else self.losses + 1
+        self.served = False
         if self.losses > ZYGOTE_RESTARTS:
             self._broken(f"{why} ({self.losses} times)")
         else:
