@@ -219,17 +219,20 @@ def test_a_build_without_tensorflow_stops_with_one_clear_error(tmp_path: Path) -
     assert "Traceback" not in done.stderr
 
 
-def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: Path) -> None:
-    """``enabled: false``: no TensorFlow needed, nothing checked, the same formulas and code."""
-    project = tmp_path / "good"
+def _build_with_checks_off(
+    fixture: str, tmp_path: Path
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``mkdocs build --strict`` of a copy of a fixture site with ``enabled: false``, and
+    TensorFlow hidden from the build."""
+    project = tmp_path / fixture
     shutil.copytree(
-        FIXTURE_SITES / "good", project, ignore=shutil.ignore_patterns("site", ".cache")
+        FIXTURE_SITES / fixture, project, ignore=shutil.ignore_patterns("site", ".cache")
     )
     config = project / "mkdocs.yml"
+    text = config.read_text(encoding="utf-8")
+    assert "  - formula-check\n" in text
     config.write_text(
-        config.read_text(encoding="utf-8").replace(
-            "  - formula-check\n", "  - formula-check:\n      enabled: false\n"
-        ),  # validation stays: a link to a card's anchor still lands on its formula
+        text.replace("  - formula-check\n", "  - formula-check:\n      enabled: false\n"),
         encoding="utf-8",
     )
     argv = [sys.executable, "-m", "mkdocs", "build", "--strict"]
@@ -237,6 +240,13 @@ def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: P
     done = subprocess.run(
         argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )
+    return project, done
+
+
+def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: Path) -> None:
+    """``enabled: false``: no TensorFlow needed, nothing checked, the same formulas and code.
+    Validation stays: a link to a card's anchor still lands on its formula."""
+    project, done = _build_with_checks_off("good", tmp_path)
     assert done.returncode == 0, done.stderr
     assert "formula-check" not in done.stderr.replace("formula-check-report", "")
     site = project / "site"
@@ -258,6 +268,22 @@ def test_a_site_with_checks_turned_off_still_shows_its_math_and_code(tmp_path: P
     assert "Formula checks were turned off for this build" in report
     assert not (site / "formula-check-report.json").exists(), "no report of checks not made"
     assert (site / "assets" / "formula-check" / "mathjax-config.js").is_file()
+
+
+def test_checks_off_still_report_the_blocks_that_could_never_be_checked(tmp_path: Path) -> None:
+    """A malformed header, an unknown oracle or option, a missing snippet or one outside the
+    project is the page's fault, known without running anything: ``--strict`` fails on it
+    with the checks off too. What only running tells (a hang, a crash, an error raised by the
+    snippet) is not reported: nothing ran."""
+    _, done = _build_with_checks_off("bad-input", tmp_path)
+    assert done.returncode == 1, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    authoring = [line for line in BAD_INPUT if ": error: S" in line]
+    assert len(authoring) == 5
+    assert len(warnings) == len(authoring), "\n".join(warnings)
+    for line, prefix in zip(warnings, authoring, strict=True):
+        assert line.startswith("WARNING -  " + prefix), line
+    assert "Traceback" not in done.stderr
 
 
 def _image_sources(page: str) -> list[str]:

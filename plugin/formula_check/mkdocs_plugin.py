@@ -228,6 +228,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.session is None:  # turned off: the report page says so (links to it hold),
             # and each formula keeps its card's anchor
             self.blocks = [b for file in files.documentation_pages() for b in self._blocks(file)]
+            fail_on = frozenset(self.config.fail_on)
+            for block in self.blocks:  # a fence that could never be checked is the page's
+                if block.error is not None:  # fault, and needs no worker to be told
+                    _log_result(block.error_result(), fail_on)
             if self.config.report:
                 labels = labels_for(self._language(config))
                 content = f"# {labels.report_title}\n\n{labels.report_disabled}\n"
