@@ -24,8 +24,8 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from formula_check import serving
-from formula_check.mkdocs_plugin import FormulaCheckPlugin
-from formula_check.pages import Settings
+from formula_check.mkdocs_plugin import FormulaCheckPlugin, _snippet_files
+from formula_check.pages import Settings, source_blocks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sites"
 MakeServer = Callable[[Path], tuple[LiveReloadServer, Path, Path]]
@@ -616,6 +616,42 @@ def test_project_files_a_snippet_imported_are_watched_however_deep(
     config["site_dir"] = str(tmp_path / "site")
     plugin.on_post_build(config=config)
     assert server._watched_paths[str(helper)] == 1
+
+
+def test_project_modules_a_snippet_imports_are_watched_before_it_ever_finishes(
+    tmp_path: Path,
+) -> None:
+    """A snippet that timed out reports no imports; the fix is often in the module it
+    imported, and saving it must rebuild. Its import statements name them: the project's
+    packages and modules are watched, installed ones and names that are no file are not."""
+    for folder in ("mymodel", "helpers", "docs"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "mymodel" / "slow.py").write_text("def wait(): pass\n", encoding="utf-8")
+    (tmp_path / "helpers" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "scaling.py").write_text("def scale(x): return x\n", encoding="utf-8")
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "ffn.py").write_text(
+        "import numpy as np\nfrom helpers import thing\n\ndef ffn(x):\n    return x\n",
+        encoding="utf-8",
+    )
+    page = (
+        '```formula id="a" oracle="softmax"\nx\n```\n\n'
+        "```python\nimport tensorflow as tf\nfrom mymodel.slow import wait\n\n"
+        "def softmax(x):\n    import scaling\n    from . import nothing\n"
+        "    return tf.nn.softmax(x)\n```\n\n"
+        '```formula id="b" oracle="ffn" code="snippets/ffn.py:ffn"\nx\n```\n\n'
+        '```formula id="c" oracle="softmax"\nx\n```\n\n'
+        "```python\nimport docs.nope\ndef softmax(x) return x\n```\n"
+    )
+    blocks = source_blocks(page, page="docs/index.md", settings=Settings(tmp_path))
+    assert [block.block_id for block in blocks if block.spec is not None] == ["a", "b", "c"]
+    watched = _snippet_files(blocks, tmp_path)
+    assert watched == {
+        tmp_path / "mymodel",
+        tmp_path / "scaling.py",
+        tmp_path / "snippets" / "ffn.py",
+        tmp_path / "helpers",
+    }, "block c's snippet does not parse: its error is on its card, nothing to watch"
 
 
 def test_turning_the_plugin_off_during_serve_stops_checking(tmp_path: Path) -> None:

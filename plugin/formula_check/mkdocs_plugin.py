@@ -16,6 +16,7 @@ The hooks are glue. What they add to the Markdown extension alone:
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import sys
 from collections.abc import Iterator
@@ -461,14 +462,37 @@ def _plugin_errors() -> Iterator[None]:
 
 
 def _snippet_files(blocks: list[PageBlock], root: Path) -> set[Path]:
+    """What serve watches for the blocks before any of them ran: each code= file or module,
+    and the project modules a snippet's own import statements name. A run reports what it
+    imported, however deep; this is for a run that never reports (a timeout, a crash), whose
+    fix is often in the module it imported."""
     paths: set[Path] = set()
     for block in blocks:
         snippet = block.spec.snippet if block.spec else None
-        if snippet is not None and snippet.origin == "file":
+        if snippet is None:
+            continue
+        if snippet.origin == "file":
             paths.add(root / snippet.location.path)
-        elif snippet is not None and snippet.module:
+        if snippet.module:
             paths.update(_module_files(snippet.module, root))
+        for module in _imported_modules(snippet.source):
+            paths.update(_module_files(module, root))
     return paths
+
+
+def _imported_modules(source: str) -> set[str]:
+    """The absolute module names ``import`` statements in ``source`` name, anywhere in it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # its error is the block's card; nothing to watch yet
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
 
 
 def _module_files(module: str, root: Path) -> set[Path]:
