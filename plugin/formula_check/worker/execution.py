@@ -142,7 +142,8 @@ def run_check(
     session.counter += 1
     stdout = io.StringIO()
     before = set(sys.modules)
-    _prepare_path(session, request)
+    if str(session.root) not in sys.path:  # the project's own modules are importable
+        sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(int(request.get("seed", 0)))
     try:
         with contextlib.redirect_stdout(stdout):
@@ -152,12 +153,6 @@ def run_check(
     reply["stdout"] = stdout.getvalue()[-_MAX_TEXT:]
     reply["local_files"] = _forget_local_modules(session, before)
     return reply, out
-
-
-def _prepare_path(session: Session, request: dict[str, Any]) -> None:
-    for extra in [str(session.root), *request.get("search_paths", [])]:
-        if extra not in sys.path:
-            sys.path.insert(0, extra)
 
 
 def _run(
