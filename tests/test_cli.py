@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from formula_check import cli
+from formula_check import ci_formats, cli
 from formula_check.ci_formats import github_annotation, github_safe
 from formula_check.errors import MissingTensorFlowError
 from formula_check.model import CheckResult, Location, Status
@@ -245,8 +245,9 @@ def test_github_annotation_escapes_per_github_rules() -> None:
     )
     line = github_annotation(result, failing=True)
     assert line.startswith("::error file=docs/a%2Cb%3Ac.md,line=7,title=formula-check [odd]::")
-    assert line.endswith("error: 50%25%0D%0Anext")
+    assert line.endswith("error: 50%25 next"), "a headline is one line; the % is escaped"
     assert "\n" not in line
+    assert ci_formats._escape_data("50%\r\nnext") == "50%25%0D%0Anext"
 
 
 # -- usage errors exit 2 ----------------------------------------------------------------------

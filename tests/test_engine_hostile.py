@@ -344,3 +344,45 @@ def test_a_custom_oracle_failing_to_make_sizes_fails_its_block_not_the_run(
     assert "oracle 'broken_sizes' failed to make this block's sizes or inputs: KeyError" in (
         bad.detail()
     )
+
+
+KERAS_RESHAPE_ERROR = """\
+import tensorflow as tf
+
+class Broken(tf.keras.layers.Layer):
+    def call(self, x):
+        return tf.reshape(x, (5, -1, 7))
+"""
+
+
+def test_a_wrapped_error_is_one_clear_line_in_the_log_and_whole_on_the_card(
+    tmp_path: Path,
+) -> None:
+    """Keras wraps an error raised in ``call`` in five lines (a blank one, TensorFlow's
+    ``{{function_node ...}}`` tag, the arguments): a log, a CLI summary or a CI annotation
+    gets the one line that says what went wrong; the card, the JSON report and a pytest
+    failure keep the message whole."""
+    from formula_check.ci_formats import failure_report
+
+    result = run("layer_norm", KERAS_RESHAPE_ERROR, entry="Broken")
+    assert result.status is Status.ERROR and result.failure is not None
+    whole = result.failure.message
+    assert "Exception encountered when calling" in whole and "Arguments received by" in whole
+    assert "\n" not in result.headline()
+    assert result.headline() == (
+        "docs/page.md:6 [layer_norm]: error: InvalidArgumentError (line 15): Input to reshape "
+        "is a tensor with 60 values, but the requested shape requires a multiple of 35 "
+        "[Op:Reshape]"
+    ), result.headline()
+    report = failure_report(result, tmp_path)
+    assert report.startswith(result.headline() + "\n") and whole in report
+
+
+def test_a_message_of_several_lines_is_joined_into_one() -> None:
+    from formula_check.model import brief_message
+
+    assert brief_message("shapes differ:\n\n  (2, 5)\n  (2, 7)\n") == "shapes differ: (2, 5) (2, 7)"
+    assert brief_message("Arguments received by Foo.call():\n  x=1") == (
+        "Arguments received by Foo.call(): x=1"
+    ), "never an empty message"
+    assert brief_message("plain") == "plain"

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .model import CheckResult, Location, Verdict
+from .model import CheckResult, Location, Verdict, brief_message
 from .render import strip_ansi
 
 FailurePredicate = Callable[[CheckResult], bool]
@@ -86,8 +86,11 @@ def failure_report(result: CheckResult, root: Path) -> str:
     """What a failed test shows: the headline, then the numbers or the error behind it."""
     lines = [strip_ansi(result.headline())]
     lines += [line for verdict in result.verdicts for line in verdict_lines(verdict)]
-    if not result.verdicts:
-        lines += failure_lines(result, root)[1:]  # the headline already says the exception
+    if not result.verdicts:  # the headline says the exception, in brief: whole if it differs
+        failing = failure_lines(result, root)
+        failure = result.failure
+        whole = failure is not None and brief_message(failure.message) != failure.message
+        lines += failing if whole else failing[1:]
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -296,25 +297,28 @@ class CheckResult:
     def headline(self) -> str:
         """The one line a log, a CLI or a pytest failure shows."""
         where = f"{self.location} [{self.block_id}]"
+        detail = self.detail(brief=True)
         if self.expected_failure:
             if self.outcome_ok:
-                return f"{where}: expected failure ({self.status.value}): {self.detail()}"
+                return f"{where}: expected failure ({self.status.value}): {detail}"
             return f"{where}: expected {self.expect} but got {self.status.value}" + (
-                f": {self.detail()}" if self.status is not Status.VERIFIED else ""
+                f": {detail}" if self.status is not Status.VERIFIED else ""
             )
-        return f"{where}: {self.status.value}: {self.detail()}"
+        return f"{where}: {self.status.value}: {detail}"
 
-    def detail(self) -> str:
-        """What happened, without the location."""
+    def detail(self, *, brief: bool = False) -> str:
+        """What happened, without the location. ``brief``: on one line, an error message
+        without the wrapping TensorFlow and Keras add (see :func:`brief_message`)."""
         if self.status is Status.MISMATCH:
             bad = [v.summary() for v in self.verdicts if not v.ok]
             if self.formula is not None and self.formula.failed:
                 bad.append(self.formula.summary())
             return "; ".join(bad) or self.message
         if self.failure is not None:
-            return f"{self.failure.type}{self._failure_where()}: {self.failure.message}"
+            message = brief_message(self.failure.message) if brief else self.failure.message
+            return f"{self.failure.type}{self._failure_where()}: {message}"
         if self.message:
-            return self.message
+            return brief_message(self.message) if brief else self.message
         return "; ".join(v.summary() for v in self.verdicts)
 
     def _failure_where(self) -> str:
@@ -330,6 +334,27 @@ class CheckResult:
     def max_abs_error(self) -> float:
         """The largest absolute error over all compared arrays (0 when none were compared)."""
         return max((v.max_abs for v in self.verdicts), default=0.0)
+
+
+_OP_NODE = re.compile(r"\{\{function_node [^{}]*\}\}\s*")
+_KERAS_CALL = re.compile(r"^Exception encountered when calling .*$")
+_KERAS_ARGUMENTS = re.compile(r"^(Call a|A)rguments received by ")
+
+
+def brief_message(message: str) -> str:
+    """An error message on one line, for a log line or a table cell: TensorFlow's
+    ``{{function_node ...}}`` tag, and Keras' wrapping of an error raised in a layer's
+    ``call`` (the ``Exception encountered when calling`` line and the arguments listed after
+    it: the card shows every shape) are dropped; the lines left are joined. The card and the
+    JSON report keep the message whole."""
+    lines = [line.strip() for line in _OP_NODE.sub("", message).splitlines()]
+    kept: list[str] = []
+    for line in lines:
+        if _KERAS_ARGUMENTS.match(line):
+            break
+        if line and not _KERAS_CALL.match(line):
+            kept.append(line)
+    return " ".join(kept) or " ".join(line for line in lines if line)
 
 
 def to_plain(value: Any) -> Any:

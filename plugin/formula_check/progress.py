@@ -143,6 +143,5 @@ def summary(
     failures = [r for r in results if is_failure(r)]
     if failures:
         lines.append(f"failures ({len(failures)}):")
-        # A headline may quote LaTeX over several lines; indent them under their block.
-        lines += ["  " + strip_ansi(r.headline()).replace("\n", "\n    ") for r in failures]
+        lines += ["  " + strip_ansi(r.headline()) for r in failures]
     return "\n".join(lines)

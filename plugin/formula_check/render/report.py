@@ -83,7 +83,7 @@ def _error_cell(result: CheckResult) -> str:
     number = f"{result.max_abs_error():.2g}" if result.verdicts else "—"
     cell = f'<span class="fc-num">{html.escape(number)}</span>'
     if not result.outcome_ok or result.status.value != "verified":
-        cell += f"<br><small>{html.escape(strip_ansi(result.detail()))}</small>"
+        cell += f"<br><small>{html.escape(strip_ansi(result.detail(brief=True)))}</small>"
     return cell
 
 
