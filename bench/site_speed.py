@@ -639,6 +639,14 @@ def scale(args: argparse.Namespace) -> None:
         f"1 worker {one:.1f} s, 2 workers {two:.1f} s -> {one / two:.2f}x"
     )
     print(f"  runs 1 worker: {runs(checking[1])} | 2 workers: {runs(checking[2])}")
+    # Amdahl: what a second worker can shorten is the checking; the rest of the one-worker
+    # build (MkDocs' start, the TensorFlow import, each worker's warm-up) stays serial.
+    serial = cost[largest, 1].wall - one
+    ceiling = cost[largest, 1].wall / (serial + one / 2)
+    print(
+        f"ceiling for 2 workers vs 1: {serial:.1f} s of the one-worker build is not checking; "
+        f"with the checking exactly halved the build would be {ceiling:.2f}x faster"
+    )
     print("all blocks verified" if not failures else "FAILURES: " + "; ".join(failures))
     print(f"load average (1/5/15 min) before {load_before}, after {load_after}")
 
