@@ -149,6 +149,31 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "epsilon=1e-1",
         {"weights": {"gamma": "gamma", "beta": "beta"}},
     ),
+    "layer_norm: Keras' default epsilon, read back by the weight map": (
+        "layer_norm-keras-epsilon-read",
+        "epsilon=1e-6",
+        "epsilon=1e-3",
+        {},
+    ),
+    "layer_norm: the layer's own gamma and beta left unused": (
+        "layer_norm-own-weights",
+        "return self.gamma * (x - mean) / tf.sqrt(variance + 1e-6) + self.beta",
+        "return (x - mean) / tf.sqrt(variance + 1e-6)",
+        {},
+    ),
+    "ffn: a plain tf.Variable bias forgotten in a Keras layer": (
+        "ffn-tf-variables",
+        "tf.matmul(x, self.w1) + self.b1)",
+        "tf.matmul(x, self.w1))",
+        {},
+    ),
+    "ffn: a plain tf.Variable bias forgotten in a tf.Module": (
+        "ffn-tf-module",
+        "tf.matmul(x, self.w1) + self.b1)",
+        "tf.matmul(x, self.w1))",
+        {},
+    ),
+    # linear
     # linear
     "linear: scaled output": (
         "linear",

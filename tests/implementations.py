@@ -158,6 +158,36 @@ def make():
     return tf.keras.layers.LayerNormalization(epsilon=1e-6)
 """
 
+OWN_LAYER_NORM = """
+import tensorflow as tf
+
+class LayerNorm(tf.keras.layers.Layer):
+    def build(self, shape):
+        self.gamma = self.add_weight(shape=shape[-1:], initializer="ones")
+        self.beta = self.add_weight(shape=shape[-1:], initializer="zeros")
+
+    def call(self, x):
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return self.gamma * (x - mean) / tf.sqrt(variance + 1e-6) + self.beta
+"""
+
+VARIABLES_FFN = """
+import tensorflow as tf
+
+class FeedForward({base}):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.w1 = tf.Variable(tf.random.normal((d_model, d_ff)) * 0.3)
+        self.b1 = tf.Variable(tf.zeros((d_ff,)))
+        self.w2 = tf.Variable(tf.random.normal((d_ff, d_model)) * 0.3)
+        self.b2 = tf.Variable(tf.zeros((d_model,)))
+
+    def {call}(self, x):
+        return tf.matmul(tf.nn.relu(tf.matmul(x, self.w1) + self.b1), self.w2) + self.b2
+"""
+"""Weights kept in plain ``tf.Variable`` attributes: Keras 3 does not track them, and a
+``tf.Module`` has no ``trainable_weights``; they must be moved off zero all the same."""
+
 LINEAR = """
 import tensorflow as tf
 
@@ -194,6 +224,8 @@ SUBLAYER_WEIGHTS = (
     "W_1=ffn.layers[0].kernel b_1=ffn.layers[0].bias W_2=ffn.layers[1].kernel "
     "b_2=ffn.layers[1].bias gamma=norm.gamma beta=norm.beta"
 )
+
+FFN_VARIABLES_MAP = {"W_1": "w1", "b_1": "b1", "W_2": "w2", "b_2": "b2"}
 
 CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
     "attention": ("attention", SDPA, {}),
@@ -249,6 +281,29 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
     "softmax": ("softmax", SOFTMAX, {}),
     "layer_norm": ("layer_norm", LAYER_NORM, {}),
     "layer_norm-keras": ("layer_norm", KERAS_LAYER_NORM, {"preset": "keras-layer-norm"}),
+    "layer_norm-keras-epsilon-read": (
+        "layer_norm",
+        KERAS_LAYER_NORM,
+        {
+            "kind": "factory",
+            "weights": {"gamma": "gamma", "beta": "beta", "epsilon": "epsilon"},
+        },
+    ),
+    "layer_norm-own-weights": (
+        "layer_norm",
+        OWN_LAYER_NORM,
+        {"weights": {"gamma": "gamma", "beta": "beta"}},
+    ),
+    "ffn-tf-variables": (
+        "ffn",
+        VARIABLES_FFN.format(base="tf.keras.layers.Layer", call="call"),
+        {"init": {"d_model": "d_model", "d_ff": "d_ff"}, "weights": FFN_VARIABLES_MAP},
+    ),
+    "ffn-tf-module": (
+        "ffn",
+        VARIABLES_FFN.format(base="tf.Module", call="__call__"),
+        {"init": {"d_model": "d_model", "d_ff": "d_ff"}, "weights": FFN_VARIABLES_MAP},
+    ),
     "linear": ("linear", LINEAR, {}),
     "linear-keras-dense": ("linear", KERAS_DENSE, {"preset": "keras-dense", "entry": "Dense"}),
     "sublayer-post": (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from formula_check.errors import SpecError
 from formula_check.model import Status
 from implementations import CORRECT
 from support import run
@@ -18,3 +19,50 @@ def test_correct_code_is_verified(case: str) -> None:
     assert result.status is Status.VERIFIED, result.headline()
     assert result.verdicts, "something must have been compared"
     assert all(v.max_abs <= v.atol for v in result.verdicts)
+
+
+def test_a_parameter_read_from_the_layer_is_checked_and_said() -> None:
+    oracle, source, options = CORRECT["layer_norm-keras-epsilon-read"]
+    result = run(oracle, source, **options)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert "epsilon read from the layer: 1e-06, as the formula says (the oracle's default)" in (
+        result.notes
+    )
+    stated = run(oracle, source.replace("1e-6", "1e-3"), params={"epsilon": 1e-3}, **options)
+    assert stated.status is Status.VERIFIED, "the page says the formula's epsilon is 1e-3"
+
+
+def test_a_layer_whose_own_gain_and_bias_no_map_names_cannot_be_verified() -> None:
+    """With no map, the oracle takes gamma = 1 and beta = 0: a layer that ignores its own
+    would match that as well as one that applies them, so neither is called verified."""
+    oracle, source, _ = CORRECT["layer_norm-own-weights"]
+    ignoring = source.replace("self.gamma * (x - mean)", "(x - mean)").replace(" + self.beta", "")
+    for code in (source, ignoring):
+        with pytest.raises(SpecError) as raised:
+            run(oracle, code)
+        assert raised.value.message.startswith(
+            "weights: the layer has trainable weights the weight map does not name "
+            "(gamma (6,), beta (6,)), and oracle 'layer_norm' took its own gamma = 1, beta = 0"
+        ), raised.value.message
+
+
+def test_trainable_weights_outside_the_formula_are_noted_and_moved() -> None:
+    """A weight the formula has no place for is listed; moved by the perturbation, it
+    fails a check when the code uses it."""
+    oracle, source, options = CORRECT["ffn-tf-variables"]
+    extra = source.replace(
+        "        self.b2 = tf.Variable(tf.zeros((d_model,)))\n",
+        "        self.b2 = tf.Variable(tf.zeros((d_model,)))\n"
+        "        self.shift = tf.Variable(tf.zeros((d_model,)))\n",
+    )
+    unused = run(oracle, extra, **options)
+    assert unused.status is Status.VERIFIED, unused.headline()
+    assert "trainable weights outside the weight map: shift (6,) (moved by noise before the " in (
+        " ".join(unused.notes)
+    )
+    used = run(
+        oracle,
+        extra.replace("), self.w2) + self.b2", "), self.w2) + self.b2 + self.shift"),
+        **options,
+    )
+    assert used.status is Status.MISMATCH, used.headline()

@@ -393,7 +393,7 @@ def one_block(tmp_path: Path, header: str, meta: dict[str, object] | None = None
         ('oracle="attention" params="axis=1"', "params: 'axis' is not a parameter of oracle "),
         (
             'oracle="ffn" weights="W_1=inner.kernel W_9=x"',
-            "weights: 'W_9' is not a weight of oracle 'ffn' (known: W_1, W_2, b_1, b_2)",
+            "weights: 'W_9' is not a weight or parameter of oracle 'ffn' (known: W_1, W_2, b_1, b_2)",
         ),
     ],
 )

@@ -5,6 +5,7 @@ Pure NumPy: runs in the calling process, never touches TensorFlow.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from .model import (
     Verdict,
     frozen_map,
 )
+from .oracles import Oracle
 from .planning import Plan
 
 _PHASES = {
@@ -79,8 +81,8 @@ def evaluate(
             environment=env,
             stdout=str(header.get("stdout", "")),
         )
-    weights, extra_params = _weights(plan, header, arrays)
-    params = {**plan.params, **extra_params}
+    weights, read_params = _weights(plan, header, arrays)
+    params = dict(plan.params)  # the formula's: what the code says of them is checked below
     oracle_arrays = {**plan.inputs, **weights}
     if plan.keep is not None:
         oracle_arrays["mask"] = plan.keep
@@ -95,10 +97,17 @@ def evaluate(
         ) from exc
     names = _output_names(plan, len(outputs))
     verdicts, shown = _verdicts(plan, names, outputs, expected)
+    checked = [_param_check(plan, name, value) for name, value in read_params.items()]
+    verdicts += [verdict for verdict, _ in checked if verdict is not None]
     formula = judge_formula(spec, oracle_arrays, params)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
-    notes = _notes(plan, names, outputs) + _untraced(header.get("timings", []))
+    notes = (
+        _notes(plan, names, outputs)
+        + [note for _, note in checked if note]
+        + _unmapped_notes(plan, header)
+        + _untraced(header.get("timings", []))
+    )
     timings = tuple(_timings(header.get("timings", [])))
     if spec.timing.enabled:
         timings += (_oracle_timing(plan, oracle_arrays, params),)
@@ -136,24 +145,30 @@ def _weights(
         return dict(plan.weights), {}
     read = {key[2:]: value for key, value in arrays.items() if key.startswith("w/")}
     weights: dict[str, Array] = {}
-    scalars: dict[str, Any] = {}
+    scalars: dict[str, float] = {}
     declared = {t.name: t for t in oracle.weights}
     for name, value in read.items():
         if name not in declared:
-            if np.ndim(value) == 0:
-                scalars[name] = float(value)
-                continue
-            raise SpecError(
-                f"weights: {name!r} is not a weight of oracle {oracle.name!r} "
-                f"(its weights: {', '.join(declared) or 'none'})",
-                spec.location,
-            )
+            if name not in plan.params:
+                raise SpecError(
+                    f"weights: {name!r} is not a weight or parameter of oracle {oracle.name!r}",
+                    spec.location,
+                )
+            if np.ndim(value):
+                raise SpecError(
+                    f"weights: {name!r} is a parameter of oracle {oracle.name!r}, a number, "
+                    f"but the layer's is an array of shape {np.shape(value)}",
+                    spec.location,
+                )
+            scalars[name] = float(value)
+            continue
         weights[name] = _fit(
             name,
             np.asarray(value, dtype=np.float64),
             declared[name].shape(plan.sizes),
             spec.location,
         )
+    defaulted = []
     for name, tensor in declared.items():
         if name not in weights:
             if not tensor.optional:
@@ -163,7 +178,54 @@ def _weights(
                     spec.location,
                 )
             weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
+            defaulted.append(f"{name} = {tensor.default:g}")
+    unmapped = _described(header.get("unmapped_weights", []))
+    if defaulted and unmapped:  # the code may ignore what the oracle assumed: no one can tell
+        raise SpecError(
+            f"weights: the layer has trainable weights the weight map does not name "
+            f"({unmapped}), and oracle {oracle.name!r} took its own {', '.join(defaulted)} in "
+            "their place, so the check cannot tell whether the code applies them: map them, "
+            f'e.g. weights="{declared_example(oracle)}"',
+            spec.location,
+        )
     return weights, scalars
+
+
+def _described(unmapped: Sequence[Sequence[Any]]) -> str:
+    return ", ".join(f"{name} {tuple(shape)}" for name, shape in unmapped)
+
+
+def declared_example(oracle: Oracle) -> str:
+    """``gamma=gamma beta=beta``: a weight map naming each of the oracle's weights."""
+    return " ".join(f"{t.name}=attribute.path" for t in oracle.weights)
+
+
+def _unmapped_notes(plan: Plan, header: Mapping[str, Any]) -> list[str]:
+    """Trainable weights of the layer outside the formula: moved before the comparison, so a
+    term the formula does not have shows up as a difference."""
+    unmapped = _described(header.get("unmapped_weights", []))
+    if not unmapped:
+        return []
+    moved = "moved by noise before the comparison" if plan.spec.perturb_weights else "not moved"
+    return [f"trainable weights outside the weight map: {unmapped} ({moved})"]
+
+
+def _param_check(plan: Plan, name: str, value: float) -> tuple[Verdict | None, str]:
+    """A parameter the weight map reads from the layer (its ``epsilon``) is checked against
+    the formula's, the page's ``params=`` or the oracle's default; it never replaces it, or a
+    layer built with the wrong constant would verify itself. A failing verdict, or a note."""
+    stated = float(plan.params[name])
+    source = "params=" if name in plan.spec.params else "the oracle's default"
+    if math.isclose(value, stated, rel_tol=1e-5, abs_tol=0.0):
+        return None, f"{name} read from the layer: {value:g}, as the formula says ({source})"
+    return Verdict(
+        name=name,
+        ok=False,
+        dims=(),
+        expected_shape=(),
+        actual_shape=(),
+        problem=f"the layer's {name} is {value:g}, the formula's {stated:g} ({source})",
+    ), ""
 
 
 def _fit(name: str, value: Array, shape: tuple[int, ...], where: Location) -> Array:

@@ -261,7 +261,7 @@ _NAMED = (
     ("timing_dims", "dim"),
     ("sweep_dim", "dim"),
     ("params", "parameter"),
-    ("weights", "weight"),
+    ("weights", "weight or parameter"),  # a parameter is read from the layer, to be checked
 )
 """Options whose values name things of the oracle: ``(option, what it names)``."""
 
@@ -272,7 +272,7 @@ def _known_names(kind: str, oracles: Sequence[Oracle]) -> set[str]:
     params = {name for oracle in oracles for name in oracle.params}
     if kind == "parameter":
         return params
-    # a layer's scalar attribute may be read back for a parameter (epsilon=norm.epsilon)
+    # a layer's scalar attribute may be read back, to be checked against a parameter
     return params | {tensor.name for oracle in oracles for tensor in oracle.weights}
 
 

@@ -164,17 +164,18 @@ def _run(
     runner = _bind(entry, kind, request, arrays, request.get("init", {}))
     with _phase("call"):
         result = runner()
-    if kind != "function" and request.get("weights") is not None and request.get("perturb", True):
-        _perturb(runner.layer, int(request.get("seed", 0)))
-        with _phase("call"):
-            result = runner()
+    mapping = request.get("weights") or {}
+    unmapped: list[list[Any]] = []
+    if kind != "function":
+        variables = _variables(runner.layer, mapping)
+        unmapped = [[name, list(v.shape)] for name, v, mapped in variables if not mapped]
+        if request.get("perturb", True) and variables:
+            _perturb([v for _, v, _ in variables], int(request.get("seed", 0)))
+            with _phase("call"):
+                result = runner()
     out = _outputs(result)
     snippet_seconds = time.perf_counter() - started
-    weights, unused = (
-        ({}, [])
-        if kind == "function"
-        else _read_weights(runner.layer, request.get("weights") or {})
-    )
+    weights, unused = ({}, []) if kind == "function" else _read_weights(runner.layer, mapping)
     timings = []
     if request.get("timing"):
         # What the code prints is shown once, from the check; the same lines again from each
@@ -187,6 +188,7 @@ def _run(
         "outputs": len(out),
         "timings": timings,
         "unused_weights": unused,
+        "unmapped_weights": unmapped,
         "snippet_seconds": snippet_seconds,
     }
     reply["output_types"] = [type(r).__name__ for r in _as_sequence(result)]
@@ -313,10 +315,42 @@ def _value(ref: dict[str, Any], arrays: dict[str, Any], prefix: str) -> Any:
     return ref["value"]
 
 
-def _perturb(layer: Any, seed: int) -> None:
+def _variables(layer: Any, mapping: dict[str, str]) -> list[tuple[str, Any, bool]]:
+    """The layer's trainable weights, each with a name to show and whether the weight map
+    reaches it. Keras tracks its own; a ``tf.Module`` lists its ``trainable_variables``; a plain
+    ``tf.Variable`` kept in an attribute is tracked by neither in Keras 3, so the attributes
+    (and lists of them) are searched too, and every mapped path that holds a variable counts.
+    Scalars are left out: a mapped scalar is a parameter of the formula, not a weight."""
+    named: dict[int, tuple[str, Any]] = {}
+
+    def add(name: str, value: Any) -> None:  # a tf.Variable or a Keras 3 Variable
+        is_variable = hasattr(value, "assign") and hasattr(value, "numpy")
+        if is_variable and getattr(value, "trainable", False) and len(value.shape):
+            named.setdefault(id(value), (name, value))
+
+    attributes = vars(layer) if hasattr(layer, "__dict__") else {}
+    # public names first: Keras also keeps each weight in private lists of its own
+    for attribute, value in sorted(attributes.items(), key=lambda item: item[0].startswith("_")):
+        for index, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
+            add(f"{attribute}[{index}]" if isinstance(value, (list, tuple)) else attribute, item)
+    tracked = getattr(layer, "trainable_weights", None)
+    for variable in tracked if tracked is not None else getattr(layer, "trainable_variables", ()):
+        add(str(getattr(variable, "path", None) or variable.name), variable)
+    reached: set[int] = set()
+    for name, path in mapping.items():
+        try:
+            value = _follow(layer, path)
+        except (AttributeError, ValueError, IndexError, TypeError):
+            continue  # reading the weights says what is wrong with the path
+        add(name, value)
+        reached.add(id(value))
+    return [(name, value, key in reached) for key, (name, value) in named.items()]
+
+
+def _perturb(variables: list[Any], seed: int) -> None:
     """Move every weight off its initial value, so zero biases and unit gains are exercised."""
     rng = np.random.default_rng(seed + 7919)
-    for variable in getattr(layer, "trainable_weights", []):
+    for variable in variables:
         current = np.asarray(variable.numpy())
         noise = 0.1 * rng.standard_normal(current.shape).astype(current.dtype)
         variable.assign(current + noise)
