@@ -253,6 +253,7 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
         },
     ),
     "multihead-keras": ("multihead", KERAS_MHA_FACTORY, {"preset": "keras-mha", "mask": "padding"}),
+    "multihead-keras-no-mask": ("multihead", KERAS_MHA_FACTORY, {"preset": "keras-mha"}),
     "self_attention": (
         "self_attention",
         SELF_ATTENTION,

@@ -4,8 +4,11 @@ checks after it still run on a healthy worker."""
 from __future__ import annotations
 
 import dataclasses
+import io
+import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -386,3 +389,67 @@ def test_a_message_of_several_lines_is_joined_into_one() -> None:
         "Arguments received by Foo.call(): x=1"
     ), "never an empty message"
     assert brief_message("plain") == "plain"
+
+
+def test_a_bfloat16_output_is_compared_and_its_dtype_said() -> None:
+    source = (
+        "import tensorflow as tf\n\ndef f(x):\n    return tf.cast(tf.nn.softmax(x), tf.bfloat16)\n"
+    )
+    result = run("softmax", source)
+    assert result.status is Status.MISMATCH, result.headline()  # 3 significant digits
+    assert "output came back as bfloat16, not float32" in result.notes
+    strings = run(
+        "softmax", "import tensorflow as tf\n\ndef f(x):\n    return tf.strings.as_string(x)\n"
+    )
+    assert strings.status is Status.ERROR and strings.failure is not None
+    assert strings.failure.message == (
+        "returned value 0 is a EagerTensor of string, not of numbers (while reading the outputs)"
+    )
+
+
+def test_a_failure_of_the_checker_itself_is_an_error_card_and_the_worker_serves_on() -> None:
+    """A bug of ours while running a block must not look like a crash of the user's code,
+    nor cost the worker: the block gets an error that says whose fault it is."""
+    from formula_check.worker import child, protocol
+
+    requests = io.BytesIO()
+    for block in ("first", "second"):
+        protocol.write_message(requests, {"op": "check", "block": block})
+    requests.seek(0)
+    answers = io.BytesIO()
+
+    def handle(header: dict[str, Any], arrays: dict[str, Any]) -> tuple[dict[str, Any], dict]:
+        if header["block"] == "first":
+            raise KeyError("in/mask")
+        return {"ok": True, "block": header["block"]}, {}
+
+    assert child.serve(requests, answers, handle) == 0
+    answers.seek(0)
+    first, _ = protocol.read_message(answers)
+    second, _ = protocol.read_message(answers)
+    assert first["ok"] is False and first["type"] == "InternalError"
+    assert first["message"].startswith(
+        "formula-check could not run this block (KeyError: 'in/mask'); this is a bug in "
+        "formula-check, not in the code under test"
+    )
+    assert second == {"ok": True, "block": "second"}
+
+
+def test_what_a_crashed_worker_said_names_no_machine_folder() -> None:
+    """The end of its log goes on the card, which is published: paths in it are shown as a
+    traceback shows them (the project's relative, a module's from its package)."""
+    import numpy
+
+    installed = numpy.__file__
+    project_file = str(PROJECT / "mymodel" / "layers.py")
+    code = (
+        "import os, sys\n"
+        "def f(q, k, v):\n"
+        f"    print('failed in {installed} called from {project_file}', file=sys.stderr)\n"
+        "    sys.stderr.flush()\n"
+        "    os._exit(9)\n"
+    )
+    result = run("attention", code)
+    assert result.status is Status.ERROR and "exit code 9" in result.message
+    assert "failed in numpy/__init__.py called from mymodel/layers.py" in result.message
+    assert str(PROJECT) not in result.message and os.sep + "site-packages" not in result.message

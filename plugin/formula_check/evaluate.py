@@ -103,7 +103,7 @@ def evaluate(
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
-        _notes(plan, names, outputs)
+        _notes(plan, names, outputs, header.get("output_dtypes", []))
         + [note for _, note in checked if note]
         + _unmapped_notes(plan, header)
         + _untraced(header.get("timings", []))
@@ -281,16 +281,19 @@ def _verdicts(
     return verdicts, shown
 
 
-def _notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:
+def _notes(
+    plan: Plan, names: Sequence[str], outputs: Sequence[Array], dtypes: Sequence[str]
+) -> list[str]:
     notes = []
     if len(outputs) > len(names):
         notes.append(
             f"the code returned {len(outputs)} values; "
             f"compared the first {len(names)} ({', '.join(names)})"
         )
-    for name, actual in zip(names, outputs, strict=False):
-        if np.asarray(actual).dtype != np.float32 and name not in {"_", ""}:
-            notes.append(f"{name} came back as {np.asarray(actual).dtype}, not float32")
+    for index, (name, actual) in enumerate(zip(names, outputs, strict=False)):
+        dtype = dtypes[index] if index < len(dtypes) else np.asarray(actual).dtype.name
+        if dtype != "float32" and name not in {"_", ""}:
+            notes.append(f"{name} came back as {dtype}, not float32")
     return notes
 
 

@@ -206,7 +206,8 @@ def _reference(
     if token in sizes:
         return {"value": sizes[token]}
     if token == "mask":  # noqa: S105  (a call token, not a password)
-        return {"array": "in/mask"}
+        # the block's mask; None without one, as Keras' attention_mask=None means "no mask"
+        return {"array": "in/mask"} if "mask" in names else {"value": None}
     if token in names:
         oracle = get_oracle(spec.oracle)
         is_weight = any(t.name == token for t in oracle.weights)

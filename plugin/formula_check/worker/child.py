@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 import sys
+import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -74,8 +75,24 @@ def serve(
             return 0
         if header.get("op") == "shutdown":
             return 0
-        reply, out_arrays = handle(header, arrays)
+        try:
+            reply, out_arrays = handle(header, arrays)
+        except Exception as exc:  # the checker's own fault, not the snippet's: say so, go on
+            traceback.print_exc()  # to the worker's log, which names machine paths
+            reply, out_arrays = internal_error(exc), {}
         protocol.write_message(answers, reply, out_arrays)
+
+
+def internal_error(exc: Exception) -> dict[str, Any]:
+    """The answer to a request the worker itself failed on (a bug of the checker)."""
+    return {
+        "ok": False,
+        "type": "InternalError",
+        "message": (
+            f"formula-check could not run this block ({type(exc).__name__}: {exc}); this is a "
+            "bug in formula-check, not in the code under test: please report it"
+        ),
+    }
 
 
 def _private_stdout() -> IO[bytes]:

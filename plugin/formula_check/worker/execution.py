@@ -15,7 +15,6 @@ import os
 import platform
 import re
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
@@ -28,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import protocol
+from .paths import CHECKER, shown_path
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _MAX_TEXT = 4000
@@ -173,7 +173,7 @@ def _run(
             _perturb([v for _, v, _ in variables], int(request.get("seed", 0)))
             with _phase("call"):
                 result = runner()
-    out = _outputs(result)
+    out, dtypes = _outputs(result)
     snippet_seconds = time.perf_counter() - started
     weights, unused = ({}, []) if kind == "function" else _read_weights(runner.layer, mapping)
     timings = []
@@ -191,7 +191,7 @@ def _run(
         "unmapped_weights": unmapped,
         "snippet_seconds": snippet_seconds,
     }
-    reply["output_types"] = [type(r).__name__ for r in _as_sequence(result)]
+    reply["output_dtypes"] = dtypes
     return reply, {
         **{f"out/{i}": a for i, a in enumerate(out)},
         **{f"w/{k}": v for k, v in weights.items()},
@@ -411,15 +411,29 @@ def _as_sequence(result: Any) -> list[Any]:
     return [result]
 
 
-def _outputs(result: Any) -> list[Any]:
-    out = []
+def _outputs(result: Any) -> tuple[list[Any], list[str]]:
+    """The returned values as arrays, and the dtype each came back in (bfloat16 and the
+    other types NumPy has no number kind for are compared as float32)."""
+    out, dtypes = [], []
     for index, item in enumerate(_as_sequence(result)):
         with _phase("output"):
             value = np.asarray(item.numpy() if hasattr(item, "numpy") else item)
+            dtype = getattr(item, "dtype", None)
+            name = str(getattr(dtype, "name", None) or value.dtype.name)
             if value.dtype.kind not in "biuf":
-                raise TypeError(f"returned value {index} is a {type(item).__name__}, not a tensor")
+                if dtype is None:
+                    raise TypeError(
+                        f"returned value {index} is a {type(item).__name__}, not a tensor"
+                    )
+                if not getattr(dtype, "is_floating", False):
+                    raise TypeError(
+                        f"returned value {index} is a {type(item).__name__} of {name}, "
+                        "not of numbers"
+                    )
+                value = value.astype(np.float32)
         out.append(value)
-    return out
+        dtypes.append(name)
+    return out, dtypes
 
 
 def _time_all(
@@ -492,11 +506,6 @@ def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_CHECKER = (  # this package's folder, as imported and as resolved
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,
-    str(Path(__file__).resolve().parents[1]) + os.sep,
-)
-_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 
 
 def _shown_traceback(error: BaseException, root: str) -> list[str]:
@@ -512,32 +521,18 @@ def _shown_traceback(error: BaseException, root: str) -> list[str]:
             continue
         seen.add(id(current))
         if getattr(current, "filename", None):  # a SyntaxError prints the file it names
-            current.filename = _shown_path(str(current.filename), root)
+            current.filename = shown_path(str(current.filename), root)
         current.stack = traceback.StackSummary.from_list(
             [
-                (_shown_path(frame.filename, root), frame.lineno or 0, frame.name, frame.line)
+                (shown_path(frame.filename, root), frame.lineno or 0, frame.name, frame.line)
                 for frame in current.stack
-                if not frame.filename.startswith(_CHECKER)
+                if not frame.filename.startswith(CHECKER)
             ]
         )
         grouped = getattr(current, "exceptions", None) or ()  # an ExceptionGroup's
         linked = (current.__cause__, current.__context__, *grouped)
         pending.extend(e for e in linked if e is not None)
     return list(shown.format())
-
-
-def _shown_path(name: str, root: str) -> str:
-    if not os.path.isabs(name):
-        return name  # a page's snippet (``<snippet docs/page.md:12>``) or a relative name
-    if root and name.startswith(root + os.sep):
-        return os.path.relpath(name, root)
-    for marker in ("site-packages", "dist-packages"):
-        _, found, rest = name.rpartition(os.sep + marker + os.sep)
-        if found:
-            return rest
-    if name.startswith(_STDLIB):
-        return os.path.relpath(name, _STDLIB)
-    return os.path.basename(name)
 
 
 def session_root(request: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ from typing import IO, Any
 from ..errors import MissingTensorFlowError, WorkerError
 from ..model import Array
 from . import protocol
+from .paths import scrubbed
 
 STARTUP_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
@@ -842,7 +843,7 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
         code = self.kill()
-        tail = self.stderr_tail(600)
+        tail = scrubbed(self.stderr_tail(600), str(self.root))  # cards are published
         said = f"; it said: {tail}" if tail else ""
         return Reply(
             "crash",
