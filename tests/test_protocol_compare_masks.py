@@ -58,6 +58,15 @@ def test_compare_is_absolute_dominated() -> None:
     assert "max |Δ| = 0.001 > atol 1e-05 at (2)" in bad.summary()
 
 
+def test_a_pass_within_the_relative_part_says_so() -> None:
+    """|Δ| above atol passes on a large expected value; the line must not claim |Δ| <= atol."""
+    within_atol = compare("y", np.array([1.0 + 5e-7]), np.array([1.0]), ("n",), 1e-6, 1e-5)
+    assert within_atol.ok and within_atol.summary() == "y: max |Δ| = 5e-07 ≤ atol 1e-06"
+    relative = compare("y", np.array([100.0 + 5e-4]), np.array([100.0]), ("n",), 1e-6, 1e-5)
+    assert relative.ok and relative.max_abs > relative.atol
+    assert relative.summary() == "y: max |Δ| = 0.0005 ≤ atol 1e-06 + rtol 1e-05 × |expected|"
+
+
 def test_compare_nonfinite_and_shapes() -> None:
     expected = np.ones((2, 3))
     nan = compare("o", np.full((2, 3), np.nan), expected, ("b", "n"), 1e-5, 1e-5)

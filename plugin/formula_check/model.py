@@ -143,8 +143,13 @@ class Verdict:
 
     def summary(self) -> str:
         """One line saying what differed, in the oracle's dim names."""
-        if self.ok:
+        if self.ok and self.max_abs <= self.atol:
             return f"{self.name}: max |Δ| = {self.max_abs:.2g} ≤ atol {self.atol:.1g}"
+        if self.ok:  # within the relative part of each element's tolerance
+            return (
+                f"{self.name}: max |Δ| = {self.max_abs:.2g} ≤ atol {self.atol:.1g} "
+                f"+ rtol {self.rtol:.1g} × |expected|"
+            )
         if self.problem:
             return f"{self.name}: {self.problem}"
         where = ", ".join(str(i) for i in self.worst_index)

@@ -196,7 +196,11 @@ def _verdict_row(verdict: Verdict, labels: Labels) -> str:
     bad = f"{verdict.n_bad} / {verdict.n_total}"
     if verdict.nonfinite:
         bad += f"<br><small>{_esc(labels.nonfinite.format(count=verdict.nonfinite))}</small>"
-    cells = [f"{verdict.max_abs:.2g}", f"{verdict.atol:.1g}"]
+    tolerance = f"{verdict.atol:.1g}"
+    if verdict.rtol:  # an element passes within atol + rtol × |expected|
+        relative = labels.relative_part.format(rtol=f"{verdict.rtol:.1g}")
+        tolerance += f"<br><small>{_esc(relative)}</small>"
+    cells = [f"{verdict.max_abs:.2g}", tolerance]
     numbers = "".join(f'<td class="fc-num">{cell}</td>' for cell in cells)
     return f'<tr class="{css}">{name}{numbers}<td>{worst}</td><td class="fc-num">{bad}</td></tr>'
 

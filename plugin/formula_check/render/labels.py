@@ -55,6 +55,8 @@ class Labels:
     worst_column: str
     bad_column: str
     expected_got: str
+    relative_part: str
+    """The relative part of a tolerance, under its atol: ``+ {rtol} × |expected|``."""
     ok_mark: str
     line: str
     repeats: str
@@ -135,10 +137,11 @@ ENGLISH = Labels(
     outputs="Outputs",
     output_column="Output",
     max_abs_column="max |Δ|",
-    atol_column="atol",
+    atol_column="Tolerance",
     worst_column="Worst at",
     bad_column="Out of tolerance",
     expected_got="expected {expected}, got {actual}",
+    relative_part="+ {rtol} × |expected|",
     ok_mark="✓",
     line="line {line}",
     repeats="{count} runs",
@@ -206,10 +209,11 @@ CHINESE = Labels(
     outputs="输出",
     output_column="输出",
     max_abs_column="最大 |Δ|",
-    atol_column="atol",
+    atol_column="容差",
     worst_column="最大误差位置",
     bad_column="超出容差",
     expected_got="预期 {expected}，实际 {actual}",
+    relative_part="+ {rtol} × |预期值|",
     ok_mark="✓",
     line="第 {line} 行",
     repeats="{count} 次运行",

@@ -506,8 +506,6 @@ def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-
-
 def _shown_traceback(error: BaseException, root: str) -> list[str]:
     """The traceback a card shows: without the checker's own frames, and with no path of
     the build machine (cards are published). A project file is shown relative to the
