@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 import pytest
@@ -109,3 +110,36 @@ def test_masks() -> None:
     assert snippet_mask(causal, "keep-float", ("b", "n", "m")).dtype == np.float32
     with pytest.raises(SpecError, match="three named axes"):
         snippet_mask(causal, "keep", ("b", "n"))
+
+
+def _blind_spots(oracle: str, dims: str, **fields: Any) -> list[str]:
+    from formula_check.evaluate import blind_spots
+    from formula_check.model import CheckSpec, Location, frozen_map
+    from formula_check.planning import plan_check
+    from formula_check.snippets import inline_snippet
+
+    where = Location("docs/page.md", 3)
+    sizes = frozen_map({name: int(size) for name, size in (p.split("=") for p in dims.split())})
+    spec = CheckSpec(
+        "b", where, oracle, inline_snippet("def f(): pass\n", where), dims=sizes, **fields
+    )
+    return blind_spots(plan_check(spec, "."))
+
+
+def test_sizes_and_masks_that_cannot_reveal_a_drift_are_said() -> None:
+    assert _blind_spots("attention", "b=2 n=5 m=7 d_k=6 d_v=4") == []
+    assert _blind_spots("attention", "b=2 n=6 m=6 d_k=8 d_v=8") == [
+        "n = m = 6: code that mixes up n and m cannot be told apart at these sizes; "
+        "give them different sizes",
+        "d_k = d_v = 8: code that mixes up d_k and d_v cannot be told apart at these sizes; "
+        "give them different sizes",
+    ]
+    assert _blind_spots("attention", "b=2 n=6 m=6 d_k=8 d_v=4", mask="causal") == [], (
+        "a causal mask makes the queries the keys"
+    )
+    assert _blind_spots("attention", "b=2 n=5 m=1 d_k=8 d_v=4", mask="padding") == [
+        "m = 1: a size of 1 hides code that works along the wrong axis there (a softmax, a "
+        "mask, a transpose); give it a size above 1",
+        "the padding mask hides nothing at these sizes, so code that ignores it cannot be "
+        "told apart",
+    ]

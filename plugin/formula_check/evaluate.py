@@ -106,6 +106,7 @@ def evaluate(
         _notes(plan, names, outputs, header.get("output_dtypes", []))
         + [note for _, note in checked if note]
         + _unmapped_notes(plan, header)
+        + blind_spots(plan)
         + _untraced(header.get("timings", []))
     )
     timings = tuple(_timings(header.get("timings", [])))
@@ -198,6 +199,37 @@ def _described(unmapped: Sequence[Sequence[Any]]) -> str:
 def declared_example(oracle: Oracle) -> str:
     """``gamma=gamma beta=beta``: a weight map naming each of the oracle's weights."""
     return " ".join(f"{t.name}=attribute.path" for t in oracle.weights)
+
+
+def blind_spots(plan: Plan) -> list[str]:
+    """What these sizes and this mask cannot tell apart. Two dims of one size let code that
+    swaps them (or scales by the wrong one) pass; a size of 1 hides an operation over the
+    wrong axis; a mask that hides nothing lets code that ignores it pass. Said on the card,
+    since a verdict is only as strong as the case it was run on."""
+    notes = []
+    by_size: dict[int, list[str]] = {}
+    # a causal mask and self-attention make the queries the keys: n = m is the formula's own
+    square = plan.spec.mask in {"causal", "both"} or plan.params.get("variant") == "self"
+    for dim, size in plan.sizes.items():
+        if not (square and dim == "m" and plan.sizes.get("n") == size):
+            by_size.setdefault(size, []).append(dim)
+    for size, dims in sorted(by_size.items()):
+        if size == 1:
+            notes.append(
+                f"{' = '.join(dims)} = 1: a size of 1 hides code that works along the wrong "
+                "axis there (a softmax, a mask, a transpose); give it a size above 1"
+            )
+        elif len(dims) > 1:
+            notes.append(
+                f"{' = '.join(dims)} = {size}: code that mixes up {' and '.join(dims)} cannot "
+                "be told apart at these sizes; give them different sizes"
+            )
+    if plan.keep is not None and bool(np.all(plan.keep)):
+        notes.append(
+            f"the {plan.spec.mask} mask hides nothing at these sizes, so code that ignores it "
+            "cannot be told apart"
+        )
+    return notes
 
 
 def _unmapped_notes(plan: Plan, header: Mapping[str, Any]) -> list[str]:

@@ -44,6 +44,7 @@ def _block(result: CheckResult) -> dict[str, Any]:
         "detail": strip_ansi(result.detail()),
         "timings": {timing.label: _finite(timing.median) for timing in result.timings},
         "cached": result.cached,
+        "notes": list(result.notes),
         "formula": None
         if result.formula is None
         else {"state": result.formula.state, "max_abs": _finite(result.formula.max_abs)},
