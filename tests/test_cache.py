@@ -174,6 +174,63 @@ def test_editing_an_imported_helper_invalidates(tmp_path: Path) -> None:
 
 
 @pytest.mark.tf
+def test_a_module_whose_import_failed_invalidates_once_it_is_fixed(tmp_path: Path) -> None:
+    """The module that failed to import never reaches ``sys.modules``: the cache must still
+    know it, or the old error outlives the fix (and a CI cache restored from an older run
+    keeps failing on fixed code)."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    helper = project / "team_model" / "math_utils.py"
+    good = helper.read_text()
+    here = Location("docs/page.md", 4)
+    with Engine(project) as engine:
+        spec = dataclasses.replace(
+            spec_for("attention", SDPA),
+            snippet=resolve_code("team_model.layers:attention", project, here),
+        )
+        helper.write_text(good + "\ndef broken(:\n")
+        broken = engine.check(spec)
+        assert broken.status is Status.ERROR and broken.failure is not None
+        assert broken.failure.type == "SyntaxError"
+        assert "team_model/math_utils.py" in broken.imports, broken.imports
+        assert engine.check(spec).cached, "the error itself is cached"
+        helper.write_text(good)
+        fixed = engine.check(spec)
+        assert fixed.status is Status.VERIFIED and not fixed.cached
+        helper.unlink()  # a branch without the module
+        missing = engine.check(spec)
+        assert missing.failure is not None and missing.failure.type == "ModuleNotFoundError"
+        helper.write_text(good)  # back on the branch that has it
+        restored = engine.check(spec)
+        assert restored.status is Status.VERIFIED
+        assert restored.cached, "the same bytes as the verified run: its entry serves again"
+        assert engine.executed == 3, "the missing module was run, not served from the cache"
+
+
+@pytest.mark.tf
+def test_a_data_file_the_code_reads_invalidates_when_edited(tmp_path: Path) -> None:
+    (tmp_path / "settings").mkdir()
+    data = tmp_path / "settings" / "norm.json"
+    data.write_text('{"epsilon": 1e-6}')
+    code = (
+        "import json\nimport tensorflow as tf\n\n"
+        "def layer_norm(x, gamma, beta):\n"
+        "    with open('settings/norm.json') as file:\n"
+        "        epsilon = json.load(file)['epsilon']\n"
+        "    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)\n"
+        "    return gamma * (x - mean) / tf.sqrt(variance + epsilon) + beta\n"
+    )
+    with Engine(tmp_path) as engine:
+        spec = spec_for("layer_norm", code)
+        first = engine.check(spec)
+        assert first.status is Status.VERIFIED and first.imports == ("settings/norm.json",)
+        assert engine.check(spec).cached
+        data.write_text('{"epsilon": 1e-2}')
+        assert engine.check(spec).status is Status.MISMATCH
+        assert engine.executed == 2
+
+
+@pytest.mark.tf
 def test_bypass_and_timeouts_are_not_cached(tmp_path: Path) -> None:
     with Engine(tmp_path, use_cache=False) as engine:
         engine.check(spec_for("attention", SDPA))

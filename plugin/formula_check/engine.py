@@ -206,10 +206,16 @@ class Engine:
 
 def _deterministic(result: CheckResult) -> bool:
     """Worth caching: a verdict, or an exception the snippet raised. A timeout or a crashed
-    worker may not happen again, so those are always retried."""
+    worker may not happen again, so those are always retried; so is a module not found,
+    since no file it read can say when the module comes back (a branch checked out)."""
     if result.status in {Status.VERIFIED, Status.MISMATCH}:
         return True
-    return result.status is Status.ERROR and result.failure is not None
+    failure = result.failure
+    return (
+        result.status is Status.ERROR
+        and failure is not None
+        and failure.type not in {"ModuleNotFoundError", "InternalError"}
+    )
 
 
 def _bare(

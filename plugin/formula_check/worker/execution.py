@@ -19,6 +19,7 @@ import tempfile
 import time
 import traceback
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,13 +147,56 @@ def run_check(
         sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(int(request.get("seed", 0)))
     try:
-        with contextlib.redirect_stdout(stdout):
+        with contextlib.redirect_stdout(stdout), _READS.recording(session.root) as read:
             reply, out = _run(session, request, arrays)
     except SnippetRaised as raised:
         reply, out = _failure(raised, request), {}
     reply["stdout"] = stdout.getvalue()[-_MAX_TEXT:]
-    reply["local_files"] = _forget_local_modules(session, before)
+    reply["local_files"] = sorted(set(_forget_local_modules(session, before)) | read)
     return reply, out
+
+
+class _ProjectReads:
+    """The project files a check opens for reading: the modules it imports (also one whose
+    import fails, which never reaches ``sys.modules``) and the data it loads (a JSON of
+    hyper-parameters). An edit to any of them can change the result, so the cache keys the
+    result on them and ``mkdocs serve`` watches them. Python's audit hook sees every open;
+    it is installed once per worker and records only while a check runs."""
+
+    def __init__(self) -> None:
+        self.root = ""
+        self.read: set[str] | None = None
+        self.installed = False
+
+    @contextlib.contextmanager
+    def recording(self, root: Path) -> Iterator[set[str]]:
+        if not self.installed:
+            sys.addaudithook(self)
+            self.installed = True
+        self.root, self.read = str(root) + os.sep, set()
+        try:
+            yield self.read
+        finally:
+            self.read = None
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if event != "open" or self.read is None:
+            return
+        path, mode, flags = (*args, None, None)[:3]
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return  # a file descriptor: its file was recorded when it was opened
+        if isinstance(mode, str):
+            reading = not any(letter in mode for letter in "wax+")
+        else:  # os.open: flags only
+            reading = isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) == 0
+        path = os.path.abspath(path)
+        if reading and path.startswith(self.root) and "__pycache__" not in path:
+            self.read.add(os.path.relpath(path, self.root))
+
+
+_READS = _ProjectReads()
 
 
 def _run(
