@@ -276,6 +276,22 @@ def test_a_site_above_is_found_within_the_repository_only(
     assert "no mkdocs.yml here or in a folder above" in capsys.readouterr().err
 
 
+def test_outside_a_repository_a_site_above_is_found_up_to_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    docs = home / "site" / "docs"
+    docs.mkdir(parents=True)
+    (home / "site" / "mkdocs.yml").write_text("site_name: ours\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text("site_name: someone else's\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(docs)
+    assert cli._nearest_site() == home / "site" / "mkdocs.yml"
+    assert f"formula-check: checking {home / 'site' / 'mkdocs.yml'}" in capsys.readouterr().err
+    monkeypatch.chdir(home)
+    assert cli._nearest_site() is None, "not above the home folder"
+
+
 def test_run_inside_the_docs_folder_checks_the_site_above(
     first_runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -153,17 +153,29 @@ def _prepare(project: Project, args: argparse.Namespace) -> Settings:
 
 
 def _nearest_site() -> Path | None:
-    """The ``mkdocs.yml`` here or in a folder above, within this repository (the folder
-    holding ``.git``); outside a repository, only the one here."""
+    """The ``mkdocs.yml`` here or in a folder above: within this repository (the folder
+    holding ``.git``), or outside one, below the home folder (a site's ``docs/`` is never
+    served from a stranger's ``mkdocs.yml`` higher up)."""
     here = Path.cwd().resolve()
-    repository = next((p for p in (here, *here.parents) if (p / ".git").exists()), here)
-    return find_config(here, stop=repository)
+    found = find_config(here, stop=_search_limit(here))
+    if found is not None and found.parent != here:
+        print(f"formula-check: checking {found}", file=sys.stderr)
+    return found
+
+
+def _search_limit(here: Path) -> Path:
+    repository = next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
+    if repository is not None:
+        return repository
+    home = Path.home().resolve()
+    return home if here.is_relative_to(home) else Path(here.anchor)
 
 
 def _no_site_here() -> Path:
     raise ProjectError(
-        f"no {CONFIG_NAME} here or in a folder above (within this repository); name the "
-        f"site's {CONFIG_NAME}, a docs folder or a page"
+        f"no {CONFIG_NAME} here or in a folder above (up to the repository's top, or outside "
+        f"a repository up to the home folder); name the site's {CONFIG_NAME}, a docs folder "
+        "or a page"
     )
 
 
