@@ -42,7 +42,8 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     report = c.Type(bool, default=True)
     """Add a ``formula-check-report/`` page and a ``formula-check-report.json`` to the site.
     The page is generated: list it in ``nav`` as ``formula-check-report.md`` (with ``false``,
-    take it out of ``nav`` too, or MkDocs reports a missing page)."""
+    take it out of ``nav`` too, or MkDocs reports a missing page). Left out of a ``nav``, it is
+    a page outside the nav, which ``validation: nav: omitted_files`` does not report."""
 
     timing = c.Type(bool, default=True)
     """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster.

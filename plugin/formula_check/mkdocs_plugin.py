@@ -28,7 +28,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.livereload import LiveReloadServer
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
@@ -236,7 +236,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             if self.config.report:
                 labels = labels_for(self._language(config))
                 content = f"# {labels.report_title}\n\n{labels.report_disabled}\n"
-                files.append(File.generated(config, REPORT_PAGE, content=content))
+                files.append(_report_file(config, content))
             return files
         with _plugin_errors():
             self.session.wait_all()  # a rebuild starts after the last batch has ended
@@ -445,7 +445,28 @@ def _report_page(files: Files, config: MkDocsConfig, labels: Labels, nonce: str)
     """A generated page listing every block: its title now, its table once every check is done
     (:meth:`FormulaCheckPlugin.on_post_page`); links are relative, the table being raw HTML."""
     content = f"# {labels.report_title}\n\n{_report_placeholder(nonce)}\n"
-    return File.generated(config, REPORT_PAGE, content=content)
+    return _report_file(config, content)
+
+
+def _report_file(config: MkDocsConfig, content: str) -> File:
+    """The report page. A site with a ``nav`` that does not list it gets it as a page outside
+    the nav, as MkDocs' ``not_in_nav`` would make it: ``validation: nav: omitted_files`` set
+    to ``warn`` must not fail a strict build over a page the plugin added."""
+    file = File.generated(config, REPORT_PAGE, content=content)
+    if config.nav is not None and REPORT_PAGE not in _nav_paths(config.nav):
+        file.inclusion = InclusionLevel.NOT_IN_NAV
+    return file
+
+
+def _nav_paths(nav: Any) -> set[str]:
+    """Every string in a ``nav`` setting: the pages and links it names."""
+    if isinstance(nav, str):
+        return {nav}
+    if isinstance(nav, dict):
+        return {path for value in nav.values() for path in _nav_paths(value)}
+    if isinstance(nav, list):
+        return {path for item in nav for path in _nav_paths(item)}
+    return set()
 
 
 def _report_placeholder(nonce: str) -> str:
