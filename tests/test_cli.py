@@ -316,7 +316,11 @@ def test_run_inside_the_docs_folder_checks_the_site_above(
             "plugins:\n  - formula-check:\n      keep_alive: -1\n",
             "option 'keep_alive' has a bad value -1 (seconds, 0 to stop with the run)",
         ),
-        ("plugins:\n  - formula-check:\n      oracles: ['no_such_pkg.mod:x']\n", "no_such_pkg"),
+        (
+            "plugins:\n  - formula-check:\n      oracles: ['no_such_pkg.mod:x']\n",
+            "mkdocs.yml: plugin 'formula-check', option 'oracles': cannot import oracle module "
+            "'no_such_pkg.mod': No module named 'no_such_pkg'",
+        ),
         ("- just\n- a list\n", "expected a mapping"),
     ],
 )

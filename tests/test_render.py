@@ -860,3 +860,20 @@ def test_stylesheet_ships_with_the_package() -> None:
     assert '[data-md-color-scheme="slate"]' in css
     for status in ("verified", "mismatch", "error", "timeout", "skipped", "xfail", "xpass"):
         assert f".fc-status-{status}" in css
+
+
+def test_a_timeout_card_says_its_message_in_the_card_language() -> None:
+    result = CheckResult(
+        "hangs",
+        Location("docs/page.md", 5),
+        "attention",
+        Status.TIMEOUT,
+        message="timed out: no answer within 2 s; worker restarted",
+    )
+    chinese = render_card(result, labels=ZH, image_url=image_url, timeout=2.0)
+    assert "2 秒内没有结果：工作进程已被终止" in chinese and "no answer" not in chinese
+    english = render_card(result, labels=EN, image_url=image_url, timeout=2.0)
+    assert "No answer within 2 s: the worker was stopped" in english
+    assert "no answer within 2 s" in render_card(result, labels=ZH, image_url=image_url), (
+        "without the block's timeout (a hand-made result) the message is shown as it is"
+    )

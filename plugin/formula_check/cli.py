@@ -21,7 +21,7 @@ from .config import STATUSES
 from .engine import Engine
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
-from .oracles import all_oracles, load_oracle
+from .oracles import all_oracles
 from .pages import PageBlock, Settings
 from .progress import Progress, summary
 from .project import (
@@ -146,8 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _prepare(project: Project, args: argparse.Namespace) -> Settings:
     """Load the project's own oracles and decide the settings every block is built with."""
-    for reference in project.options.oracles:
-        load_oracle(reference, project.root)
+    project.load_oracles()
     settings = project.settings(args.timeout)
     return dataclasses.replace(settings, timing=False) if args.no_timing else settings
 
@@ -321,9 +320,7 @@ def _list_oracles(args: argparse.Namespace) -> int:
     if args.path is not None or config.is_file():
         if not config.is_file():
             raise UsageError(f"{config}: no such file")
-        project = load_project(config)
-        for reference in project.options.oracles:
-            load_oracle(reference, project.root)
+        load_project(config).load_oracles()
     for oracle in all_oracles():
         dims = " ".join(f"{name}={size}" for name, size in oracle.dims.items())
         print(f"{oracle.name}: {oracle.title}")

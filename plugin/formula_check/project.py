@@ -72,6 +72,20 @@ class Project:
             return resolved.relative_to(self.root).as_posix()
         return path.as_posix()
 
+    def load_oracles(self) -> None:
+        """Register the project's own oracles; a bad reference is reported as the plugin
+        reports it, naming the option and the ``mkdocs.yml``."""
+        from .oracles import load_oracle
+
+        for reference in self.options.oracles:
+            try:
+                load_oracle(reference, self.root)
+            except FormulaCheckError as exc:
+                where = self.config_file or self.root
+                raise ProjectError(
+                    f"{where}: plugin {PLUGIN_NAME!r}, option 'oracles': {exc.message}"
+                ) from None
+
     def cache_path(self) -> Path:
         """The result cache folder."""
         return self.root / self.options.cache_dir

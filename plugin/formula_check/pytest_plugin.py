@@ -107,15 +107,13 @@ class FormulaCheckRun:
 
     def project_for(self, page: Path) -> Project:
         """The page's project (nearest ``mkdocs.yml`` up to the rootdir), oracles loaded."""
-        from .oracles import load_oracle
         from .project import project_near
 
         folder = page.resolve().parent
         if folder not in self.projects:
             rootdir = self.config.rootpath
             project = project_near(folder, stop=rootdir, fallback=rootdir)
-            for reference in project.options.oracles:
-                load_oracle(reference, project.root)
+            project.load_oracles()
             self.projects[folder] = project
         return self.projects[folder]
 

@@ -358,6 +358,7 @@ class FormulaSession:
             heatmaps=spec.heatmaps if spec else None,
             sweep_dim=spec.sweep_dim if spec else "n",
             make_figures=self._figures(),
+            timeout=spec.timeout if spec else None,
         )
 
     def _figures(self) -> FigureCache:

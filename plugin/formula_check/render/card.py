@@ -16,6 +16,7 @@ from ..model import (
     Environment,
     FormulaVerdict,
     ShapeInfo,
+    Status,
     TimingStats,
     Verdict,
     format_seconds,
@@ -69,10 +70,12 @@ def render_card(
     heatmaps: tuple[str, ...] | None = None,
     sweep_dim: str = "n",
     make_figures: Callable[..., list[Figure]] = figures_for,
+    timeout: float | None = None,
 ) -> str:
     """The HTML fragment for one result: badge, errors, figures, shapes, timings, output.
 
     ``make_figures`` has :func:`figures_for`'s signature; a caller may pass a caching one.
+    ``timeout``: the block's, said in the card's language when it ran out.
     """
     figures = make_figures(result, heatmaps, labels, sweep_dim=sweep_dim)
     by_name = {figure.name: figure for figure in figures}
@@ -80,7 +83,7 @@ def render_card(
     key = outcome_key(result)
     sections = [
         _title(result, key, labels),
-        _message(result),
+        _message(result, labels, timeout),
         _verdicts(result.verdicts, labels),
         _formula(result.formula, labels),
         _failure(result, labels),
@@ -128,10 +131,13 @@ def _title(result: CheckResult, key: str, labels: Labels) -> str:
     return f'<p class="admonition-title fc-title">{" ".join(parts)}</p>'
 
 
-def _message(result: CheckResult) -> str:
-    if not result.message:
+def _message(result: CheckResult, labels: Labels, timeout: float | None) -> str:
+    message = result.message
+    if result.status is Status.TIMEOUT and timeout is not None:
+        message = labels.timed_out.format(seconds=f"{timeout:g}")
+    if not message:
         return ""
-    return f'<p class="fc-message">{_esc(result.message)}</p>'
+    return f'<p class="fc-message">{_esc(message)}</p>'
 
 
 def _formula(formula: FormulaVerdict | None, labels: Labels) -> str:

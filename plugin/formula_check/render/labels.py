@@ -56,6 +56,8 @@ class Labels:
     bad_column: str
     expected_got: str
     relative_part: str
+    timed_out: str
+    """A timeout card's message: ``{seconds}`` is the block's timeout."""
     """The relative part of a tolerance, under its atol: ``+ {rtol} × |expected|``."""
     ok_mark: str
     line: str
@@ -142,6 +144,8 @@ ENGLISH = Labels(
     bad_column="Out of tolerance",
     expected_got="expected {expected}, got {actual}",
     relative_part="+ {rtol} × |expected|",
+    timed_out="No answer within {seconds} s: the worker was stopped, and a fresh one takes the "
+    "next block.",
     ok_mark="✓",
     line="line {line}",
     repeats="{count} runs",
@@ -214,6 +218,7 @@ CHINESE = Labels(
     bad_column="超出容差",
     expected_got="预期 {expected}，实际 {actual}",
     relative_part="+ {rtol} × |预期值|",
+    timed_out="{seconds} 秒内没有结果：工作进程已被终止，下一个代码块由新的工作进程检查。",
     ok_mark="✓",
     line="第 {line} 行",
     repeats="{count} 次运行",
