@@ -303,3 +303,21 @@ def test_a_client_that_dies_leaves_its_zygote_to_stop_its_workers_and_remove_the
         for stream in (worker.stdin, worker.stdout):
             assert stream is not None
             stream.close()
+
+
+def test_a_cancelled_request_stops_its_worker_without_waiting_for_the_timeout(
+    tmp_path: Path, sleeping_zygote: SleepingZygote
+) -> None:
+    """``mkdocs serve`` cancels a check whose result an edit made stale: the worker running
+    it (here one that never answers) is stopped, as on a timeout, not waited for."""
+    worker = Worker(tmp_path, zygote=sleeping_zygote)  # type: ignore[arg-type]
+    worker.process = sleeping_zygote.fork(worker._stderr_log())
+    wanted = threading.Event()
+    threading.Timer(0.3, wanted.set).start()
+    try:
+        reply = worker.request({"op": "check"}, {}, timeout=600, cancelled=wanted.is_set)
+        assert reply.outcome == "cancelled" and reply.detail == pool.CANCELLED
+        assert not worker.alive
+        assert sleeping_zygote.children[0].wait(timeout=5) is not None, "its process is gone"
+    finally:
+        worker.close()

@@ -193,3 +193,25 @@ def test_serve_starts_the_worker_after_a_first_build_served_from_the_cache(
         wait_for("the edited block's card", lambda: card_status(url, "注意力") == "error")
         assert worker_pids(project.resolve()) == workers, "the edit used the started worker"
         assert server.poll() is None
+
+
+def test_an_edit_stops_a_check_still_running_instead_of_waiting_for_its_timeout(
+    served: tuple[Path, str, subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """A slip that makes a snippet loop forever, saved: pages wait for that build. Saving the
+    fix stops the running check at once, rather than after the block's 300 s timeout."""
+    project, url, server = served
+    page = project / "docs" / "index.md"
+    original = page.read_text(encoding="utf-8")
+    started = tmp_path / "loop-started"
+    looping = f"    open({str(started)!r}, 'w').close()\n    while True:\n        pass\n"
+    page.write_text(
+        original.replace(GOOD_LINE, looping, 1).replace(
+            'timing="off"', 'timing="off" timeout="300"', 1
+        ),
+        encoding="utf-8",
+    )
+    wait_for("the looping check to start", started.exists)
+    page.write_text(original, encoding="utf-8")
+    wait_for("the fixed block", lambda: card_status(url, "注意力") == "verified", seconds=120)
+    assert server.poll() is None, "the server is still running"

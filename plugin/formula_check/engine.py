@@ -92,11 +92,17 @@ class Engine:
         return list(self.iter_check(specs))
 
     def iter_check(
-        self, specs: Iterable[CheckSpec], *, prepared: bool = False
+        self,
+        specs: Iterable[CheckSpec],
+        *,
+        prepared: bool = False,
+        stop: threading.Event | None = None,
     ) -> Generator[CheckResult, None, None]:
         """Check blocks concurrently, yielding results in input order, each as soon as it and
         those before it are done (a progress line can follow along). ``prepared``: the
-        caller already called :meth:`prepare` for them.
+        caller already called :meth:`prepare` for them. Once ``stop`` is set, the checks
+        running are stopped and those left run nothing: each is a SKIPPED result saying so
+        (``mkdocs serve`` sets it when an edit makes this batch's results stale).
 
         Two threads per worker: while one judges a reply against the oracle (in this
         process), the other's request already runs, so no worker waits for the judging.
@@ -106,7 +112,7 @@ class Engine:
         specs = list(specs)
         if not prepared:
             self.prepare(specs)
-        stopped = threading.Event()
+        stopped = stop if stop is not None else threading.Event()
         executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.pool.size)
         futures = [
             executor.submit(self._check_reporting, spec, stopped, order)
@@ -159,6 +165,8 @@ class Engine:
                 if k in env_fields
             }
         )
+        if reply.outcome == "cancelled":
+            return _bare(spec, Status.SKIPPED, reply.detail, env), []
         if reply.outcome == "timeout":
             return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), []
         if reply.outcome == "crash":

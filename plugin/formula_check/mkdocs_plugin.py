@@ -165,6 +165,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             fail_on=frozenset(),  # the plugin logs failures; the extension must not raise
             on_result=lambda result: _log_result(result, fail_on),
             figure_cache=self._figure_cache(root),
+            superseded=lambda: self.server is not None and serving.rebuild_wanted(self.server),
         )
 
     def _language(self, config: MkDocsConfig) -> str:
@@ -313,7 +314,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
     def _report(self) -> str:
         assert self.session is not None and self.report is not None
         self.session.wait_all()
-        results = [self.session.known[block.location][1] for block in self.blocks]
+        known = self.session.known  # a batch stopped by a newer edit left some blocks out
+        results = [known[block.location][1] for block in self.blocks if block.location in known]
         urls = {_page_path(f, self.settings.root): f.url for f in self.pages}
         report_url = self.report.url
 

@@ -93,6 +93,13 @@ def quicken_polling(server: Any, paths: Iterable[str] = ()) -> float | None:
     return interval
 
 
+def rebuild_wanted(server: Any) -> bool:
+    """Has a change come in since this build started? MkDocs then builds again as soon as
+    this build ends, so what this build still checks is stale. (MkDocs' own flag; a server
+    without it never says so.)"""
+    return bool(getattr(server, "_want_rebuild", False))
+
+
 def _syntax(environment: jinja2.Environment) -> tuple[Any, ...]:
     """What besides the source and the callables below decides a template's compiled code."""
     return (

@@ -141,6 +141,9 @@ def _close_engines() -> None:
 
 # Found by its token alone, so that a plugin that re-serialises the HTML (attribute order,
 # quoting, empty-attribute syntax) before us does not hide a card.
+_SUPERSEDED_POLL = 0.1
+"""Seconds between looks at :attr:`FormulaSession.superseded` while a page waits."""
+
 _PLACEHOLDER = re.compile(
     r"""<div\b[^>]*?\bdata-fc-token=["']?([0-9a-f]+-[0-9]+)["']?[^>]*>\s*</div>"""
 )
@@ -173,8 +176,12 @@ class FormulaSession:
     pending: dict[Location, tuple[CheckSpec, Future[CheckResult]]] = field(default_factory=dict)
     placeholders: dict[str, Placeholder] = field(default_factory=dict)
     nonce: str = field(default_factory=lambda: secrets.token_hex(6))
+    superseded: Callable[[], bool] = lambda: False
+    """True once the results being checked are stale (``mkdocs serve``: an edit came in): a
+    page waiting for one stops the batch instead of waiting out a slow or hanging check."""
     _checking: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _batch_stop: threading.Event = field(default_factory=threading.Event)
     _tokens: Iterator[int] = field(default_factory=itertools.count)
 
     def get_engine(self) -> Engine:
@@ -222,14 +229,17 @@ class FormulaSession:
             assert block.spec is not None
             self.pending[block.location] = (block.spec, futures[block.location])
 
+        stop = self._batch_stop = threading.Event()
+
         def check() -> None:
             specs = [block.spec for block in todo if block.spec is not None]
-            results = engine.iter_check(specs, prepared=True)
+            results = engine.iter_check(specs, prepared=True, stop=stop)
             try:
                 for block, result in zip(todo, results, strict=False):
                     if self._stopping.is_set():
                         break  # shutting down: what is left is dropped, not reported
-                    self._record(block, result)
+                    if not stop.is_set():  # a stopped batch's results are not kept
+                        self._record(block, result)
                     futures[block.location].set_result(result)
             except BaseException as exc:  # handed to whoever waits for a result
                 for future in futures.values():
@@ -291,10 +301,20 @@ class FormulaSession:
             waiting = self.placeholders.pop(match[1], None)
             if waiting is None:
                 return match[0]  # not ours (a page quoting the markup): leave it alone
-            result = waiting.future.result()
+            result = self._awaited(waiting.future)
             return self.card(result, waiting.block, waiting.labels, page=waiting.page)
 
         return _PLACEHOLDER.sub(card, html)
+
+    def _awaited(self, future: Future[CheckResult]) -> CheckResult:
+        """The future's result; once :attr:`superseded`, the batch is stopped, which answers
+        every future at once (a stopped check is SKIPPED)."""
+        while True:
+            try:
+                return future.result(timeout=_SUPERSEDED_POLL)
+            except TimeoutError:
+                if self.superseded():
+                    self._batch_stop.set()
 
     def answers_for(self, blocks: Sequence[PageBlock]) -> list[CheckResult | Future[CheckResult]]:
         """Known results and futures of blocks being checked; the rest is checked now."""

@@ -39,6 +39,7 @@ from .paths import scrubbed
 
 STARTUP_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
+CANCELLED = "not checked to the end: its result was no longer wanted"
 ZYGOTE_RESTARTS = 3
 """A zygote lost more often than this in a row, none of them having forked a worker, is given
 up: workers are spawned instead."""
@@ -758,9 +759,14 @@ class Worker:
         return "\n".join(useful)[-limit:]
 
     def request(
-        self, header: Mapping[str, Any], arrays: Mapping[str, Array], timeout: float
+        self,
+        header: Mapping[str, Any],
+        arrays: Mapping[str, Array],
+        timeout: float,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> Reply:
-        """Send one request and wait up to ``timeout`` seconds for its answer."""
+        """Send one request and wait up to ``timeout`` seconds for its answer, or until it is
+        ``cancelled``: then the worker is stopped, as on a timeout."""
         if self.closed:
             return Reply("crash", {}, {}, "the checker was stopped before this check ran")
         startup = 0.0
@@ -780,19 +786,21 @@ class Worker:
                 raise  # a request that cannot be encoded: our bug, not a stop
             reply = _STOPPED  # our end was closed under us: the pool was shut
         else:
-            reply = self._receive(timeout)
+            reply = self._receive(timeout, cancelled)
         return dataclasses.replace(reply, startup=startup)
 
-    def _receive(self, timeout: float) -> Reply:
+    def _receive(self, timeout: float, cancelled: Callable[[], bool] = lambda: False) -> Reply:
         process = self.process
         if process is None or process.stdout is None:
             return _STOPPED  # closed by another thread: the pool was shut
         try:
-            return self._wait_for_answer(process.stdout, timeout)
+            return self._wait_for_answer(process.stdout, timeout, cancelled)
         except ValueError:  # its streams were closed under us, for the same reason
             return _STOPPED
 
-    def _wait_for_answer(self, stream: IO[bytes], timeout: float) -> Reply:
+    def _wait_for_answer(
+        self, stream: IO[bytes], timeout: float, cancelled: Callable[[], bool]
+    ) -> Reply:
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -802,6 +810,9 @@ class Worker:
             ready, _, _ = select.select([stream], [], [], min(_POLL, remaining))
             if ready:
                 break
+            if cancelled():  # its answer is no longer wanted: the worker is freed now
+                self.kill()
+                return Reply("cancelled", {}, {}, CANCELLED)
             if self._over_memory():
                 self.kill()
                 return Reply(
@@ -1021,9 +1032,9 @@ class WorkerPool:
         queued = time.perf_counter() - began
         if cancelled():
             self._idle.put(worker)
-            return Reply("crash", {}, {}, "stopped before it ran", queued=queued), {}
+            return Reply("cancelled", {}, {}, CANCELLED, queued=queued), {}
         try:
-            reply = worker.request(header, arrays, timeout)
+            reply = worker.request(header, arrays, timeout, cancelled)
             return dataclasses.replace(reply, queued=queued), dict(worker.environment)
         finally:
             self._idle.put(worker)
