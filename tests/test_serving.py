@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -711,3 +712,43 @@ def test_a_number_out_of_range_is_a_plugin_error_naming_the_option(
     with pytest.raises(PluginError) as caught:
         plugin_with(**options).on_config(mkdocs_config(tmp_path))
     assert str(caught.value).startswith("formula-check: ") and message in str(caught.value)
+
+
+class RecordingServer:
+    """What FolderKeeper uses of MkDocs' server: watch, unwatch, and the rebuild flag."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self._want_rebuild = False
+        self._rebuild_cond = threading.Condition()
+
+    def watch(self, path: str) -> None:
+        self.calls.append(("watch", path))
+
+    def unwatch(self, path: str) -> None:
+        self.calls.append(("unwatch", path))
+
+
+def test_a_package_folder_removed_and_put_back_is_watched_again(tmp_path: Path) -> None:
+    """A branch switch moves a package away and back: its watch ended with the folder, so
+    the keeper watches it afresh and asks for a rebuild each time (the imports changed)."""
+    package = tmp_path / "team_model"
+    package.mkdir()
+    server = RecordingServer()
+    keeper = serving.FolderKeeper(server, interval=3600)
+    try:
+        keeper.add(str(package))
+        assert not keeper.look() and server.calls == [] and not server._want_rebuild
+        package.rename(tmp_path / "elsewhere")
+        assert keeper.look() and server.calls == [("unwatch", str(package))]
+        assert server._want_rebuild, "the blocks importing it fail now: rebuild"
+        server._want_rebuild = False
+        assert not keeper.look(), "still gone: nothing more to do"
+        (tmp_path / "elsewhere").rename(package)
+        assert keeper.look() and server.calls[-2:] == [
+            ("unwatch", str(package)),
+            ("watch", str(package)),
+        ]
+        assert server._want_rebuild
+    finally:
+        keeper.close()

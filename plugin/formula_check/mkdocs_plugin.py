@@ -90,6 +90,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.watch: set[Path] = set()
         self.watching: set[Path] = set()
         self.server: LiveReloadServer | None = None
+        self.folders: serving.FolderKeeper | None = None
         self.later_watched: list[str] = []
         self.started_engine: Engine | None = None
         self.serving = False
@@ -108,6 +109,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.session is not None:
             self.session.shutdown()
         self._close_engine()
+        if self.folders is not None:
+            self.folders.close()
 
     def _close_engine(self) -> None:
         if self.engine is not None:
@@ -381,6 +384,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         """Rebuild when a snippet file or a user oracle module changes; with ``fast_serve``,
         look for changes more often than MkDocs' every 0.5 s."""
         self.server = server
+        self.folders = serving.FolderKeeper(server)
         self.later_watched = [str(path) for path in config.watch]  # MkDocs adds them next
         self._watch_new_files(quicken=True)
         return server
@@ -400,6 +404,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 self.server.watch(str(watched), recursive=False)
             else:
                 self.server.watch(str(path))
+                if path.is_dir() and self.folders is not None:
+                    self.folders.add(str(path))  # its watch ends if it is removed
             self.watching.add(watched)
             quicken = True
         if quicken and self.config.enabled and self.config.fast_serve:  # on_serve: serving

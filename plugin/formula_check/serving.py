@@ -24,8 +24,11 @@ Two parts of it are waste under ``mkdocs serve``, and the plugin's ``fast_serve`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import stat
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -98,6 +101,77 @@ def rebuild_wanted(server: Any) -> bool:
     this build ends, so what this build still checks is stale. (MkDocs' own flag; a server
     without it never says so.)"""
     return bool(getattr(server, "_want_rebuild", False))
+
+
+def request_rebuild(server: Any) -> None:
+    """Ask MkDocs for a rebuild, as its own watch does when a file changes."""
+    condition = getattr(server, "_rebuild_cond", None)
+    if condition is None:
+        return
+    with condition:
+        server._want_rebuild = True
+        condition.notify_all()
+
+
+class FolderKeeper:
+    """Keeps the watches on project folders (a package a snippet imports) through their
+    removal and return. A folder that goes away ends its watch for good (the polling emitter
+    stops), and MkDocs ignores the folder's own deletion: a package moved away and back, as a
+    branch switch does, would be edited unseen for the rest of ``mkdocs serve``. Once a second
+    each folder is looked at; one gone or back (another inode) is watched afresh, and a
+    rebuild is asked for, since the verdicts of the blocks importing it changed."""
+
+    def __init__(self, server: Any, interval: float = 1.0) -> None:
+        self.server = server
+        self.interval = interval
+        self.folders: dict[str, tuple[int, int] | None] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, folder: str) -> None:
+        with self._lock:
+            self.folders.setdefault(folder, _identity(folder))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="formula-check-folders", daemon=True
+                )
+                self._thread.start()
+
+    def look(self) -> bool:
+        """Watch afresh each folder removed or put back since the last look; True if any."""
+        changed = False
+        with self._lock:
+            for folder, known in list(self.folders.items()):
+                now = _identity(folder)
+                if now == known:
+                    continue
+                self.folders[folder] = now
+                with contextlib.suppress(KeyError, OSError):
+                    self.server.unwatch(folder)
+                if now is not None:
+                    self.server.watch(folder)
+                changed = True
+        if changed:
+            request_rebuild(self.server)
+        return changed
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.look()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _identity(folder: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(folder)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISDIR(status.st_mode) else None
 
 
 def _syntax(environment: jinja2.Environment) -> tuple[Any, ...]:
