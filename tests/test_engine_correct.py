@@ -66,3 +66,24 @@ def test_trainable_weights_outside_the_formula_are_noted_and_moved() -> None:
         **options,
     )
     assert used.status is Status.MISMATCH, used.headline()
+
+
+def test_a_returned_dict_is_compared_by_its_keys() -> None:
+    oracle, source, options = CORRECT["attention"]
+    by_key = source.replace(
+        "return output, attention_weights",
+        'return {"weights": attention_weights, "output": output}',
+    )
+    result = run(oracle, by_key, **options)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert [v.name for v in result.verdicts] == ["weights", "output"]
+    other_keys = source.replace(
+        "return output, attention_weights",
+        'return {"out": output, "attn": attention_weights}',
+    )
+    ordered = run(oracle, other_keys, **options)
+    assert ordered.status is Status.VERIFIED, ordered.headline()
+    assert (
+        "the code returned a dict whose keys (out, attn) are not all outputs of the oracle: "
+        "compared in order, as output, weights"
+    ) in ordered.notes

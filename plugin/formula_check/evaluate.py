@@ -95,7 +95,7 @@ def evaluate(
             f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}",
             spec.location,
         ) from exc
-    names = _output_names(plan, len(outputs))
+    names = _output_names(plan, len(outputs), header.get("output_keys"))
     verdicts, shown = _verdicts(plan, names, outputs, expected)
     checked = [_param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
@@ -103,7 +103,7 @@ def evaluate(
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
-        _notes(plan, names, outputs, header.get("output_dtypes", []))
+        _notes(plan, names, outputs, header.get("output_dtypes", []), header.get("output_keys"))
         + [note for _, note in checked if note]
         + _unmapped_notes(plan, header)
         + blind_spots(plan)
@@ -282,10 +282,14 @@ def _unused(plan: Plan, name: str) -> Verdict:
     )
 
 
-def _output_names(plan: Plan, count: int) -> list[str]:
+def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:
+    """The oracle output each returned value is compared with: ``returns=``, else the keys
+    of a returned dict that all name outputs of the oracle, else the oracle's order."""
     if plan.spec.returns is not None:
         return list(plan.spec.returns)[:count]
     declared = [t.name for t in plan.oracle.outputs]
+    if keys and set(keys) <= set(declared):
+        return list(keys)
     return declared[:count]
 
 
@@ -314,9 +318,19 @@ def _verdicts(
 
 
 def _notes(
-    plan: Plan, names: Sequence[str], outputs: Sequence[Array], dtypes: Sequence[str]
+    plan: Plan,
+    names: Sequence[str],
+    outputs: Sequence[Array],
+    dtypes: Sequence[str],
+    header_keys: Sequence[str] | None = None,
 ) -> list[str]:
     notes = []
+    keys = header_keys
+    if keys and list(keys) != list(names[: len(keys)]):
+        notes.append(
+            f"the code returned a dict whose keys ({', '.join(keys)}) are not all outputs of "
+            f"the oracle: compared in order, as {', '.join(names)}"
+        )
     if len(outputs) > len(names):
         notes.append(
             f"the code returned {len(outputs)} values; "
