@@ -9,7 +9,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -37,7 +37,13 @@ class OneWorker:
         self.log: list[str] = []
         self.received = threading.Condition()
 
-    def request(self, header: Mapping[str, Any], arrays: object, timeout: float) -> Reply:
+    def request(
+        self,
+        header: Mapping[str, Any],
+        arrays: object,
+        timeout: float,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> Reply:
         with self.received:
             self.log.append(f"run {header['block']}")
             self.received.notify_all()
