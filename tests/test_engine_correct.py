@@ -87,3 +87,15 @@ def test_a_returned_dict_is_compared_by_its_keys() -> None:
         "the code returned a dict whose keys (out, attn) are not all outputs of the oracle: "
         "compared in order, as output, weights"
     ) in ordered.notes
+
+
+def test_only_a_number_is_read_from_the_layer_for_a_parameter() -> None:
+    oracle, source, options = CORRECT["sublayer-post"]
+    weights = {**options["weights"], "norm": "pre_norm"}
+    with pytest.raises(SpecError) as raised:
+        run(oracle, source, **{**options, "weights": weights})
+    assert raised.value.message == (
+        "weights: 'norm' is a parameter of oracle 'sublayer'; only a number can be read from "
+        "the layer and checked against the formula's (the layer's is a bool value, the "
+        "formula's 'post')"
+    )

@@ -155,10 +155,13 @@ def _weights(
                     f"weights: {name!r} is not a weight or parameter of oracle {oracle.name!r}",
                     spec.location,
                 )
-            if np.ndim(value):
+            stated = plan.params[name]
+            number = np.ndim(value) == 0 and np.asarray(value).dtype.kind in "iuf"
+            if not number or isinstance(stated, (str, bool)):
                 raise SpecError(
-                    f"weights: {name!r} is a parameter of oracle {oracle.name!r}, a number, "
-                    f"but the layer's is an array of shape {np.shape(value)}",
+                    f"weights: {name!r} is a parameter of oracle {oracle.name!r}; only a "
+                    "number can be read from the layer and checked against the formula's (the "
+                    f"layer's is {_kind_of(value)}, the formula's {stated!r})",
                     spec.location,
                 )
             scalars[name] = float(value)
@@ -186,18 +189,23 @@ def _weights(
             f"weights: the layer has trainable weights the weight map does not name "
             f"({unmapped}), and oracle {oracle.name!r} took its own {', '.join(defaulted)} in "
             "their place, so the check cannot tell whether the code applies them: map them, "
-            f'e.g. weights="{declared_example(oracle)}"',
+            f'e.g. weights="{_map_example(oracle)}"',
             spec.location,
         )
     return weights, scalars
+
+
+def _kind_of(value: Array) -> str:
+    array = np.asarray(value)
+    return f"an array of shape {array.shape}" if array.ndim else f"a {array.dtype.name} value"
 
 
 def _described(unmapped: Sequence[Sequence[Any]]) -> str:
     return ", ".join(f"{name} {tuple(shape)}" for name, shape in unmapped)
 
 
-def declared_example(oracle: Oracle) -> str:
-    """``gamma=gamma beta=beta``: a weight map naming each of the oracle's weights."""
+def _map_example(oracle: Oracle) -> str:
+    """``gamma=attribute.path beta=attribute.path``: a map naming each of the oracle's weights."""
     return " ".join(f"{t.name}=attribute.path" for t in oracle.weights)
 
 
@@ -322,10 +330,9 @@ def _notes(
     names: Sequence[str],
     outputs: Sequence[Array],
     dtypes: Sequence[str],
-    header_keys: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> list[str]:
     notes = []
-    keys = header_keys
     if keys and list(keys) != list(names[: len(keys)]):
         notes.append(
             f"the code returned a dict whose keys ({', '.join(keys)}) are not all outputs of "
