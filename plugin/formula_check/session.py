@@ -21,6 +21,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as NotYet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -139,11 +140,11 @@ def _close_engines() -> None:
     _ENGINES.clear()
 
 
-# Found by its token alone, so that a plugin that re-serialises the HTML (attribute order,
-# quoting, empty-attribute syntax) before us does not hide a card.
 _SUPERSEDED_POLL = 0.1
 """Seconds between looks at :attr:`FormulaSession.superseded` while a page waits."""
 
+# Found by its token alone, so that a plugin that re-serialises the HTML (attribute order,
+# quoting, empty-attribute syntax) before us does not hide a card.
 _PLACEHOLDER = re.compile(
     r"""<div\b[^>]*?\bdata-fc-token=["']?([0-9a-f]+-[0-9]+)["']?[^>]*>\s*</div>"""
 )
@@ -312,7 +313,7 @@ class FormulaSession:
         while True:
             try:
                 return future.result(timeout=_SUPERSEDED_POLL)
-            except TimeoutError:
+            except NotYet:  # TimeoutError's alias from Python 3.11 on, a class of its own before
                 if self.superseded():
                     self._batch_stop.set()
 
