@@ -625,7 +625,7 @@ def test_project_modules_a_snippet_imports_are_watched_before_it_ever_finishes(
     """A snippet that timed out reports no imports; the fix is often in the module it
     imported, and saving it must rebuild. Its import statements name them: the project's
     packages and modules are watched, installed ones and names that are no file are not."""
-    for folder in ("mymodel", "helpers", "docs"):
+    for folder in ("mymodel", "helpers", "extra"):
         (tmp_path / folder).mkdir()
     (tmp_path / "mymodel" / "slow.py").write_text("def wait(): pass\n", encoding="utf-8")
     (tmp_path / "helpers" / "__init__.py").write_text("", encoding="utf-8")
@@ -642,7 +642,7 @@ def test_project_modules_a_snippet_imports_are_watched_before_it_ever_finishes(
         "    return tf.nn.softmax(x)\n```\n\n"
         '```formula id="b" oracle="ffn" code="snippets/ffn.py:ffn"\nx\n```\n\n'
         '```formula id="c" oracle="softmax"\nx\n```\n\n'
-        "```python\nimport docs.nope\ndef softmax(x) return x\n```\n"
+        "```python\nimport extra.thing, os.path as p  # a comment\ndef softmax(x) return x\n```\n"
     )
     blocks = source_blocks(page, page="docs/index.md", settings=Settings(tmp_path))
     assert [block.block_id for block in blocks if block.spec is not None] == ["a", "b", "c"]
@@ -652,7 +652,8 @@ def test_project_modules_a_snippet_imports_are_watched_before_it_ever_finishes(
         tmp_path / "scaling.py",
         tmp_path / "snippets" / "ffn.py",
         tmp_path / "helpers",
-    }, "block c's snippet does not parse: its error is on its card, nothing to watch"
+        tmp_path / "extra",
+    }, "block c's snippet does not parse, yet its import line still says what to watch"
 
 
 def test_turning_the_plugin_off_during_serve_stops_checking(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ The hooks are glue. What they add to the Markdown extension alone:
 
 from __future__ import annotations
 
-import ast
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from html import escape
@@ -496,6 +496,7 @@ def _snippet_files(blocks: list[PageBlock], root: Path) -> set[Path]:
     imported, however deep; this is for a run that never reports (a timeout, a crash), whose
     fix is often in the module it imported."""
     paths: set[Path] = set()
+    modules: set[str] = set()
     for block in blocks:
         snippet = block.spec.snippet if block.spec else None
         if snippet is None:
@@ -503,24 +504,28 @@ def _snippet_files(blocks: list[PageBlock], root: Path) -> set[Path]:
         if snippet.origin == "file":
             paths.add(root / snippet.location.path)
         if snippet.module:
-            paths.update(_module_files(snippet.module, root))
-        for module in _imported_modules(snippet.source):
-            paths.update(_module_files(module, root))
+            modules.add(snippet.module)
+        modules.update(_imported_modules(snippet.source))
+    for top in {module.split(".", 1)[0] for module in modules}:
+        paths.update(_module_files(top, root))
     return paths
 
 
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import\b|import[ \t]+([^#\n]+))", re.M
+)
+
+
 def _imported_modules(source: str) -> set[str]:
-    """The absolute module names ``import`` statements in ``source`` name, anywhere in it."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):  # its error is the block's card; nothing to watch yet
-        return set()
+    """The absolute module names the ``import`` lines of ``source`` name (a relative
+    ``from . import`` names none). Read from the lines, not parsed: a snippet that does not
+    parse still names what to watch, and a page of many blocks is read in no time."""
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
+    for found, listed in _IMPORT.findall(source):
+        if found:
+            names.add(found)
+        else:
+            names.update(part.split()[0] for part in listed.split(",") if part.split())
     return names
 
 
