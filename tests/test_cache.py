@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import py_compile
 import shutil
 from pathlib import Path
 
@@ -228,6 +229,58 @@ def test_a_data_file_the_code_reads_invalidates_when_edited(tmp_path: Path) -> N
         data.write_text('{"epsilon": 1e-2}')
         assert engine.check(spec).status is Status.MISMATCH
         assert engine.executed == 2
+
+
+@pytest.mark.tf
+def test_an_import_read_from_bytecode_is_still_tracked(tmp_path: Path) -> None:
+    """With a valid ``.pyc``, Python never opens the ``.py``: the bytecode read stands for its
+    source, or a module that fails at import would not be tracked once compiled."""
+    (tmp_path / "helper.py").write_text("SCALE = undefined_name\n", encoding="utf-8")
+    py_compile.compile(str(tmp_path / "helper.py"), doraise=True)
+    code = "import helper\n\ndef f(x):\n    return x\n"
+    with Engine(tmp_path) as engine:
+        result = engine.check(spec_for("softmax", code))
+        assert result.failure is not None and result.failure.type == "NameError"
+        assert result.imports == ("helper.py",), result.imports
+
+
+@pytest.mark.tf
+def test_a_file_the_code_writes_and_reads_back_is_no_dependency(tmp_path: Path) -> None:
+    """It changes with every run: tracked, it would never let the result be cached, and
+    would make ``mkdocs serve`` rebuild forever."""
+    code = (
+        "import numpy as np\nimport tensorflow as tf\n\n"
+        "def softmax(x):\n"
+        "    np.save('scratch.npy', np.arange(3))\n"
+        "    np.load('scratch.npy')\n"
+        "    return tf.nn.softmax(x)\n"
+    )
+    with Engine(tmp_path) as engine:
+        spec = spec_for("softmax", code)
+        assert engine.check(spec).imports == ()
+        assert engine.check(spec).cached
+
+
+@pytest.mark.tf
+def test_a_check_the_checker_failed_on_unloads_the_projects_modules(tmp_path: Path) -> None:
+    """A failure of the checker's own (here a request that lacks its call plan) must not
+    leave the project's modules loaded: the next check would run the old code, and its
+    result would be cached with no dependency on the edited file."""
+    from formula_check.planning import plan_check
+
+    module = tmp_path / "mymod.py"
+    module.write_text("def scale(x):\n    return x\n", encoding="utf-8")
+    code = "import mymod\nimport tensorflow as tf\n\ndef softmax(x):\n    return tf.nn.softmax(mymod.scale(x))\n"
+    with Engine(tmp_path) as engine:
+        spec = spec_for("softmax", code)
+        plan = plan_check(spec, str(tmp_path))
+        broken = {k: v for k, v in plan.header.items() if k not in {"function_call", "layer_call"}}
+        reply, _ = engine.pool.request(broken, plan.arrays, 60.0)
+        assert reply.header.get("type") == "InternalError", reply
+        module.write_text("def scale(x):\n    return 2 * x\n", encoding="utf-8")
+        result = engine.check(spec)
+        assert result.status is Status.MISMATCH, "the edited module ran, not the one kept"
+        assert result.imports == ("mymod.py",)
 
 
 @pytest.mark.tf

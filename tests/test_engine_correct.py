@@ -99,3 +99,32 @@ def test_only_a_number_is_read_from_the_layer_for_a_parameter() -> None:
         "the layer and checked against the formula's (the layer's is a bool value, the "
         "formula's 'post')"
     )
+
+
+def test_only_floating_point_variables_are_moved() -> None:
+    """An index or a mask kept in a tf.Variable is no weight: moving it would break correct
+    code (here the reversed order would no longer reverse)."""
+    source = (
+        "import tensorflow as tf\n\n"
+        "class Softmax(tf.keras.layers.Layer):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.order = tf.Variable(tf.range(6, -1, -1))\n"
+        "    def call(self, x):\n"
+        "        flipped = tf.gather(x, self.order, axis=-1)\n"
+        "        return tf.gather(tf.nn.softmax(flipped, axis=-1), self.order, axis=-1)\n"
+    )
+    result = run("softmax", source, kind="layer")
+    assert result.status is Status.VERIFIED, result.headline()
+    assert not any("outside the weight map" in note for note in result.notes)
+
+
+def test_a_returned_dict_is_matched_by_key_to_the_names_returns_gives() -> None:
+    oracle, source, options = CORRECT["attention"]
+    by_key = source.replace(
+        "return output, attention_weights",
+        'return {"weights": attention_weights, "output": output}',
+    )
+    result = run(oracle, by_key, returns=("output", "weights"), **options)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert not result.notes or not any("dict" in note for note in result.notes)

@@ -286,6 +286,34 @@ def test_checks_off_still_report_the_blocks_that_could_never_be_checked(tmp_path
     assert "Traceback" not in done.stderr
 
 
+def test_checks_off_still_know_the_projects_own_oracles(tmp_path: Path) -> None:
+    """A block naming an oracle of the project's own is well formed with the checks off too
+    (loading it needs NumPy, not TensorFlow)."""
+    project = tmp_path / "own"
+    (project / "docs").mkdir(parents=True)
+    shutil.copy(
+        FIXTURE_SITES.parents[1] / "docs" / "snippets" / "rms_norm_oracle.py",
+        project / "my_oracles.py",
+    )
+    (project / "mkdocs.yml").write_text(
+        "site_name: own oracles\nplugins:\n  - formula-check:\n      enabled: false\n"
+        '      oracles: ["my_oracles:rms_norm"]\n',
+        encoding="utf-8",
+    )
+    (project / "docs" / "index.md").write_text(
+        '# RMS\n\n```formula id="rms" oracle="rms_norm"\nx\n```\n\n'
+        "```python\ndef rms_norm(x, gain):\n    return x\n```\n",
+        encoding="utf-8",
+    )
+    argv = [sys.executable, "-m", "mkdocs", "build", "--strict"]
+    env = dict(os.environ, PYTHONPATH=str(without_tensorflow(tmp_path / "no-tf")))
+    done = subprocess.run(
+        argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert 'id="fc-rms"' in (project / "site" / "index.html").read_text(encoding="utf-8")
+
+
 def _image_sources(page: str) -> list[str]:
     marker = '<img src="'
     return [chunk.split('"', 1)[0] for chunk in page.split(marker)[1:]]

@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         type=Path,
         help="mkdocs.yml, a docs folder or one page (default: the nearest mkdocs.yml, here "
-        "or in a folder above within the repository)",
+        "or in a folder above: within the repository, or outside one up to the home folder)",
     )
     check.add_argument("--workers", type=_positive(int), metavar="N", help="worker processes")
     _run_options(check)
@@ -153,8 +153,9 @@ def _prepare(project: Project, args: argparse.Namespace) -> Settings:
 
 def _nearest_site() -> Path | None:
     """The ``mkdocs.yml`` here or in a folder above: within this repository (the folder
-    holding ``.git``), or outside one, below the home folder (a site's ``docs/`` is never
-    served from a stranger's ``mkdocs.yml`` higher up)."""
+    holding ``.git``); outside one, up to the home folder when below it (a stranger's
+    ``mkdocs.yml`` higher up is never taken), else up to the root. The one found above is
+    named on stderr."""
     here = Path.cwd().resolve()
     found = find_config(here, stop=_search_limit(here))
     if found is not None and found.parent != here:

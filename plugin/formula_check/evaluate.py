@@ -291,12 +291,12 @@ def _unused(plan: Plan, name: str) -> Verdict:
 
 
 def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:
-    """The oracle output each returned value is compared with: ``returns=``, else the keys
-    of a returned dict that all name outputs of the oracle, else the oracle's order."""
-    if plan.spec.returns is not None:
-        return list(plan.spec.returns)[:count]
-    declared = [t.name for t in plan.oracle.outputs]
-    if keys and set(keys) <= set(declared):
+    """The oracle output each returned value is compared with: the keys of a returned dict
+    when each is one of those wanted (``returns=``, else the oracle's outputs), else those
+    wanted in order."""
+    named = plan.spec.returns
+    declared = list(named) if named is not None else [t.name for t in plan.oracle.outputs]
+    if keys and set(keys) <= set(declared) - {"_"}:
         return list(keys)
     return declared[:count]
 
@@ -335,8 +335,8 @@ def _notes(
     notes = []
     if keys and list(keys) != list(names[: len(keys)]):
         notes.append(
-            f"the code returned a dict whose keys ({', '.join(keys)}) are not all outputs of "
-            f"the oracle: compared in order, as {', '.join(names)}"
+            f"the code returned a dict whose keys ({', '.join(keys)}) are not all among the "
+            f"outputs compared: compared in order, as {', '.join(names)}"
         )
     if len(outputs) > len(names):
         notes.append(

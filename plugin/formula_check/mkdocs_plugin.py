@@ -125,6 +125,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.settings = Settings(root, float(self.config.timeout), self.config.timing)
         if not self.config.enabled:  # also when turned off during `mkdocs serve`: its
             self._close_engine()  # workers go (about 0.5 GB each); the disk cache stays
+            self._load_oracles(root)  # NumPy only: blocks naming them are still well formed
             self.session = None
             self.blocks = []
             self.report = None

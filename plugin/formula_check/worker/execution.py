@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import io
 import linecache
@@ -146,43 +147,61 @@ def run_check(
     if str(session.root) not in sys.path:  # the project's own modules are importable
         sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(int(request.get("seed", 0)))
+    files = _Reads()
     try:
-        with contextlib.redirect_stdout(stdout), _READS.recording(session.root) as read:
+        with contextlib.redirect_stdout(stdout), _READS.recording(session.root, files):
             reply, out = _run(session, request, arrays)
     except SnippetRaised as raised:
         reply, out = _failure(raised, request), {}
+    finally:  # also when the checker itself failed: the next check must import afresh
+        imported = _forget_local_modules(session, before)
     reply["stdout"] = stdout.getvalue()[-_MAX_TEXT:]
-    reply["local_files"] = sorted(set(_forget_local_modules(session, before)) | read)
+    reply["local_files"] = sorted((set(imported) | files.read) - files.written)
     return reply, out
+
+
+@dataclass
+class _Reads:
+    """What one check opened in the project: to read, and to write."""
+
+    read: set[str] = field(default_factory=set)
+    written: set[str] = field(default_factory=set)
 
 
 class _ProjectReads:
     """The project files a check opens for reading: the modules it imports (also one whose
-    import fails, which never reaches ``sys.modules``) and the data it loads (a JSON of
-    hyper-parameters). An edit to any of them can change the result, so the cache keys the
-    result on them and ``mkdocs serve`` watches them. Python's audit hook sees every open;
-    it is installed once per worker and records only while a check runs."""
+    import fails, which never reaches ``sys.modules``; a module read from its ``.pyc`` counts
+    as its source) and the data it loads with Python's own ``open`` (a JSON of
+    hyper-parameters, ``np.load``). An edit to any of them can change the result, so the
+    cache keys the result on them and ``mkdocs serve`` watches them. A file the check writes
+    as well is left out: it changes with every run, and would make ``serve`` rebuild
+    forever. Python's audit hook sees every open; it is installed once per worker and records
+    only while a check runs."""
 
     def __init__(self) -> None:
         self.root = ""
-        self.read: set[str] | None = None
+        self.files: _Reads | None = None
         self.installed = False
 
     @contextlib.contextmanager
-    def recording(self, root: Path) -> Iterator[set[str]]:
+    def recording(self, root: Path, files: _Reads) -> Iterator[None]:
         if not self.installed:
             sys.addaudithook(self)
             self.installed = True
-        self.root, self.read = str(root) + os.sep, set()
+        self.root, self.files = str(root) + os.sep, files
         try:
-            yield self.read
+            yield
         finally:
-            self.read = None
+            self.files = None
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        if event != "open" or self.read is None:
+        files = self.files  # once: the check may end on another thread meanwhile
+        if event != "open" or files is None:
             return
-        path, mode, flags = (*args, None, None)[:3]
+        with contextlib.suppress(Exception):  # an audit hook must never fail an open
+            self._record(files, *(*args, None, None)[:3])
+
+    def _record(self, files: _Reads, path: Any, mode: Any, flags: Any) -> None:
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         if not isinstance(path, str):
@@ -192,8 +211,13 @@ class _ProjectReads:
         else:  # os.open: flags only
             reading = isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) == 0
         path = os.path.abspath(path)
-        if reading and path.startswith(self.root) and "__pycache__" not in path:
-            self.read.add(os.path.relpath(path, self.root))
+        if "__pycache__" in path:  # Python's own bytecode: read, it stands for its source
+            if not reading:
+                return
+            with contextlib.suppress(ValueError):
+                path = importlib.util.source_from_cache(path)
+        if path.startswith(self.root):
+            (files.read if reading else files.written).add(os.path.relpath(path, self.root))
 
 
 _READS = _ProjectReads()
@@ -366,12 +390,16 @@ def _variables(layer: Any, mapping: dict[str, str]) -> list[tuple[str, Any, bool
     reaches it. Keras tracks its own; a ``tf.Module`` lists its ``trainable_variables``; a plain
     ``tf.Variable`` kept in an attribute is tracked by neither in Keras 3, so the attributes
     (and lists of them) are searched too, and every mapped path that holds a variable counts.
-    Scalars are left out: a mapped scalar is a parameter of the formula, not a weight."""
+    Scalars are left out (a mapped scalar is a parameter of the formula, not a weight), and so
+    are variables that hold no floating-point numbers."""
     named: dict[int, tuple[str, Any]] = {}
 
     def add(name: str, value: Any) -> None:  # a tf.Variable or a Keras 3 Variable
         is_variable = hasattr(value, "assign") and hasattr(value, "numpy")
-        if is_variable and getattr(value, "trainable", False) and len(value.shape):
+        if not (is_variable and getattr(value, "trainable", False) and len(value.shape)):
+            return
+        dtype = getattr(value.dtype, "name", value.dtype)  # tf.DType, or Keras' string
+        if "float" in str(dtype):  # integer indices, masks and strings are no weights
             named.setdefault(id(value), (name, value))
 
     attributes = vars(layer) if hasattr(layer, "__dict__") else {}
