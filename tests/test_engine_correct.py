@@ -84,8 +84,8 @@ def test_a_returned_dict_is_compared_by_its_keys() -> None:
     ordered = run(oracle, other_keys, **options)
     assert ordered.status is Status.VERIFIED, ordered.headline()
     assert (
-        "the code returned a dict whose keys (out, attn) are not all outputs of the oracle: "
-        "compared in order, as output, weights"
+        "the code returned a dict whose keys (out, attn) are not all among the outputs "
+        "compared: compared in order, as output, weights"
     ) in ordered.notes
 
 
