@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from formula_check.model import CheckResult, Location, SnippetFailure, Status, f
 from formula_check.pages import PageBlock, Settings, page_blocks
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache
-from formula_check.session import FormulaSession, PageContext
+from formula_check.session import SUPERSEDED_GRACE, FormulaSession, PageContext
 
 PAGE = """# Attention
 
@@ -130,3 +131,27 @@ def test_a_re_serialised_placeholder_is_still_found(session: FormulaSession) -> 
     token = ours.split('data-fc-token="')[1].split('"')[0]
     rewritten = f'<div data-search-exclude="" data-fc-token=\'{token}\' class="fc-pending">\n</div>'
     assert "fc-card" in session.fill_placeholders(rewritten)
+
+
+def test_a_superseded_build_lets_its_checks_finish_within_the_grace(
+    session: FormulaSession,
+) -> None:
+    """An edit came in (prose, say): a check about to end still ends, and its result is
+    used; one that would not end is stopped once the grace is over."""
+    block = block_of(session)
+    session.superseded = lambda: True
+    soon: Future[CheckResult] = Future()
+    threading.Timer(SUPERSEDED_GRACE / 4, soon.set_result, [failed(block)]).start()
+    assert session._awaited(soon).status is Status.ERROR
+    assert not session._batch_stop.is_set(), "nothing was stopped: the check ended in time"
+
+    never: Future[CheckResult] = Future()
+    stopped = CheckResult(block.block_id, block.location, "softmax", Status.SKIPPED)
+
+    def answer_once_stopped() -> None:  # what a stopped batch does to its futures
+        session._batch_stop.wait()
+        never.set_result(stopped)
+
+    threading.Thread(target=answer_once_stopped, daemon=True).start()
+    assert session._awaited(never) is stopped
+    assert session._batch_stop.is_set()

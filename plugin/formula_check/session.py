@@ -19,6 +19,7 @@ import itertools
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as NotYet
@@ -142,6 +143,10 @@ def _close_engines() -> None:
 
 _SUPERSEDED_POLL = 0.1
 """Seconds between looks at :attr:`FormulaSession.superseded` while a page waits."""
+SUPERSEDED_GRACE = 1.0
+"""Seconds the checks of a superseded build still get to finish: a save that touched prose
+alone does not throw away a check about to end (an editor saving every second would
+otherwise never let a 2 s check finish); a loop is stopped this much after the fix."""
 
 # Found by its token alone, so that a plugin that re-serialises the HTML (attribute order,
 # quoting, empty-attribute syntax) before us does not hide a card.
@@ -183,6 +188,7 @@ class FormulaSession:
     _checking: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
     _batch_stop: threading.Event = field(default_factory=threading.Event)
+    _superseded_at: float = 0.0
     _tokens: Iterator[int] = field(default_factory=itertools.count)
 
     def get_engine(self) -> Engine:
@@ -308,14 +314,18 @@ class FormulaSession:
         return _PLACEHOLDER.sub(card, html)
 
     def _awaited(self, future: Future[CheckResult]) -> CheckResult:
-        """The future's result; once :attr:`superseded`, the batch is stopped, which answers
-        every future at once (a stopped check is SKIPPED)."""
+        """The future's result. Once :attr:`superseded` for :data:`SUPERSEDED_GRACE`
+        seconds, the batch is stopped, which answers every future at once (a stopped check
+        is SKIPPED)."""
         while True:
             try:
                 return future.result(timeout=_SUPERSEDED_POLL)
             except NotYet:  # TimeoutError's alias from Python 3.11 on, a class of its own before
                 if self.superseded():
-                    self._batch_stop.set()
+                    now = time.monotonic()
+                    self._superseded_at = self._superseded_at or now
+                    if now - self._superseded_at >= SUPERSEDED_GRACE:
+                        self._batch_stop.set()
 
     def answers_for(self, blocks: Sequence[PageBlock]) -> list[CheckResult | Future[CheckResult]]:
         """Known results and futures of blocks being checked; the rest is checked now."""
