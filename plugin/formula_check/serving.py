@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -124,7 +123,7 @@ class FolderKeeper:
     def __init__(self, server: Any, interval: float = 1.0) -> None:
         self.server = server
         self.interval = interval
-        self.folders: dict[str, tuple[int, int] | None] = {}
+        self.folders: dict[str, tuple[int, ...]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -149,7 +148,7 @@ class FolderKeeper:
                 self.folders[folder] = now
                 with contextlib.suppress(KeyError, OSError):
                     self.server.unwatch(folder)
-                if now is not None:
+                if now:
                     self.server.watch(folder)
                 changed = True
         if changed:
@@ -166,12 +165,10 @@ class FolderKeeper:
             self._thread.join()
 
 
-def _identity(folder: str) -> tuple[int, int] | None:
-    try:
-        status = os.stat(folder)
-    except OSError:
-        return None
-    return (status.st_dev, status.st_ino) if stat.S_ISDIR(status.st_mode) else None
+def _identity(folder: str) -> tuple[int, ...]:
+    """The folder's inode and device (:func:`_state` without its times, which move with every
+    file added); empty when it is gone."""
+    return _state(folder)[2:]
 
 
 def _syntax(environment: jinja2.Environment) -> tuple[Any, ...]:
