@@ -50,7 +50,7 @@ _POLL = 0.1
 class Reply:
     """What came back for one request: an answer, or why none came."""
 
-    outcome: str  # "ok" | "timeout" | "crash"
+    outcome: str  # "ok" | "timeout" | "crash" | "cancelled"
     header: Mapping[str, Any]
     arrays: Mapping[str, Array]
     detail: str = ""
