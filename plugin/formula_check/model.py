@@ -282,8 +282,8 @@ class CheckResult:
     elapsed: float = 0.0
     formula: FormulaVerdict | None = None
     imports: tuple[str, ...] = ()
-    """The project files the snippet imported (relative to the project folder): a change to
-    any of them makes the check run again, and ``mkdocs serve`` watches them."""
+    """The project files the snippet imported or read (relative to the project folder): a
+    change to any of them makes the check run again, and ``mkdocs serve`` watches them."""
 
     @property
     def expected_failure(self) -> bool:

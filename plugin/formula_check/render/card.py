@@ -173,7 +173,7 @@ def _verdicts(verdicts: Iterable[Verdict], labels: Labels) -> str:
         for text in (
             labels.output_column,
             labels.max_abs_column,
-            labels.atol_column,
+            labels.tolerance_column,
             labels.worst_column,
             labels.bad_column,
         )

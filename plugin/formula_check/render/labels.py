@@ -51,14 +51,14 @@ class Labels:
     outputs: str
     output_column: str
     max_abs_column: str
-    atol_column: str
+    tolerance_column: str
     worst_column: str
     bad_column: str
     expected_got: str
     relative_part: str
+    """The relative part of a tolerance, under its atol: ``+ {rtol} × |expected|``."""
     timed_out: str
     """A timeout card's message: ``{seconds}`` is the block's timeout."""
-    """The relative part of a tolerance, under its atol: ``+ {rtol} × |expected|``."""
     ok_mark: str
     line: str
     repeats: str
@@ -139,7 +139,7 @@ ENGLISH = Labels(
     outputs="Outputs",
     output_column="Output",
     max_abs_column="max |Δ|",
-    atol_column="Tolerance",
+    tolerance_column="Tolerance",
     worst_column="Worst at",
     bad_column="Out of tolerance",
     expected_got="expected {expected}, got {actual}",
@@ -213,7 +213,7 @@ CHINESE = Labels(
     outputs="输出",
     output_column="输出",
     max_abs_column="最大 |Δ|",
-    atol_column="容差",
+    tolerance_column="容差",
     worst_column="最大误差位置",
     bad_column="超出容差",
     expected_got="预期 {expected}，实际 {actual}",
