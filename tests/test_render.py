@@ -868,7 +868,7 @@ def test_a_timeout_card_says_its_message_in_the_card_language() -> None:
         Location("docs/page.md", 5),
         "attention",
         Status.TIMEOUT,
-        message="timed out: no answer within 2 s; worker restarted",
+        message="timed out: no answer within 2 s; its process was stopped",
     )
     chinese = render_card(result, labels=ZH, image_url=image_url, timeout=2.0)
     assert "2 秒内没有结果：工作进程已被终止" in chinese and "no answer" not in chinese

@@ -154,7 +154,7 @@ BAD_INPUT = [
     "docs/index.md:43 [no-snippet]: error: SpecError: no ```python fence follows this formula block",
     "docs/index.md:49 [escape]: error: SnippetError: snippet path '../outside.py' is outside the project",
     "docs/index.md:55 [hangs]: timeout: ",
-    "docs/index.md:67 [crashes]: error: worker crashed: ",
+    "docs/index.md:67 [crashes]: error: crashed: ",
     "docs/index.md:81 [html-error]: error: ValueError (line 87): <script>alert(1)</script>",
 ]
 

@@ -170,7 +170,7 @@ class Engine:
         if reply.outcome == "timeout":
             return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), []
         if reply.outcome == "crash":
-            return _bare(spec, Status.ERROR, f"worker crashed: {reply.detail}", env), []
+            return _bare(spec, Status.ERROR, f"crashed: {reply.detail}", env), []
         header = reply.header
         local_files = [str(f) for f in header.get("local_files", [])]
         if not header.get("ok"):

@@ -22,7 +22,7 @@ from typing import IO, Any
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from . import protocol
+from . import isolation, protocol
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,17 +43,31 @@ def main(argv: list[str] | None = None) -> int:
 def run_worker(
     root: Path, requests: IO[bytes], answers: IO[bytes], scratch: str | None = None
 ) -> int:
-    """A worker's life once TensorFlow is imported: get ready, say hello, answer requests;
-    at the end (the parent hung up), remove the worker's temporary folder, ``scratch`` (made
-    by the parent; by the worker if None). A worker that is killed never gets here: its
-    parent removes the folder."""
-    from .execution import begin, run_check
+    """A worker's life once TensorFlow is imported: get ready, say hello, then answer each
+    request from a process of its own (:mod:`.isolation`); at the end (the parent hung up),
+    remove the worker's temporary folder, ``scratch`` (made by the parent; by the worker if
+    None). A worker that is killed never gets here: its parent removes the folder."""
+    from .execution import begin, run_forked_check
 
     session, environment = begin(root, scratch)
+    conversation = sorted({requests.fileno(), answers.fileno(), 0})
     try:
         say_hello(answers, environment)
-        return serve(requests, answers, lambda header, arrays: run_check(session, header, arrays))
+
+        def isolated(header: dict[str, Any], arrays: dict[str, Any]) -> bytes:
+            limit = header.get("time_limit")
+            return isolation.run_isolated(
+                lambda h, a: run_forked_check(session, h, a),
+                header,
+                arrays,
+                conversation=conversation,
+                scratch=environment["scratch"],
+                time_limit=float(limit) if isinstance(limit, (int, float)) else None,
+            )
+
+        return serve(requests, answers, isolated)
     finally:
+        isolation.end_children()
         shutil.rmtree(environment["scratch"], ignore_errors=True)
 
 
@@ -65,9 +79,10 @@ def say_hello(answers: IO[bytes], environment: dict[str, Any]) -> None:
 def serve(
     requests: IO[bytes],
     answers: IO[bytes],
-    handle: Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]],
+    answer: Callable[[dict[str, Any], dict[str, Any]], bytes],
 ) -> int:
-    """Answer requests until EOF or ``shutdown``; returns the exit code."""
+    """Answer requests, each with a whole encoded message, until EOF or ``shutdown``; returns
+    the exit code."""
     while True:
         try:
             header, arrays = protocol.read_message(requests)
@@ -76,11 +91,12 @@ def serve(
         if header.get("op") == "shutdown":
             return 0
         try:
-            reply, out_arrays = handle(header, arrays)
+            message = answer(header, arrays)
         except Exception as exc:  # the checker's own fault, not the snippet's: say so, go on
             traceback.print_exc()  # to the worker's log, which names machine paths
-            reply, out_arrays = internal_error(exc), {}
-        protocol.write_message(answers, reply, out_arrays)
+            message = protocol.encode(internal_error(exc))
+        answers.write(message)
+        answers.flush()
 
 
 def internal_error(exc: Exception) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from . import protocol
+from . import isolation, protocol
 from .paths import CHECKER, shown_path
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -74,24 +74,37 @@ def begin(root: Path, scratch: str | None = None) -> tuple[Session, dict[str, An
     TensorFlow deletes the files AutoGraph writes only at exit, which a killed worker never
     reaches, and a snippet may leave files of its own: in a folder of the worker's own,
     ``scratch``, made and named by the pool, the pool removes them all when it stops the
-    worker. Without one (a worker run by hand), the worker makes its own."""
+    worker (each check also has a folder of its own inside it, removed after the check).
+    Without one (a worker run by hand), the worker makes its own.
+
+    Each check runs in a process forked from this one (:mod:`.isolation`), which starts an
+    eager context of its own; both compute on one thread. Where a GPU would be used, or where
+    TensorFlow offers no way to start a new context, the warm-up runs no op: a device context
+    or thread pools made here would be unusable in every check's process."""
     if scratch is None:
         scratch = tempfile.mkdtemp(prefix=protocol.SCRATCH_PREFIX)
     os.environ["TMPDIR"] = scratch  # for what the snippet starts
     tempfile.tempdir = scratch
     session = Session(root)
-    warmed_up = warm_up(session)
-    return session, {**describe_environment(), "warmed_up": warmed_up, "scratch": scratch}
+    gpu = isolation.gpu_present()
+    isolation.become_subreaper()  # what a check's process leaves comes to us, to be ended
+    warmed_up = False
+    if isolation.can_renew_runtime() and not gpu:
+        isolation.prepare_warm_worker()
+        warmed_up = warm_up(session)
+    environment = describe_environment(gpu=gpu)
+    isolation.ready_to_fork()
+    return session, {**environment, "warmed_up": warmed_up, "scratch": scratch}
 
 
 def warm_up(session: Session) -> bool:
     """Pay a fresh process's one-time costs before the first check, not inside it: one small
     check of our own, timed eagerly and under ``tf.function``, through the path every check
-    takes (TensorFlow's eager runtime and thread pools, AutoGraph, tracing). Without it the
-    first block of a build took about 0.2 s longer (0.7 s with timing), and its card showed
-    that as the code's own time. Nothing of it is kept: its module is unloaded as any
-    snippet's is, and each check seeds TensorFlow afresh. (A snippet's own AutoGraph
-    conversion, 50 to 100 ms the first time its code is traced, stays in its first call.)"""
+    takes (TensorFlow's eager runtime and thread pools, AutoGraph, tracing). Every check's
+    process is forked after it, so none pays them again. Nothing of it is kept: its module is
+    unloaded as any snippet's is, and each check seeds TensorFlow afresh. (A snippet's own
+    AutoGraph conversion, 50 to 100 ms the first time its code is traced, stays in its own
+    first call.)"""
     from ..model import CheckSpec, Location, TimingSpec
     from ..planning import plan_check
     from ..snippets import inline_snippet
@@ -112,14 +125,10 @@ def warm_up(session: Session) -> bool:
     return bool(reply.get("ok"))
 
 
-def describe_environment() -> dict[str, Any]:
-    """TensorFlow and Keras versions, the device used, and the thread count."""
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        details = tf.config.experimental.get_device_details(gpus[0])
-        device = f"GPU: {details.get('device_name', gpus[0].name)}"
-    else:
-        device = f"CPU: {_cpu_model()}"
+def describe_environment(*, gpu: bool = False) -> dict[str, Any]:
+    """TensorFlow and Keras versions, the device used, and the thread count. With ``gpu``,
+    the device is named without starting TensorFlow's runtime here (see :func:`begin`)."""
+    device = "GPU (its runtime started by each check)" if gpu else f"CPU: {_cpu_model()}"
     threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count() or 1
     return {
         "tf_version": tf.__version__,
@@ -135,6 +144,14 @@ def _cpu_model() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
+
+
+def run_forked_check(
+    session: Session, request: dict[str, Any], arrays: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`run_check` in a check's own process, forked from the warm worker."""
+    isolation.fresh_runtime()
+    return run_check(session, request, arrays)
 
 
 def run_check(

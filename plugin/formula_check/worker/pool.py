@@ -650,6 +650,8 @@ class Worker:
         self.stderr_log: IO[bytes] | None = None
         self.scratch: Path | None = None
         """The worker's private temporary folder, removed when it stops."""
+        self.log_offset = 0
+        """Where the stderr log stood when the request now running was sent."""
         self._killing = threading.Lock()
         self._starting = False
 
@@ -743,12 +745,19 @@ class Worker:
             self.stderr_log.close()
             self.stderr_log = None
 
-    def stderr_tail(self, limit: int = 1500) -> str:
-        """The end of what the worker wrote to stderr (TensorFlow noise filtered out)."""
+    def _log_size(self) -> int:
+        with self._killing:  # a close closes the log under this lock
+            if self.stderr_log is None:
+                return 0
+            return os.fstat(self.stderr_log.fileno()).st_size
+
+    def stderr_tail(self, limit: int = 1500, since: int = 0) -> str:
+        """The end of what the worker wrote to stderr from byte ``since`` on (another check's
+        lines are not this one's to show); TensorFlow noise filtered out."""
         with self._killing:  # a close closes the log under this lock
             if self.stderr_log is None:
                 return ""
-            self.stderr_log.seek(0)
+            self.stderr_log.seek(since)
             text = self.stderr_log.read().decode("utf-8", "replace")
         lines = text.splitlines()
         useful = [
@@ -777,6 +786,10 @@ class Worker:
         process = self.process  # read once: a close from another thread clears it
         if process is None or process.stdin is None:
             return _STOPPED
+        # The worker stops a check that overruns its time itself, and stays warm; the pool
+        # stops the worker only if that answer, too, is late.
+        header = {**header, "time_limit": timeout}
+        self.log_offset = self._log_size()
         try:
             protocol.write_message(process.stdin, header, arrays)
         except OSError as exc:  # its end of the pipe is gone: it died
@@ -786,8 +799,22 @@ class Worker:
                 raise  # a request that cannot be encoded: our bug, not a stop
             reply = _STOPPED  # our end was closed under us: the pool was shut
         else:
-            reply = self._receive(timeout, cancelled)
+            reply = self._receive(timeout + WORKER_GRACE, cancelled)
+            reply = self._check_process_ended(reply, timeout)
         return dataclasses.replace(reply, startup=startup)
+
+    def _check_process_ended(self, reply: Reply, timeout: float) -> Reply:
+        """A check whose own process timed out or died, said as the pool says it of a worker
+        (the worker itself lives on)."""
+        if reply.outcome != "ok" or reply.header.get("op") not in {"timeout", "crash"}:
+            return reply
+        if reply.header["op"] == "timeout":
+            return Reply(
+                "timeout", {}, {}, f"no answer within {timeout:g} s; its process was stopped"
+            )
+        tail = scrubbed(self.stderr_tail(600, since=self.log_offset), str(self.root))
+        said = f"; it said: {tail}" if tail else ""
+        return Reply("crash", {}, {}, f"{reply.header.get('detail', '')}{said}")
 
     def _receive(self, timeout: float, cancelled: Callable[[], bool] = lambda: False) -> Reply:
         process = self.process
@@ -806,7 +833,9 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
-                return Reply("timeout", {}, {}, f"no answer within {timeout:g} s; worker restarted")
+                return Reply(
+                    "timeout", {}, {}, f"no answer within {timeout:g} s; the worker was restarted"
+                )
             ready, _, _ = select.select([stream], [], [], min(_POLL, remaining))
             if ready:
                 break
@@ -834,18 +863,13 @@ class Worker:
         return bool(self.memory_limit_mb) and rss > self.memory_limit_mb * 1024
 
     def rss_kb(self) -> int:
-        """Resident memory of the worker now (0 when unknown)."""
+        """Resident memory now of the largest process of the worker's tree: the worker, or
+        the check's process forked from it, or one the snippet started (0 when unknown). The
+        largest, not the sum: a forked check shares most of its pages with the worker."""
         process = self.process
         if process is None:
             return 0
-        try:
-            status = Path(f"/proc/{process.pid}/status").read_text()
-        except OSError:
-            return 0
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        return max((_rss_kb(pid) for pid in _process_tree(process.pid)), default=0)
 
     def _crashed(self, what: str) -> Reply:
         process = self.process
@@ -854,7 +878,7 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
         code = self.kill()
-        tail = scrubbed(self.stderr_tail(600), str(self.root))  # cards are published
+        tail = scrubbed(self.stderr_tail(600, since=self.log_offset), str(self.root))  # published
         said = f"; it said: {tail}" if tail else ""
         return Reply(
             "crash",
@@ -904,6 +928,34 @@ class Worker:
 
 
 _STOPPED = Reply("crash", {}, {}, "the checker was stopped while this check ran")
+WORKER_GRACE = 5.0
+"""Seconds past a check's time limit that the pool waits for the worker to say it stopped
+the check, before it stops the worker itself."""
+
+
+def _process_tree(pid: int, limit: int = 256) -> list[int]:
+    """``pid`` and its descendants (Linux; ``pid`` alone elsewhere), ``limit`` at most."""
+    tree: list[int] = []
+    pending = [pid]
+    while pending and len(tree) < limit:
+        current = pending.pop()
+        tree.append(current)
+        with contextlib.suppress(OSError, ValueError):
+            for task in os.listdir(f"/proc/{current}/task"):
+                text = Path(f"/proc/{current}/task/{task}/children").read_text(encoding="ascii")
+                pending.extend(int(child) for child in text.split())
+    return tree
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
 
 
 def _describe_exit(code: int | None) -> str:

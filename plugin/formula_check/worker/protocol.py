@@ -22,6 +22,8 @@ MAGIC = b"FCK1"
 VERSION = 1
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
+PREFIX_SIZE = _PREFIX.size
+"""Bytes of a message before its header: enough for :func:`message_length`."""
 SCRATCH_PREFIX = "formula-check-worker-"
 """The name of a worker's private temporary folder begins with this (its hello names it)."""
 
@@ -80,6 +82,13 @@ def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], dict[str, Array]]:
     head = _read_exact(stream, head_len)
     payload = _read_exact(stream, payload_len)
     return _unpack(head, memoryview(payload))
+
+
+def message_length(prefix: bytes) -> int:
+    """The whole length of the message that begins with ``prefix`` (its first
+    :data:`PREFIX_SIZE` bytes)."""
+    head_len, payload_len = _check_prefix(prefix)
+    return _PREFIX.size + head_len + payload_len
 
 
 def _check_prefix(prefix: bytes) -> tuple[int, int]:
