@@ -46,7 +46,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from . import child, protocol
+from . import child, isolation, protocol
 
 _LONGEST_REQUEST = 16384
 """Bytes read per request: ``fork`` with a folder path of up to 8 KiB, hex-encoded."""
@@ -81,6 +81,9 @@ def _serve(root: Path, control: socket.socket, hello: dict[str, Any]) -> int:
     send_line(control, hello)
     if not hello["ok"]:
         return 3
+    # A worker killed in the middle of a check leaves what the check started (also in a
+    # session of its own) to us, not to init: each is ended when a worker's end is seen.
+    isolation.become_subreaper()
     children: dict[int, str | None] = {}  # each worker, and its temporary folder
     try:
         _answer_until_eof(root, control, children)
@@ -98,6 +101,7 @@ def _serve(root: Path, control: socket.socket, hello: dict[str, Any]) -> int:
                 os.waitpid(pid, 0)
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+        isolation.end_children()
     return 0
 
 
@@ -232,7 +236,10 @@ def _answer_until_eof(root: Path, control: socket.socket, children: dict[int, st
         for fd in fds:
             os.close(fd)
         if command[:1] == ["wait"] and len(command) == 2 and command[1].isdigit():
-            send_line(control, _wait(int(command[1]), children))
+            answer = _wait(int(command[1]), children)
+            if "status" in answer:  # a worker ended: so does what its last check left running
+                isolation.end_children(keep=frozenset(children))
+            send_line(control, answer)
         else:
             send_line(control, {"error": f"unknown command {data[:40]!r}"})
 
