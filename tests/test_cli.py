@@ -475,20 +475,6 @@ def test_a_folder_with_no_site_and_no_pages_exits_2(
     ) in captured.err
 
 
-def test_a_site_folder_without_pages_there_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "mkdocs.yml").write_text("site_name: empty\n", encoding="utf-8")
-    (tmp_path / "docs" / "empty").mkdir(parents=True)
-    (tmp_path / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
-    assert cli.main(["check", str(tmp_path / "docs" / "empty")]) == 2
-    assert (
-        f"{tmp_path / 'docs' / 'empty'}: nothing to check: {tmp_path / 'mkdocs.yml'} has no "
-        "page there"
-    ) in capsys.readouterr().err
-    assert cli.main(["check", str(tmp_path)]) == 0, "pages without formulas: nothing failed"
-
-
 @pytest.mark.tf
 def test_a_cache_folder_in_the_way_is_said_once_and_the_check_still_runs(
     first_runs: dict[str, Run],

@@ -255,23 +255,16 @@ def _write(path: Path, data: str | bytes) -> None:
         raise UsageError(f"{path}: cannot write: {exc.strerror}") from None
 
 
-def _no_pages(target: Path, project: Project) -> UsageError:
-    """A run that would check no page at all: a mistyped path must not pass CI either."""
-    suffixes = ", ".join(sorted(PAGE_SUFFIXES))
-    if project.config_file is None:
-        return UsageError(
-            f"{target}: nothing to check: no {CONFIG_NAME} here or in a folder above, and no "
-            f"page ({suffixes}) in it"
-        )
-    return UsageError(f"{target}: nothing to check: {project.config_file} has no page there")
-
-
 def _check(args: argparse.Namespace) -> int:
     target = args.path or _nearest_site() or _no_site_here()
     project, pages = target_pages(target)
-    if not pages:
-        raise _no_pages(target, project)
     settings = _prepare(project, args)
+    if not pages and project.config_file is None:
+        # Neither a site nor a page: a mistyped path must not pass CI by checking nothing.
+        raise UsageError(
+            f"{target}: nothing to check: no {CONFIG_NAME} here or in a folder above, and no "
+            f"page ({', '.join(sorted(PAGE_SUFFIXES))}) in it"
+        )
     blocks = [block for page in pages for block in read_blocks(page, project, settings)]
     chosen = [block for block in blocks if _selected(block, args.pattern)]
     if blocks and not chosen:
