@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import py_compile
 import shutil
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,8 @@ import pytest
 from formula_check.cache import ResultCache, cache_key
 from formula_check.engine import Engine
 from formula_check.model import CheckResult, Location, Status
+from formula_check.sealed import STALE_AFTER
+from formula_check.sealed import log as cache_logger
 from formula_check.snippets import resolve_code
 from implementations import SDPA
 from support import PROJECT, spec_for
@@ -143,6 +149,96 @@ def test_no_temporary_files_left_behind(tmp_path: Path) -> None:
         cache.put(f"{i:02d}" * 32, sample_result(), [])
     leftovers = [p.name for p in (tmp_path / "cache").rglob("*") if p.name.startswith(".tmp")]
     assert leftovers == []
+
+
+class CacheLog(logging.Handler):
+    """Collects what the cache says, wherever a build would show it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.getMessage()}")
+
+
+@pytest.fixture
+def cache_log() -> Iterator[CacheLog]:
+    handler, level = CacheLog(), cache_logger.level
+    cache_logger.addHandler(handler)
+    cache_logger.setLevel(logging.DEBUG)  # as under MkDocs, whose logger lets every level through
+    yield handler
+    cache_logger.removeHandler(handler)
+    cache_logger.setLevel(level)
+
+
+def test_an_entry_that_is_a_folder_is_checked_afresh_and_said_once(
+    tmp_path: Path, cache_log: CacheLog
+) -> None:
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    spec = spec_for("attention", SDPA)
+    key = "a1" * 32
+    cache.put(key, sample_result(), [])
+    [entry] = list((tmp_path / "cache").glob("*/*.fcr"))
+    entry.unlink()
+    entry.mkdir()  # a stray folder where the entry goes
+    for _ in range(3):  # a rebuild meets it again
+        assert cache.get(key, spec) is None
+        cache.put(key, sample_result(), [])
+    assert entry.is_dir(), "what the cache did not write it does not delete"
+    [said] = cache_log.lines
+    assert said.startswith("INFO formula-check cache: ")
+    assert "cache/a1/" + key + ".fcr" in said and "not a file" in said
+
+
+def test_a_cache_folder_that_is_a_file_means_checking_without_it(
+    tmp_path: Path, cache_log: CacheLog
+) -> None:
+    (tmp_path / "cache").write_text("not a folder")
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    spec = spec_for("attention", SDPA)
+    for index in range(3):
+        key = f"{index:02d}" * 32
+        assert cache.get(key, spec) is None
+        cache.put(key, sample_result(), [])
+    assert (tmp_path / "cache").read_text() == "not a folder"
+    [said] = cache_log.lines
+    assert said.startswith("INFO formula-check cache: cannot store results in cache")
+    assert "not stored" in said
+
+
+def test_an_entry_copied_over_another_is_never_served(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    spec = spec_for("attention", SDPA)
+    mine, theirs = "b2" * 32, "c3" * 32
+    cache.put(mine, sample_result(), [])
+    cache.put(theirs, dataclasses.replace(sample_result(), status=Status.VERIFIED), [])
+    shard = tmp_path / "cache"
+    shutil.copyfile(shard / "c3" / f"{theirs}.fcr", shard / "b2" / f"{mine}.fcr")
+    assert cache.get(mine, spec) is None, "another key's verdict is not this block's"
+    assert not (shard / "b2" / f"{mine}.fcr").exists()
+    served = cache.get(theirs, spec)
+    assert served is not None and served.status is Status.VERIFIED
+
+
+def test_temporaries_of_killed_builds_go_and_those_being_written_stay(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    spec = spec_for("attention", SDPA)
+    cache.put("d4" * 32, sample_result(), [])
+    killed = tmp_path / "cache" / "d4" / ".tmp-killed.fcr"
+    killed_figure = tmp_path / "cache" / "figures" / "e5" / ".tmp-killed.fcf"
+    being_written = tmp_path / "cache" / "d4" / ".tmp-writing.fcr"
+    killed_figure.parent.mkdir(parents=True)
+    for path in (killed, killed_figure, being_written):
+        path.write_bytes(b"half an entry")
+    long_ago = time.time() - STALE_AFTER - 60
+    for path in (killed, killed_figure):
+        os.utime(path, (long_ago, long_ago))
+    later = ResultCache(tmp_path / "cache", tmp_path)  # the next build
+    assert later.get("f6" * 32, spec) is None
+    later.put("f6" * 32, sample_result(), [])
+    assert not killed.exists() and not killed_figure.exists()
+    assert being_written.read_bytes() == b"half an entry", "another build is writing it"
 
 
 @pytest.mark.tf

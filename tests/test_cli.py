@@ -425,6 +425,77 @@ def test_show_before_any_block_exits_2(first_runs, monkeypatch, capsys) -> None:
     assert "blocks open at lines: 5, 24, 30, 44, 58" in capsys.readouterr().err
 
 
+TWELVE_LINES = """# Softmax
+
+```formula id="sm" oracle="no-such-oracle"
+\\text{softmax}(x)_i = \\frac{e^{x_i}}{\\sum_j e^{x_j}}
+```
+
+```python
+def softmax(x):
+    return x
+```
+
+The end.
+"""
+
+
+@pytest.mark.parametrize("line", [999, 13, 12, 11, 2])
+def test_show_where_no_block_is_exits_2_naming_the_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], line: int
+) -> None:
+    (tmp_path / "page.md").write_text(TWELVE_LINES, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["show", f"page.md:{line}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"page.md:{line}: no formula block here (blocks open at lines: 3)" in captured.err
+
+
+@pytest.mark.parametrize("line", [3, 6, 9, 10])
+def test_show_a_line_of_a_block_or_its_code_shows_that_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], line: int
+) -> None:
+    (tmp_path / "page.md").write_text(TWELVE_LINES, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["show", f"page.md:{line}"]) == 1  # its unknown oracle: no TensorFlow run
+    assert capsys.readouterr().out.startswith("page.md:3 [sm]: error: ")
+
+
+def test_a_folder_with_no_site_and_no_pages_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("not a page\n", encoding="utf-8")
+    assert cli.main(["check", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert (
+        f"{tmp_path}: nothing to check: no mkdocs.yml here or in a folder above, and no page "
+        "(.markdown, .md, .mdown, .mkd, .mkdn) in it"
+    ) in captured.err
+
+
+@pytest.mark.tf
+def test_a_cache_folder_in_the_way_is_said_once_and_the_check_still_runs(
+    first_runs: dict[str, Run],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = tmp_path / "good"
+    shutil.copytree(first_runs["good"].project, project, ignore=shutil.ignore_patterns(".cache"))
+    (project / ".cache").write_text("a file where the cache folder goes\n", encoding="utf-8")
+    monkeypatch.chdir(project)
+    assert cli.main(["check", "--no-timing"]) == 0
+    captured = capsys.readouterr()
+    said = [line for line in captured.err.splitlines() if "formula-check cache" in line]
+    assert said == [
+        "formula-check cache: cannot store results in .cache/formula-check (Not a directory: "
+        ".cache); those not stored are computed again next build"
+    ]
+    assert "verified" in captured.out
+
+
 def test_progress_redraws_one_line_on_a_terminal() -> None:
     import io
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check.compare import compare, squeeze_leading
+from formula_check.compare import compare, delta_array, squeeze_leading
 from formula_check.errors import SpecError
 from formula_check.masks import keep_mask, snippet_mask
 from formula_check.worker import protocol
@@ -78,6 +78,45 @@ def test_compare_nonfinite_and_shapes() -> None:
     assert shape.problem == "shape mismatch: expected (b, n) = (2, 3), got (3, 2) — read as (n, b)"
     rank = compare("o", np.ones((2, 3, 1)), expected, ("b", "n"), 1e-5, 1e-5)
     assert rank.problem == "shape mismatch: expected (b, n) = (2, 3), got (2, 3, 1)"
+
+
+INF, NAN = np.inf, np.nan
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "problem"),
+    [
+        (
+            [1.0, INF, NAN, -INF, 0.5],
+            [INF, INF, 1.0, NAN, 0.5],
+            "3 NaN/Inf values in the result; 3 in the oracle's expected values",
+        ),
+        ([1.0, 2.0, 3.0], [INF, NAN, 3.0], "2 NaN/Inf values in the oracle's expected values"),
+        ([INF, -INF, 3.0], [1e308, -1e308, 3.0], "2 NaN/Inf values in the result"),
+        (
+            [INF, INF, 0.5],
+            [INF, INF, 0.5],
+            "2 NaN/Inf values in the result; 2 in the oracle's expected values",
+        ),
+    ],
+)
+def test_nonfinite_values_are_a_mismatch_that_says_so_quietly(
+    actual: list[float], expected: list[float], problem: str
+) -> None:
+    """No NumPy RuntimeWarning (the suite turns warnings into errors): the verdict says it."""
+    verdict = compare("o", np.array(actual), np.array(expected), ("n",), 1e-5, 1e-5)
+    assert not verdict.ok and verdict.problem == problem
+    assert verdict.summary() == f"o: {problem}"
+    assert verdict.n_bad >= 2 and verdict.max_abs == INF
+    assert verdict.nonfinite == int(np.count_nonzero(~np.isfinite(actual)))
+    delta = delta_array(np.array(actual), np.array(expected))
+    assert delta is not None and delta[-1] == 0.0  # the finite element agrees
+
+
+def test_huge_finite_values_compare_without_overflow_warnings() -> None:
+    verdict = compare("o", np.array([1e308, -1e308]), np.array([-1e308, 1e308]), ("n",), 0, 1e-5)
+    assert not verdict.ok and verdict.max_abs == INF and verdict.problem == ""
+    assert verdict.summary().startswith("o: max |Δ| = inf > atol 0 at (0) ")
 
 
 def test_compare_per_position_tolerance() -> None:

@@ -877,3 +877,41 @@ def test_a_timeout_card_says_its_message_in_the_card_language() -> None:
     assert "no answer within 2 s" in render_card(result, labels=ZH, image_url=image_url), (
         "without the block's timeout (a hand-made result) the message is shown as it is"
     )
+
+
+def test_inf_and_nan_on_both_sides_render_a_mismatch_quietly() -> None:
+    """From the comparison to the card, the report and the terminal: no NumPy RuntimeWarning
+    (warnings are errors in this suite), and every face says the values were not finite."""
+    from formula_check.ci_formats import text_card
+    from formula_check.compare import compare, delta_array
+
+    actual = np.array([[1.0, np.inf, np.nan], [-np.inf, 0.5, 2.0]], dtype=np.float32)
+    expected = np.array([[np.inf, np.inf, 1.0], [np.nan, 0.5, 2.0]])
+    verdict = compare("output", actual, expected, ("n", "d_v"), 1e-5, 1e-5)
+    delta = delta_array(actual, expected)
+    assert delta is not None
+    result = CheckResult(
+        block_id="inf",
+        location=Location("docs/attention.md", 42),
+        oracle="softmax",
+        status=Status.MISMATCH,
+        verdicts=(verdict,),
+        shapes=(ShapeInfo("output", "output", (2, 3), ("n", "d_v")),),
+        arrays={
+            "output": actual,
+            "weights": actual[np.newaxis],
+            "hidden": actual,
+            "delta": delta,
+            "delta_worst": np.asarray(verdict.worst_index, dtype=np.int64),
+        },
+    )
+    said = "3 NaN/Inf values in the result; 3 in the oracle&#x27;s expected values"
+    for labels in (EN, ZH):
+        card = render_card(result, labels=labels, image_url=image_url)
+        assert said in card
+        assert len(figures_for(result, None, labels)) == 4  # weights, output, hidden, |Δ|
+    assert "3 NaN/Inf values in the result; 3 in the oracle's expected values" in text_card(
+        result, Path()
+    )
+    [block] = json.loads(report_json([result]))["blocks"]
+    assert block["status"] == "mismatch"

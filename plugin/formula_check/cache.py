@@ -5,8 +5,9 @@ version, every block option, TensorFlow version and this package's version. Proj
 the snippet imported are recorded *inside* the entry with their hashes (the worker reports
 what was really imported), so editing a helper module invalidates the entries that used it.
 
-Files are written to a temporary name and renamed, and carry a SHA-256 of their bytes: a
-process killed mid-write leaves no entry, and a damaged entry is discarded and recomputed.
+Files are written to a temporary name and renamed, and sealed with a SHA-256 over their key
+and bytes (:mod:`.sealed`): a process killed mid-write leaves no entry, and a damaged entry,
+or another key's copied over it, is discarded and recomputed, never served.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -40,6 +39,7 @@ from .model import (
     to_plain,
 )
 from .oracles import get_oracle
+from .sealed import SealedFiles
 from .snippets import file_digest
 from .worker import protocol
 
@@ -100,15 +100,13 @@ class ResultCache:
     def __init__(self, directory: Path, root: Path) -> None:
         self.directory = directory
         self.root = root
+        self.files = SealedFiles(directory, ".fcr", "results", root)
         self.hits = 0
         self.misses = 0
         self.decoded = 0
         # Entries already read, by key, with the identity of the file they came from: a
         # rebuild (``mkdocs serve``) re-reads only entries whose file was replaced.
         self._memory: dict[str, tuple[tuple[int, int, int], CheckResult, dict[str, str]]] = {}
-
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.fcr"
 
     def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
         """The cached result for ``key`` relocated to ``spec``'s block, or None."""
@@ -131,23 +129,18 @@ class ResultCache:
         )
 
     def _read(self, key: str) -> tuple[CheckResult, dict[str, str]] | None:
-        path = self._path(key)
-        try:
-            stat = path.stat()
-        except OSError:
+        identity = self.files.identity(key)
+        if identity is None:
             self._memory.pop(key, None)
             return None
-        identity = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # a rewrite is a new file
         remembered = self._memory.get(key)
         if remembered is not None and remembered[0] == identity:
             return remembered[1], remembered[2]
-        try:
-            entry = self._decode(path.read_bytes())
-        except OSError:
-            entry = None
+        message = self.files.read(key)
+        entry = self._decode(message) if message is not None else None
         self.decoded += 1
         if entry is None:
-            path.unlink(missing_ok=True)  # damaged: forget it, recompute
+            self.files.discard(key)  # damaged: forget it, recompute
             self._memory.pop(key, None)
             return None
         self._memory[key] = (identity, *entry)
@@ -160,17 +153,15 @@ class ResultCache:
 
         The same code on another page, or further down, hits the same entry: a failure in
         an inline snippet (``spec``'s) is stored by its line within the snippet, and placed
-        on the page that reads it."""
+        on the page that reads it. A cache that cannot be written is said once, and the
+        result is simply not stored."""
         depends = {rel: file_digest(self.root / rel) for rel in local_files}
         stored = dataclasses.replace(result, failure=_unplaced(result.failure, spec))
         header = {"result": result_to_json(stored), "depends": depends}
-        write_sealed(self._path(key), protocol.encode(header, dict(result.arrays)))
+        self.files.write(key, protocol.encode(header, dict(result.arrays)))
 
     @staticmethod
-    def _decode(blob: bytes) -> tuple[CheckResult, dict[str, str]] | None:
-        message = unseal(blob)
-        if message is None:
-            return None
+    def _decode(message: bytes) -> tuple[CheckResult, dict[str, str]] | None:
         try:
             header, arrays = protocol.decode(message)
             return result_from_json(header["result"], arrays), dict(header["depends"])
@@ -201,27 +192,6 @@ def _placed(failure: SnippetFailure | None, spec: CheckSpec) -> SnippetFailure |
     return dataclasses.replace(
         failure, location=Location(snippet.location.path, snippet.line_offset + at.line)
     )
-
-
-def write_sealed(path: Path, message: bytes) -> None:
-    """Write ``message`` with its SHA-256 in front, atomically (temporary file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(hashlib.sha256(message).digest() + message)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def unseal(blob: bytes) -> bytes | None:
-    """The message inside a sealed blob, or None when it is truncated or damaged."""
-    digest, message = blob[:32], blob[32:]
-    return message if len(digest) == 32 and hashlib.sha256(message).digest() == digest else None
 
 
 def result_to_json(result: CheckResult) -> dict[str, Any]:

@@ -8,15 +8,17 @@ Exit codes: 0 every block came out as its author said; 1 drift, error or timeout
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import fnmatch
+import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from . import ci_formats
+from . import ci_formats, sealed
 from .config import STATUSES
 from .engine import Engine
 from .errors import FormulaCheckError
@@ -26,6 +28,7 @@ from .pages import PageBlock, Settings
 from .progress import Progress, summary
 from .project import (
     CONFIG_NAME,
+    PAGE_SUFFIXES,
     Project,
     ProjectError,
     find_config,
@@ -128,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"check": _check, "show": _show, "oracles": _list_oracles, "stop": _stop}
     command = commands[args.command]
     try:
-        return command(args)
+        with _printed(sealed.log):
+            return command(args)
     except FormulaCheckError as exc:  # includes MissingTensorFlowError: its text names the extra
         print(f"formula-check: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -139,6 +143,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `formula-check oracles | head`: the reader left; say nothing more to it.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
+
+
+@contextlib.contextmanager
+def _printed(logger: logging.Logger) -> Iterator[None]:
+    """Print what ``logger`` says (INFO and above) on stderr while a command runs: the cache's
+    problems, which a build shows in its log."""
+    handler = logging.StreamHandler(sys.stderr)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 # -- shared steps -----------------------------------------------------------------------------
@@ -237,8 +256,15 @@ def _write(path: Path, data: str | bytes) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    project, pages = target_pages(args.path or _nearest_site() or _no_site_here())
+    target = args.path or _nearest_site() or _no_site_here()
+    project, pages = target_pages(target)
     settings = _prepare(project, args)
+    if not pages and project.config_file is None:
+        # Neither a site nor a page: a mistyped path must not pass CI by checking nothing.
+        raise UsageError(
+            f"{target}: nothing to check: no {CONFIG_NAME} here or in a folder above, and no "
+            f"page ({', '.join(sorted(PAGE_SUFFIXES))}) in it"
+        )
     blocks = [block for page in pages for block in read_blocks(page, project, settings)]
     chosen = [block for block in blocks if _selected(block, args.pattern)]
     if blocks and not chosen:
@@ -288,11 +314,28 @@ def _parse_where(text: str) -> tuple[Path, int]:
     return path, int(line)
 
 
+def _last_line(opening: int, body: str, closed: bool) -> int:
+    """The page line where a fence opening at ``opening`` ends (its closing fence; an unclosed
+    one runs to the end of the page). An empty fence reads as holding one blank line: the
+    scanner's text cannot tell the two apart, and one line too many beats one too few."""
+    return opening + body.count("\n") + 1 + (1 if closed else 0)
+
+
+def block_lines(block: PageBlock) -> range:
+    """The page lines of ``block``: from its formula fence to the end of the python fence it
+    runs (the prose between them included), or of the formula fence when its code lies
+    elsewhere (``code=``)."""
+    fence = block.fence
+    end = _last_line(fence.line, fence.latex, fence.closed)
+    code = fence.snippet
+    if code is not None and (block.spec is None or block.spec.snippet.origin == "inline"):
+        end = _last_line(fence.line - fence.row + code.row, code.body, code.closed)
+    return range(fence.line, end + 1)
+
+
 def block_at(blocks: Sequence[PageBlock], line: int) -> PageBlock | None:
-    """The block whose fence opens at ``line``, else the last one opening before it (a line
-    inside a formula or its code belongs to that block)."""
-    before = [block for block in blocks if block.location.line <= line]
-    return before[-1] if before else None
+    """The block whose lines (:func:`block_lines`) hold ``line``, if any."""
+    return next((block for block in reversed(blocks) if line in block_lines(block)), None)
 
 
 def _show(args: argparse.Namespace) -> int:

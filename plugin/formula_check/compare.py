@@ -55,15 +55,19 @@ def compare(
     if actual.shape != expected.shape:
         return verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape))
     actual64 = actual.astype(np.float64)
-    nonfinite = int(np.count_nonzero(~np.isfinite(actual64)))
-    delta = np.abs(actual64 - expected)
-    delta = np.where(np.isfinite(delta), delta, np.inf)
-    allowed = np.broadcast_to(atol, expected.shape) + rtol * np.abs(expected)
-    bad = ~(delta <= allowed)
-    worst = _worst_index(delta, allowed)
-    rel = delta / np.maximum(np.abs(expected), np.finfo(np.float64).tiny)
+    # NaN and Inf are judged here, element by element, and said in the verdict: NumPy's
+    # RuntimeWarnings about them (inf - inf, inf / inf, overflow) would only add noise, with
+    # our own source lines, to the build log.
+    with np.errstate(all="ignore"):
+        nonfinite = int(np.count_nonzero(~np.isfinite(actual64)))
+        expected_nonfinite = int(np.count_nonzero(~np.isfinite(expected)))
+        delta = _finite_or_inf(np.abs(actual64 - expected))
+        allowed = np.broadcast_to(atol, expected.shape) + rtol * np.abs(expected)
+        bad = ~(delta <= allowed) | ~np.isfinite(actual64) | ~np.isfinite(expected)
+        worst = _worst_index(delta, allowed)
+        rel = _finite_or_inf(delta / np.maximum(np.abs(expected), np.finfo(np.float64).tiny))
     return verdict(
-        ok=not bad.any() and nonfinite == 0,
+        ok=not bad.any(),
         max_abs=float(delta.max()) if delta.size else 0.0,
         max_rel=float(rel.max()) if rel.size else 0.0,
         worst_index=worst,
@@ -72,23 +76,45 @@ def compare(
         n_bad=int(bad.sum()),
         n_total=int(delta.size),
         nonfinite=nonfinite,
-        problem=f"{nonfinite} NaN/Inf values in the result" if nonfinite else "",
+        problem=_nonfinite_problem(nonfinite, expected_nonfinite),
     )
 
 
+def _finite_or_inf(values: Array) -> Array:
+    """NaN (from inf - inf, inf / inf) counts as infinitely far off."""
+    return np.where(np.isfinite(values), values, np.inf)
+
+
+def _nonfinite_problem(in_result: int, in_expected: int) -> str:
+    """A NaN or Inf on either side fails the check: say on which."""
+    parts = [f"{in_result} NaN/Inf values in the result"] if in_result else []
+    if in_expected:
+        where = "the oracle's expected values"
+        parts.append(
+            f"{in_expected} in {where}" if parts else f"{in_expected} NaN/Inf values in {where}"
+        )
+    return "; ".join(parts)
+
+
 def delta_array(actual: Array, expected: Array) -> Array | None:
-    """``|actual - expected|`` when the shapes agree (for the where-they-differ heatmap)."""
+    """``|actual - expected|`` as float32 for the where-they-differ heatmap, when the shapes
+    agree: Inf where either side is NaN or Inf or the difference is beyond float32 (the
+    heatmap marks those cells), and no RuntimeWarning on the way."""
     if np.shape(actual) != np.shape(expected):
         return None
-    return np.abs(np.asarray(actual, dtype=np.float64) - np.asarray(expected, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        delta = np.abs(
+            np.asarray(actual, dtype=np.float64) - np.asarray(expected, dtype=np.float64)
+        )
+        return _finite_or_inf(delta).astype(np.float32)
 
 
 def _worst_index(delta: Array, allowed: Array) -> tuple[int, ...]:
     if not delta.size:
         return ()
-    # The worst element is the one furthest beyond its own tolerance.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
+    # The worst element is the one furthest beyond its own tolerance (the caller silences
+    # NumPy's warnings about infinite tolerances).
+    excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
     flat = int(np.argmax(excess))
     return tuple(int(i) for i in np.unravel_index(flat, delta.shape))
 

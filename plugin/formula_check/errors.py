@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from .model import Location
 
+MESSAGE_LIMIT = 2_000
+"""The most characters of an error message the checker writes: it may quote what a page holds
+(a header value, a formula's name), and a log line or a card must stay readable."""
+
+
+def capped(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``message``, or its first ``limit`` characters and a mark saying how many were cut."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}… ({len(message) - limit:,} more characters)"
+
 
 class FormulaCheckError(Exception):
-    """Base of every error the checker raises on purpose."""
+    """Base of every error the checker raises on purpose; its message is :func:`capped`."""
 
     def __init__(self, message: str, location: Location | None = None) -> None:
+        message = capped(message)
         super().__init__(message)
         self.message = message
         self.location = location
@@ -23,6 +35,10 @@ class SpecError(FormulaCheckError):
 
 class OracleError(FormulaCheckError):
     """An oracle is unknown, cannot be imported, or was called with unusable arguments."""
+
+
+class PageError(FormulaCheckError):
+    """A page cannot be read as text (it is not UTF-8); its blocks are read all the same."""
 
 
 class SnippetError(FormulaCheckError):

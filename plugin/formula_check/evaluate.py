@@ -390,7 +390,7 @@ def _heatmap_arrays(
         if not verdict.ok and verdict.name in shown:
             delta = delta_array(shown[verdict.name], expected[verdict.name])
             if delta is not None:
-                picked["delta"] = np.nan_to_num(delta, nan=np.inf).astype(np.float32)
+                picked["delta"] = delta
                 picked["delta_worst"] = np.asarray(verdict.worst_index, dtype=np.int64)
                 break
     return picked

@@ -102,7 +102,7 @@ def zensical_page(md: Markdown, lines: list[str], root: Path) -> PageContext | N
     shown = source.relative_to(root).as_posix() if source.is_relative_to(root) else page.path
     try:
         raw = source.read_text(encoding="utf-8-sig")
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # unreadable: its lines are counted from its top
         raw = ""
     # Markdown has appended blank lines to the text by now: compare without trailing space.
     offset = front_matter_lines(raw.rstrip(), "\n".join(lines).rstrip()) if raw else 0

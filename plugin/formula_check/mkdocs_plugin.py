@@ -42,6 +42,7 @@ from .oracles import load_oracle
 from .pages import (
     PageBlock,
     Settings,
+    decode_page,
     front_matter_lines,
     front_matter_problem,
     source_blocks,
@@ -258,7 +259,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def _blocks(self, file: File) -> list[PageBlock]:
         page = _page_path(file, self.settings.root)
-        return source_blocks(file.content_string, page=page, settings=self.settings)
+        source = decode_page(file.content_bytes, page)
+        if source.problem is not None:
+            _render_as_decoded(file, source.text)
+        return source_blocks(source, page=page, settings=self.settings)
 
     def on_page_markdown(
         self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files
@@ -429,6 +433,15 @@ def _register_extension(config: MkDocsConfig, options: dict[str, Any]) -> None:
     if "formula_check" not in names:
         config.markdown_extensions.append("formula_check")
     config.mdx_configs["formula_check"] = options
+
+
+def _render_as_decoded(file: File, text: str) -> None:
+    """MkDocs reads a page again to render it, and stops the whole build at a byte that is
+    not UTF-8: it renders ``text`` instead (such bytes shown as U+FFFD; the page's error block
+    says where), still known by its own file for its messages, edit link and ``serve``."""
+    path = file.abs_src_path
+    file.content_string = text
+    file.abs_src_path = path
 
 
 def _page_path(file: File, root: Path) -> str:

@@ -328,9 +328,10 @@ class CheckResult:
 
     def _failure_where(self) -> str:
         """`` (line 5)`` on the block's own page; `` (model/layers.py:5)`` in another file,
-        where a bare line number would read as the page's."""
+        where a bare line number would read as the page's; nothing at the block's own line,
+        which the headline already names."""
         failed_at = self.failure.location if self.failure is not None else None
-        if failed_at is None:
+        if failed_at is None or failed_at == self.location:
             return ""
         if failed_at.path == self.location.path:
             return f" (line {failed_at.line})" if failed_at.line else ""

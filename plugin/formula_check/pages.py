@@ -8,6 +8,7 @@ first ```` ```python ```` fence after it and before the next formula block.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import re
@@ -20,7 +21,7 @@ import yaml
 from mkdocs.utils.meta import get_data
 
 from . import parsing
-from .errors import FormulaCheckError, OracleError, SpecError
+from .errors import FormulaCheckError, OracleError, PageError, SpecError
 from .model import (
     CheckResult,
     CheckSpec,
@@ -35,7 +36,7 @@ from .oracles import Oracle, all_oracles, get_oracle
 from .snippets import inline_snippet, resolve_code
 
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_FORMULA = re.compile(r"^[ \t]*\{?[ \t]*\.?formula(?=[\s}]|$)(?P<rest>.*?)\}?[ \t]*$")
+_FORMULA = re.compile(r"^[ \t]*\{?[ \t]*\.?formula(?=[\s}]|$)(?P<rest>.*)$")
 _PYTHON = re.compile(r"^[ \t]*\{?[ \t]*\.?(?:python3?|py)(?=[\s}]|$)")
 
 
@@ -133,12 +134,19 @@ def find_formulas(lines: Sequence[str], line_offset: int = 0) -> list[FormulaFen
                 snippet = later
                 break
         line = line_offset + fence.row + 1
+        header = _header(match["rest"])
         found.append(
-            FormulaFence(
-                fence.row, line, len(found) + 1, match["rest"], fence.body, fence.closed, snippet
-            )
+            FormulaFence(fence.row, line, len(found) + 1, header, fence.body, fence.closed, snippet)
         )
     return found
+
+
+def _header(rest: str) -> str:
+    """The options after ``formula``, less a closing ``}`` and the blanks after it. Cut here
+    rather than by the pattern, whose lazy match took time growing with the square of a long
+    line's length."""
+    rest = rest.rstrip(" \t")
+    return rest[:-1] if rest.endswith("}") else rest
 
 
 def default_id(page: str, index: int) -> str:
@@ -396,20 +404,63 @@ def front_matter_problem(lines: Sequence[str]) -> str:
     return ""
 
 
-def source_blocks(raw: str, *, page: str, settings: Settings) -> list[PageBlock]:
+@dataclass(frozen=True)
+class PageText:
+    """A page's text as MkDocs reads it; ``problem`` says why some of it could not be read."""
+
+    text: str
+    problem: PageError | None = None
+
+
+def decode_page(data: bytes, page: str) -> PageText:
+    """A page's bytes as MkDocs decodes them (UTF-8, a byte-order mark dropped). Bytes that
+    are not UTF-8 become U+FFFD, and ``problem`` names the first one's line and column."""
+    try:
+        return PageText(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if data.startswith(codecs.BOM_UTF8) else 0)
+        line = data.count(b"\n", 0, start) + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        problem = PageError(
+            f"the page is not UTF-8: byte 0x{data[start]:02X} at line {line}, column {column} "
+            "(in bytes) cannot be read; save the page as UTF-8. It is shown with "
+            "\N{REPLACEMENT CHARACTER} in place of each such byte",
+            Location(page, line),
+        )
+        return PageText(data.decode("utf-8-sig", errors="replace"), problem)
+
+
+def source_blocks(raw: str | PageText, *, page: str, settings: Settings) -> list[PageBlock]:
     """The formula blocks of a page's source file, split from its front matter as MkDocs
     does, and seen as Python-Markdown will render them: tabs expanded, lines of spaces
     emptied. A snippet with a tab would otherwise differ from the one the page renders, and
-    be checked (and reported) twice."""
-    markdown, meta = get_data(raw)
-    return page_blocks(
+    be checked (and reported) twice. A page not read whole (:func:`decode_page`) starts with
+    an error block of its own, ``encoding``, at the line it names."""
+    source = raw if isinstance(raw, PageText) else PageText(raw)
+    markdown, meta = get_data(source.text)
+    blocks = page_blocks(
         as_markdown_reads(markdown).split("\n"),
         page=page,
-        line_offset=front_matter_lines(raw, markdown),
+        line_offset=front_matter_lines(source.text, markdown),
         meta=meta,
         settings=settings,
         front_matter_error=front_matter_problem(markdown.split("\n")),
     )
+    if source.problem is None:
+        return blocks
+    return [_page_error_block(source.problem, blocks), *blocks]
+
+
+def _page_error_block(problem: PageError, blocks: Sequence[PageBlock]) -> PageBlock:
+    """The block that reports a problem of the whole page. Its location is the line of the
+    problem, unless a formula block starts there: then the page itself, since a block's
+    location is what its result is known by."""
+    where = problem.location or Location("?")
+    if any(block.location == where for block in blocks):
+        where = Location(where.path)
+        problem = PageError(problem.message, where)
+    fence = FormulaFence(max(where.line - 1, 0), where.line, 0, "", "", True, None)
+    return PageBlock(fence, where, "encoding", "", error=problem)
 
 
 def as_markdown_reads(text: str, tab_length: int = 4) -> str:

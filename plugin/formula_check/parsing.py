@@ -85,15 +85,26 @@ def text(value: str) -> str:
     return value.strip()
 
 
-def integer(value: str, minimum: int = 0) -> int:
-    """A whole number not below ``minimum``."""
+def integer(value: str, minimum: int = 0, maximum: int | None = None) -> int:
+    """A whole number not below ``minimum`` (nor above ``maximum``, when given)."""
     try:
         number = int(value)
     except ValueError:
         raise ValueError("expected a whole number") from None
+    if maximum is not None and not minimum <= number <= maximum:
+        raise ValueError(f"expected a whole number from {minimum} to {maximum}")
     if number < minimum:
         raise ValueError(f"expected a whole number >= {minimum}")
     return number
+
+
+SEED_LIMIT = 2**32 - 1
+"""The largest seed: the check seeds TensorFlow, whose ``set_random_seed`` takes 32 bits."""
+
+
+def seed(value: str) -> int:
+    """A random seed TensorFlow accepts: a whole number from 0 to 2**32 - 1."""
+    return integer(value, maximum=SEED_LIMIT)
 
 
 def number(value: str, *, positive: bool = False) -> float:
@@ -275,7 +286,7 @@ OPTIONS: Mapping[str, Validator] = {
     "params": assignments,
     "atol": number,
     "rtol": number,
-    "seed": integer,
+    "seed": seed,
     "timeout": lambda value: number(value, positive=True),
     "expect": choice("verified", "mismatch", "error", "timeout", "fail"),
     "perturb": boolean,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from pathlib import Path
 
 from .errors import SnippetError
@@ -40,14 +42,54 @@ def resolve_code(reference: str, root: Path, where: Location, entry: str | None 
             )
         return Snippet("module", "", Location(target), entry=attr, module=target)
     path = confined_path(target, root, where)
+    relative = path.relative_to(root.resolve()).as_posix()
     try:
-        source = path.read_text(encoding="utf-8")
+        source = read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
         raise SnippetError(f"snippet file {target!r} does not exist", where) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SnippetError(f"cannot read snippet file {target!r}: {exc}", where) from None
-    relative = path.relative_to(root.resolve()).as_posix()
+    except NotRegularFileError as exc:
+        raise SnippetError(f"snippet file {relative!r} {exc.what}", where) from None
+    except UnicodeDecodeError as exc:
+        problem = f"is not UTF-8 (byte 0x{exc.object[exc.start]:02X} at offset {exc.start})"
+        raise SnippetError(f"snippet file {relative!r} {problem}", where) from None
+    except OSError as exc:  # the strerror alone: the full error names the machine's path
+        raise SnippetError(
+            f"cannot read snippet file {relative!r}: {exc.strerror}", where
+        ) from None
     return Snippet("file", source, Location(relative, 1), entry=attr or None, line_offset=0)
+
+
+class NotRegularFileError(OSError):
+    """A path names a folder, a named pipe, a device or a socket: reading it could block."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+_KINDS = {
+    stat.S_IFDIR: "is a folder, not a file",
+    stat.S_IFIFO: "is not a regular file (a named pipe)",
+    stat.S_IFSOCK: "is not a regular file (a socket)",
+    stat.S_IFCHR: "is not a regular file (a device)",
+    stat.S_IFBLK: "is not a regular file (a device)",
+}
+
+
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``. Opened without waiting (a named pipe with no
+    writer would block its reader for ever), then refused unless it is a regular file."""
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(handle).st_mode
+    except OSError:
+        os.close(handle)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(handle)
+        raise NotRegularFileError(_KINDS.get(stat.S_IFMT(mode), "is not a regular file"))
+    with os.fdopen(handle, "rb") as file:
+        return file.read()
 
 
 def confined_path(target: str, root: Path, where: Location) -> Path:
@@ -65,8 +107,8 @@ def confined_path(target: str, root: Path, where: Location) -> Path:
 
 
 def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, or ``missing`` when it is gone."""
+    """SHA-256 of a file's bytes, or ``missing`` when it is gone (or not a regular file)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular_file(path)).hexdigest()
     except OSError:
         return "missing"

@@ -13,6 +13,7 @@ from ..oracles import Oracle, get_oracle
 from .compiler import CompiledFormula, compile_formula
 from .defaults import default_definitions, default_symbols
 from .errors import NotExecutable
+from .limits import within_stack
 from .shapes import base
 from .symbols import SymbolTable
 
@@ -119,4 +120,5 @@ def check_against_oracle(
         raise NotExecutable(f"no symbols are declared for oracle {oracle_name!r}")
     known = {**default_definitions(oracle_name, params), **definitions}
     compiled = compile_formula(latex, table, definitions=known)
-    return compare_with_oracle(compiled, oracle, arrays, params)
+    with within_stack(latex):  # evaluating and describing recurse over the compiled form
+        return compare_with_oracle(compiled, oracle, arrays, params)

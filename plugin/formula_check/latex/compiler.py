@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..errors import capped
 from ..model import Array, frozen_map
 from .evaluate import Env, run
 from .grid import Output, scatter
 from .ir import Call, Named, describe, leaves
+from .limits import within_stack
 from .lower import Definition, Lowerer, Scope
 from .names import canonical_name
 from .nodes import Apply, Script, Statement, Tuple, Word
@@ -61,13 +63,13 @@ class CompiledFormula:
         return next(iter(results.values())) if len(results) == 1 else results
 
     def describe(self) -> str:
-        """The compiled form, one statement a line: ``matmul(softmax(...), V)``."""
+        """The compiled form, one statement a line: ``matmul(softmax(...), V)`` (capped)."""
         lines = [
             f"{out.label} = {describe(out.op)}" if out.label else describe(out.op)
             for out in self.outputs
         ]
         lines += [f"where {family.label} = {describe(family.body)}" for family in self.families]
-        return "\n".join(lines)
+        return capped("\n".join(lines))  # it is quoted on the card and in messages
 
 
 def _family(statement: Statement, table: SymbolTable) -> str | None:
@@ -145,15 +147,19 @@ def compile_formula(
     """Compile ``latex`` as written against ``symbols``.
 
     ``definitions`` are earlier blocks that define functions (``\\text{Attention}(Q, K, V) =
-    ...``), by name. Raises :class:`LatexError` (with a column) or :class:`NotExecutable`.
+    ...``), by name. Raises :class:`LatexError` (with a column) or :class:`NotExecutable`,
+    also for a formula too long or too deep to compile (see :mod:`.limits`).
     """
     statements = parse(latex)
     known = {name: f.definition for name, f in definitions.items() if f.definition is not None}
     compiler = _Compiler(latex, symbols, known)
-    families = [
-        compiler.family(s, name) for s in statements if (name := _family(s, symbols)) is not None
-    ]
-    outputs = tuple(compiler.output(s) for s in statements if _family(s, symbols) is None)
+    with within_stack(latex):
+        families = [
+            compiler.family(s, name)
+            for s in statements
+            if (name := _family(s, symbols)) is not None
+        ]
+        outputs = tuple(compiler.output(s) for s in statements if _family(s, symbols) is None)
     if not outputs:
         raise compiler.lowerer.fail("the formula defines only family members", 0)
     seen = [out.name for out in outputs if not out.index]

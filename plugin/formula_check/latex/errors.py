@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import FormulaCheckError
 
 NOT_EXECUTABLE = "not executable — checked against the oracle only"
+CARET_WINDOW = 60
 
 
 class LatexError(FormulaCheckError):
@@ -16,11 +17,17 @@ class LatexError(FormulaCheckError):
         self.column = max(0, min(column, len(source)))
 
     def caret(self) -> str:
-        """The source line holding the column, and a ``^`` under it."""
+        """The source line holding the column, and a ``^`` under it; of a long line, only
+        the :data:`CARET_WINDOW` characters either side of the column, ``…`` marking a cut."""
         start = self.source.rfind("\n", 0, self.column) + 1
         end = self.source.find("\n", self.column)
-        line = self.source[start : len(self.source) if end < 0 else end]
-        return f"{line}\n{' ' * (self.column - start)}^"
+        end = len(self.source) if end < 0 else end
+        left = max(start, self.column - CARET_WINDOW)
+        right = min(end, self.column + CARET_WINDOW)
+        before = "…" if left > start else ""
+        after = "…" if right < end else ""
+        line = f"{before}{self.source[left:right]}{after}"
+        return f"{line}\n{' ' * (len(before) + self.column - left)}^"
 
     def __str__(self) -> str:
         return f"column {self.column + 1}: {self.message}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .errors import LatexError
+from .limits import check_length
 
 TokenKind = Literal["letter", "digit", "symbol", "command", "text", "end"]
 
@@ -106,5 +107,7 @@ class _Lexer:
 
 
 def tokenize(source: str) -> list[Token]:
-    """Every token of ``source``, ending with an ``end`` token at ``len(source)``."""
+    """Every token of ``source``, ending with an ``end`` token at ``len(source)``; a source
+    longer than :data:`~.limits.MAX_CHARACTERS` is refused before it is read."""
+    check_length(source)
     return _Lexer(source).run()

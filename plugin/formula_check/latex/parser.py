@@ -17,8 +17,12 @@ Grammar (juxtaposition binds like ``\\cdot``; ``/`` is left-associative at the s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .errors import LatexError, NotExecutable
 from .lexer import Token, tokenize
+from .limits import MAX_NESTING, check_depth, within_stack
 from .nodes import Apply, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
 
 RELATIONS = frozenset(
@@ -67,6 +71,19 @@ class Parser:
         self.source = source
         self.tokens = tokenize(source)
         self.pos = 0
+        self.depth = 0
+
+    @contextmanager
+    def nested(self) -> Iterator[None]:
+        """One group deeper: past :data:`MAX_NESTING`, the formula's error at the group."""
+        if self.depth >= MAX_NESTING:
+            message = f"formula nested deeper than {MAX_NESTING} levels"
+            raise LatexError(message, self.source, self.peek().col)
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     # Token plumbing -----------------------------------------------------------------------
 
@@ -165,7 +182,8 @@ class Parser:
     def unary(self) -> Expr:
         if self.at("-"):
             col = self.advance().col
-            return Neg(self.unary(), col)
+            with self.nested():
+                return Neg(self.unary(), col)
         return self.postfix()
 
     def postfix(self) -> Expr:
@@ -209,6 +227,10 @@ class Parser:
     # Atoms --------------------------------------------------------------------------------
 
     def atom(self) -> Expr:
+        with self.nested():
+            return self.nested_atom()
+
+    def nested_atom(self) -> Expr:
         token = self.peek()
         if token.kind == "digit":
             return self.number()
@@ -292,4 +314,7 @@ def parse(source: str) -> tuple[Statement, ...]:
     """The statements of ``source``; raises :class:`LatexError` or :class:`NotExecutable`."""
     if not source.strip():
         raise LatexError("the formula is empty", source, 0)
-    return Parser(source).document()
+    with within_stack(source):
+        statements = Parser(source).document()
+    check_depth(statements, source)
+    return statements

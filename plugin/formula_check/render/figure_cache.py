@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import checker_digest, unseal, write_sealed
+from ..cache import checker_digest
 from ..model import CheckResult
+from ..sealed import SealedFiles
 from ..worker import protocol
 from .figure import Figure, figures_for
 from .labels import Labels
@@ -40,6 +41,7 @@ class FigureCache:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
+        self.files = None if directory is None else SealedFiles(directory, ".fcf", "figures")
         self.memory: dict[str, list[Figure]] = {}
         self.drawn = 0
 
@@ -63,16 +65,12 @@ class FigureCache:
         self.memory[key] = figures
         return figures
 
-    def _path(self, key: str) -> Path | None:
-        return None if self.directory is None else self.directory / key[:2] / f"{key}.fcf"
-
     def _load(self, key: str) -> list[Figure] | None:
-        path = self._path(key)
-        if path is None or not path.exists():
+        message = self.files.read(key) if self.files is not None else None
+        if self.files is None or message is None:
             return None
-        message = unseal(path.read_bytes())
         try:
-            header, arrays = protocol.decode(message) if message is not None else ({}, {})
+            header, arrays = protocol.decode(message)
             return [
                 Figure(
                     item["name"],
@@ -86,12 +84,11 @@ class FigureCache:
                 for i, item in enumerate(header["figures"])
             ]
         except (protocol.ProtocolError, KeyError, TypeError, ValueError):
-            path.unlink(missing_ok=True)  # damaged: draw again
+            self.files.discard(key)  # damaged: draw again
             return None
 
     def _store(self, key: str, figures: list[Figure]) -> None:
-        path = self._path(key)
-        if path is None:
+        if self.files is None:
             return
         header = {
             "figures": [
@@ -107,4 +104,4 @@ class FigureCache:
             ]
         }
         arrays = {f"data/{i}": np.frombuffer(f.data, dtype=np.uint8) for i, f in enumerate(figures)}
-        write_sealed(path, protocol.encode(header, arrays))
+        self.files.write(key, protocol.encode(header, arrays))

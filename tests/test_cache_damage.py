@@ -1,0 +1,171 @@
+"""Whatever happens to the cache's files, a block gets its own verdict or a fresh check.
+
+A property test damages entry files at random (truncation, flipped bytes, appended bytes,
+foreign bytes, one entry's file copied over another's, a folder in an entry's place, a file
+in the cache folder's place) and asserts that a damaged or foreign entry is never served and
+that nothing raises.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formula_check.cache import ResultCache
+from formula_check.model import CheckResult, Location, ShapeInfo, Status, frozen_map
+from formula_check.render import labels_for
+from formula_check.render.figure_cache import FigureCache, figure_key
+from implementations import SDPA
+from support import spec_for
+
+KEYS = ("a0" * 32, "b1" * 32, "c2" * 32)
+SPEC = spec_for("attention", SDPA)
+Damage = Callable[[Path, dict[str, Path]], None]
+
+
+def entry_result(index: int) -> CheckResult:
+    """A different result per entry: a foreign one served would show."""
+    return CheckResult(
+        block_id=f"b{index}",
+        location=Location("docs/page.md", 3),
+        oracle="attention",
+        status=(Status.VERIFIED, Status.MISMATCH, Status.ERROR)[index],
+        message=f"entry {index}",
+        shapes=(ShapeInfo("weights", "output", (2, 3, 4), ("b", "n", "m")),),
+        arrays=frozen_map({"weights": np.full((2, 3, 4), index, dtype=np.float32)}),
+    )
+
+
+def fingerprint(result: CheckResult) -> tuple[object, ...]:
+    return (result.status, result.message, np.asarray(result.arrays["weights"]).tobytes())
+
+
+def _rewrite(index: int, change: Callable[[bytes], bytes]) -> Damage:
+    def apply(_: Path, paths: dict[str, Path]) -> None:
+        path = paths[KEYS[index]]
+        if path.is_file():
+            path.write_bytes(change(path.read_bytes()))
+
+    return apply
+
+
+def _truncate(index: int, size: int) -> Damage:
+    return _rewrite(index, lambda blob: blob[: min(size, len(blob) - 1)])
+
+
+def _flip(index: int, at: int, bits: int) -> Damage:
+    def flip(blob: bytes) -> bytes:
+        if not blob:
+            return blob
+        at_byte = at % len(blob)
+        return blob[:at_byte] + bytes([blob[at_byte] ^ bits]) + blob[at_byte + 1 :]
+
+    return _rewrite(index, flip)
+
+
+def _append(index: int, extra: bytes) -> Damage:
+    return _rewrite(index, lambda blob: blob + extra)
+
+
+def _replace(index: int, junk: bytes) -> Damage:
+    return _rewrite(index, lambda _: junk)
+
+
+def _copy(source: int, target: int) -> Damage:
+    def apply(_: Path, paths: dict[str, Path]) -> None:
+        copied, replaced = paths[KEYS[source]], paths[KEYS[target]]
+        if copied.is_file() and replaced.parent.is_dir() and not replaced.is_dir():
+            shutil.copyfile(copied, replaced)
+
+    return apply
+
+
+def _folder(index: int) -> Damage:
+    def apply(_: Path, paths: dict[str, Path]) -> None:
+        path = paths[KEYS[index]]
+        if path.parent.is_dir() and not path.is_dir():
+            path.unlink(missing_ok=True)
+            path.mkdir(exist_ok=True)
+
+    return apply
+
+
+def _cache_is_a_file(directory: Path, _: dict[str, Path]) -> None:
+    if directory.is_dir():
+        shutil.rmtree(directory)
+        directory.write_bytes(b"a file where the cache folder goes")
+
+
+entry = st.integers(0, len(KEYS) - 1)
+damages = st.one_of(
+    st.builds(_truncate, entry, st.integers(0, 400)),
+    st.builds(_flip, entry, st.integers(0, 10_000), st.integers(1, 255)),
+    st.builds(_append, entry, st.binary(min_size=1)),
+    st.builds(_replace, entry, st.binary(max_size=200)),
+    st.tuples(entry, entry).filter(lambda pair: pair[0] != pair[1]).map(lambda p: _copy(*p)),
+    st.builds(_folder, entry),
+    st.just(_cache_is_a_file),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(damages, min_size=1, max_size=4))
+def test_a_damaged_or_foreign_entry_is_never_served(applied: list[Damage]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        directory = root / "cache"
+        warm = ResultCache(directory, root)
+        for index, key in enumerate(KEYS):
+            warm.put(key, entry_result(index), [])
+            assert warm.get(key, SPEC) is not None
+        paths = {key: warm.files.path(key) for key in KEYS}
+        written = {key: paths[key].read_bytes() for key in KEYS}
+        for damage in applied:
+            damage(directory, paths)
+        intact = {
+            key: paths[key].is_file() and paths[key].read_bytes() == written[key] for key in KEYS
+        }
+        cold = ResultCache(directory, root)  # the next build
+        for index, key in enumerate(KEYS):
+            own = fingerprint(entry_result(index))
+            served = cold.get(key, SPEC)
+            assert (served is not None) == intact[key]
+            assert served is None or fingerprint(served) == own
+            again = warm.get(key, SPEC)  # the same serve session, entries in memory
+            assert again is None or fingerprint(again) == own
+            # and the block's fresh result is stored and served wherever the files allow it
+            cold.put(key, entry_result(index), [])
+            stored = cold.get(key, SPEC)
+            assert stored is None or fingerprint(stored) == own
+            assert (stored is not None) == paths[key].is_file()
+
+
+def test_figures_with_a_folder_in_their_way_are_drawn_instead(tmp_path: Path) -> None:
+    labels = labels_for("en")
+    drawn = FigureCache(tmp_path / "figures")(entry_result(0), None, labels)
+    [stored] = list((tmp_path / "figures").glob("*/*.fcf"))
+    stored.unlink()
+    stored.mkdir()
+    again = FigureCache(tmp_path / "figures")
+    assert again(entry_result(0), None, labels) == drawn and again.drawn == 1
+    (tmp_path / "cache-file").write_text("not a folder")
+    elsewhere = FigureCache(tmp_path / "cache-file" / "figures")
+    assert elsewhere(entry_result(0), None, labels) == drawn and elsewhere.drawn == 1
+
+
+def test_another_keys_figures_are_never_shown(tmp_path: Path) -> None:
+    labels = labels_for("en")
+    figures = FigureCache(tmp_path)
+    first = figures(entry_result(0), None, labels)
+    assert figures(entry_result(1), None, labels) != first
+    one, two = (figure_key(entry_result(i), None, labels, "n") for i in (0, 1))
+    one, two = (tmp_path / key[:2] / f"{key}.fcf" for key in (one, two))
+    shutil.copyfile(two, one)
+    later = FigureCache(tmp_path)
+    assert later(entry_result(0), None, labels) == first and later.drawn == 1
