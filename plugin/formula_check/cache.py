@@ -74,8 +74,9 @@ def checker_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_key(spec: CheckSpec, tf_version: str) -> str:
-    """The content address of a check (its location on the page is deliberately left out)."""
+def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:
+    """The content address of a check (its location on the page is deliberately left out);
+    ``env_digest`` stands for the values of the variables the project passes to its checks."""
     oracle = get_oracle(spec.oracle)
     fields = to_plain(spec)
     for volatile in ("block_id", "location"):
@@ -84,6 +85,8 @@ def cache_key(spec: CheckSpec, tf_version: str) -> str:
     fields["snippet"].pop("line_offset")
     fields["oracle_version"] = [oracle.name, oracle.version, oracle.source]
     fields["tool"] = [__version__, SCHEMA, protocol.VERSION, tf_version, checker_digest()]
+    if env_digest:
+        fields["env"] = env_digest
     text = json.dumps(fields, sort_keys=True, default=_jsonable)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -208,6 +208,7 @@ def _engine(project: Project, args: argparse.Namespace, workers: int | None = No
         memory_limit_mb=options.memory_limit_mb,
         fork=options.fork_workers,
         keep_alive=options.keep_alive if args.keep_alive is None else args.keep_alive,
+        env=options.env,
     )
 
 

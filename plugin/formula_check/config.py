@@ -5,6 +5,8 @@ from __future__ import annotations
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 
+from .worker.environment import bad_names
+
 STATUSES = ("mismatch", "error", "timeout", "skipped", "verified")
 
 
@@ -70,6 +72,13 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     of this project forks its workers from it and skips the import. Linux, with
     ``fork_workers``."""
 
+    env = c.ListOfItems(c.Type(str), default=[])
+    """Variables of the build's environment the checks may read, by name (``[WANDB_MODE,
+    MY_DATA_DIR]``). A check sees only these and what Python, TensorFlow, CUDA and the locale
+    need (``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TF_*``, ``CUDA_*``...): a token or
+    password of the build's never reaches a snippet, and so never its card. Their values are
+    part of each result's cache key."""
+
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""
 
@@ -83,6 +92,9 @@ def out_of_range(config: FormulaCheckConfig) -> str:
         ("memory_limit_mb", config.memory_limit_mb >= 0, "MiB, 0 for no limit"),
         ("keep_alive", 0 <= keep_alive < float("inf"), "seconds, 0 to stop with the run"),
     ]
+    bad = bad_names(config.env)
+    if bad:
+        return f"option 'env' has a bad name {bad[0]!r} (the name of a variable, like MY_DATA_DIR)"
     for option, ok, wanted in rules:
         if not ok:
             return f"option {option!r} has a bad value {getattr(config, option)!r} ({wanted})"

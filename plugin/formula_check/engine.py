@@ -15,6 +15,7 @@ from .cache import ResultCache, cache_key, checker_digest, tensorflow_version
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import Plan, plan_check
+from .worker.environment import named_digest
 from .worker.pool import Reply, WorkerPool
 
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
@@ -40,11 +41,15 @@ class Engine:
         memory_limit_mb: int = 0,
         fork: bool = True,
         keep_alive: float = 0.0,
+        env: tuple[str, ...] = (),
     ) -> None:
         self.root = root.resolve()
         self.pool = WorkerPool(
-            self.root, workers, python, memory_limit_mb, fork=fork, keep_alive=keep_alive
+            self.root, workers, python, memory_limit_mb, fork=fork, keep_alive=keep_alive, env=env
         )
+        self.env_digest = named_digest(env)
+        """The values of the variables passed on request: a result computed with other
+        values is another result (cached under another key)."""
         directory = cache_dir if cache_dir is not None else self.root / DEFAULT_CACHE_DIR
         self.cache = ResultCache(
             directory if directory.is_absolute() else self.root / directory, self.root
@@ -73,7 +78,7 @@ class Engine:
         if spec.skip:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
-        key = cache_key(spec, self.tf_version) if self.use_cache else ""
+        key = cache_key(spec, self.tf_version, self.env_digest) if self.use_cache else ""
         if key:
             cached = self.cache.get(key, spec)
             if cached is not None:

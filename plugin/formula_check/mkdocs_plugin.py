@@ -192,6 +192,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.config.memory_limit_mb,
             self.config.fork_workers,
             self.config.keep_alive,
+            tuple(self.config.env),
         )
         if self.engine is None or key != self.engine_key:
             self._close_engine()
@@ -204,6 +205,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 memory_limit_mb=self.config.memory_limit_mb,
                 fork=self.config.fork_workers,
                 keep_alive=float(self.config.keep_alive),
+                env=tuple(self.config.env),
             )
             self.engine_key = key
         return self.engine

@@ -50,6 +50,7 @@ class Options:
     memory_limit_mb: int = 0
     fork_workers: bool = True
     keep_alive: float = 0.0
+    env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,7 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
         memory_limit_mb=config.memory_limit_mb,
         fork_workers=config.fork_workers,
         keep_alive=float(config.keep_alive),
+        env=tuple(config.env),
     )
 
 

@@ -146,6 +146,7 @@ class FormulaCheckRun:
                 memory_limit_mb=project.options.memory_limit_mb,
                 fork=project.options.fork_workers,
                 keep_alive=project.options.keep_alive,
+                env=project.options.env,
             )
         try:
             return self.engines[project.root].check_many([block.spec])[0]

@@ -112,13 +112,14 @@ def shared_engine(
     memory_limit_mb: int,
     fork: bool = True,
     keep_alive: float = 0.0,
+    env: tuple[str, ...] = (),
 ) -> Engine:
     """One engine per settings for the life of the process (closed at exit).
 
     Without the MkDocs plugin nobody owns a build's lifetime, and a new engine per page would
     import TensorFlow once per page.
     """
-    key = (root, workers, cache, cache_dir, memory_limit_mb, fork, keep_alive)
+    key = (root, workers, cache, cache_dir, memory_limit_mb, fork, keep_alive, env)
     if key not in _ENGINES:
         if not _ENGINES:
             atexit.register(_close_engines)
@@ -131,6 +132,7 @@ def shared_engine(
             memory_limit_mb=memory_limit_mb,
             fork=fork,
             keep_alive=keep_alive,
+            env=env,
         )
     return _ENGINES[key]
 

@@ -35,6 +35,7 @@ from typing import IO, Any
 from ..errors import MissingTensorFlowError, WorkerError
 from ..model import Array
 from . import protocol
+from .environment import worker_environment
 from .paths import scrubbed
 
 STARTUP_TIMEOUT = 120.0
@@ -60,14 +61,6 @@ class Reply:
     """Seconds it waited for a worker to be free (all were busy with other requests)."""
 
 
-def _worker_env() -> dict[str, str]:
-    """The environment of a worker or zygote: the package importable, TensorFlow quiet."""
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
-    package_parent = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    return env
-
-
 def fork_supported() -> bool:
     """Can workers be forked from a zygote here? (Linux: descriptor passing and /proc.)"""
     return (
@@ -83,9 +76,11 @@ class Zygote:
     Thread-safe: the workers of a pool start concurrently and share it.
     """
 
-    def __init__(self, root: Path, python: str | None = None) -> None:
+    def __init__(self, root: Path, python: str | None = None, env: tuple[str, ...] = ()) -> None:
         self.root = root
         self.python = python or sys.executable
+        self.env = env
+        """The build's variables its workers get besides the few every worker gets."""
         self.process: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.failed = ""
@@ -159,7 +154,7 @@ class Zygote:
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
                 cwd=self.root,
-                env=_worker_env(),
+                env=worker_environment(self.env),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -277,8 +272,14 @@ class KeptZygote(Zygote):
     then stops this client's workers, and the zygote stays for the next run.
     """
 
-    def __init__(self, root: Path, python: str | None = None, keep_alive: float = 0.0) -> None:
-        super().__init__(root, python)
+    def __init__(
+        self,
+        root: Path,
+        python: str | None = None,
+        keep_alive: float = 0.0,
+        env: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(root, python, env)
         self.keep_alive = keep_alive
         self.private = False
         """No place to keep a zygote: this run has a zygote of its own, as without keep_alive."""
@@ -293,7 +294,8 @@ class KeptZygote(Zygote):
         if self.control is not None:
             return self.control  # one gone stops answering: _lost clears it, and we reconnect
         try:
-            return self._connected(kept_address(self.root, self.python, self.keep_alive))
+            address = kept_address(self.root, self.python, self.keep_alive, self.env)
+            return self._connected(address)
         except (OSError, _NoKeptPlaceError):  # no usable folder, a full disk...
             self.close()
             self.private = True
@@ -338,7 +340,7 @@ class KeptZygote(Zygote):
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 cwd=self.root,
-                env=_worker_env(),
+                env=worker_environment(self.env),
                 start_new_session=True,
             )
             try:
@@ -353,39 +355,11 @@ class KeptZygote(Zygote):
         return control
 
 
-_VOLATILE = frozenset(
-    [
-        "PWD",
-        "OLDPWD",
-        "SHLVL",
-        "_",
-        "COLUMNS",
-        "LINES",
-        "TERM",
-        "COLORTERM",
-        "DISPLAY",
-        "TMUX",
-        "TMUX_PANE",
-        "STY",
-        "WINDOW",
-        "GPG_TTY",
-        "WT_SESSION",
-        "ITERM_SESSION_ID",
-        "KITTY_WINDOW_ID",
-        "TERM_SESSION_ID",
-        "SECURITYSESSIONID",
-        "INVOCATION_ID",
-        "JOURNAL_STREAM",
-    ]
-)
-"""Variables that differ between terminals of one user and change nothing a worker computes."""
-_VOLATILE_PREFIXES = ("PYTEST_", "SSH_", "TERM_", "XDG_SESSION", "WINDOW", "VSCODE_")
-
-
-def kept_address(root: Path, python: str, keep_alive: float) -> Path:
+def kept_address(root: Path, python: str, keep_alive: float, env: tuple[str, ...] = ()) -> Path:
     """The socket of the zygote kept for this run: same project folder (the folder itself, not
-    only its name), interpreter, checker, installed packages, environment, process settings
-    and ``keep_alive``; anything that could change what a worker computes, or how long the
+    only its name), interpreter, checker, installed packages, the environment its workers get
+    (``env`` names the build's variables passed besides the usual few), process settings and
+    ``keep_alive``; anything that could change what a worker computes, or how long the
     zygote stays. It lies in a folder only we can enter."""
     from ..cache import checker_digest
 
@@ -395,11 +369,7 @@ def kept_address(root: Path, python: str, keep_alive: float) -> Path:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = ""
-    environment = {
-        name: value
-        for name, value in os.environ.items()
-        if name not in _VOLATILE and not name.startswith(_VOLATILE_PREFIXES)
-    }
+    environment = worker_environment(env)
     identity = [
         str(root),
         _stamp(root, contents=False),
@@ -637,8 +607,10 @@ class Worker:
         python: str | None = None,
         memory_limit_mb: int = 0,
         zygote: Zygote | None = None,
+        env: tuple[str, ...] = (),
     ) -> None:
         self.root = root
+        self.env = env
         self.python = python or sys.executable
         self.memory_limit_mb = memory_limit_mb
         self.zygote = zygote
@@ -707,7 +679,7 @@ class Worker:
                     stdout=subprocess.PIPE,
                     stderr=self._stderr_log(),
                     cwd=self.root,
-                    env=_worker_env(),
+                    env=worker_environment(self.env),
                     start_new_session=True,
                 )
             except OSError as exc:  # no such Python, no memory to fork...
@@ -1050,6 +1022,7 @@ class WorkerPool:
         *,
         fork: bool = True,
         keep_alive: float = 0.0,
+        env: tuple[str, ...] = (),
     ) -> None:
         if size < 1:
             raise WorkerError(f"workers must be at least 1, got {size}")
@@ -1058,8 +1031,10 @@ class WorkerPool:
         self.zygote: Zygote | None = None
         if fork and fork_supported():
             kept = keep_alive > 0
-            self.zygote = KeptZygote(root, python, keep_alive) if kept else Zygote(root, python)
-        self._all = [Worker(root, python, memory_limit_mb, self.zygote) for _ in range(size)]
+            self.zygote = (
+                KeptZygote(root, python, keep_alive, env) if kept else Zygote(root, python, env)
+            )
+        self._all = [Worker(root, python, memory_limit_mb, self.zygote, env) for _ in range(size)]
         self._idle = IdleWorkers()
         for worker in self._all:
             self._idle.put(worker)
