@@ -36,8 +36,10 @@ from .oracles import Oracle, all_oracles, get_oracle
 from .snippets import inline_snippet, resolve_code
 
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_FORMULA = re.compile(r"^[ \t]*\{?[ \t]*\.?formula(?=[\s}]|$)(?P<rest>.*)$")
-_PYTHON = re.compile(r"^[ \t]*\{?[ \t]*\.?(?:python3?|py)(?=[\s}]|$)")
+# One way to match each run of blanks: two optional runs side by side ([ \t]*\{?[ \t]*) took
+# time growing with the square of a long run's length before failing.
+_FORMULA = re.compile(r"^[ \t]*(?:\{[ \t]*)?\.?formula(?=[\s}]|$)(?P<rest>.*)$")
+_PYTHON = re.compile(r"^[ \t]*(?:\{[ \t]*)?\.?(?:python3?|py)(?=[\s}]|$)")
 
 
 @dataclass(frozen=True)
