@@ -311,10 +311,9 @@ def test_hostile_pages_with_checks_off_are_reported_and_the_rest_is_built(tmp_pa
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")
 def test_the_command_line_reports_hostile_blocks_and_still_sums_up(tmp_path: Path) -> None:
     """``formula-check check`` on the site: each hostile block is an error of its own, the
-    summary and the JSON report still come, and the exit code says something failed. (The
-    page that is not UTF-8 is left out: the command line reads pages on its own.)"""
+    summary and the JSON report still come, and the exit code says something failed; the
+    page that is not UTF-8 is its own error, and its blocks are checked all the same."""
     project = _hostile_site(tmp_path / "site")
-    (project / "docs" / "latin.md").unlink()
     report = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-m", "formula_check.cli", "check", "--json", str(report)],
@@ -326,9 +325,16 @@ def test_the_command_line_reports_hostile_blocks_and_still_sums_up(tmp_path: Pat
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    assert "formula-check: 3 blocks on 3 pages" in done.stdout
-    assert "1 verified, 1 mismatch, 1 error" in done.stdout
+    assert "formula-check: 5 blocks on 4 pages" in done.stdout
+    assert "2 verified, 1 mismatch, 2 error" in done.stdout
     assert f"  {DEEP_ERROR.removeprefix('WARNING -  ')}" in done.stdout
     assert f"  {PAGE_ERRORS[1].removeprefix('WARNING -  ')}" in done.stdout
     outcomes = {block["id"]: block["outcome"] for block in json.loads(report.read_text())["blocks"]}
-    assert outcomes == {"fine": "verified", "deep": "mismatch", "pipe": "error"}
+    assert outcomes == {
+        "fine": "verified",
+        "deep": "mismatch",
+        "pipe": "error",
+        "encoding": "error",
+        "sm": "verified",
+    }
+    assert f"  {PAGE_ERRORS[0].removeprefix('WARNING -  ')}" in done.stdout

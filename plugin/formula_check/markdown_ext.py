@@ -56,6 +56,7 @@ from .session import (
     is_failure,
     shared_engine,
 )
+from .worker.environment import bad_names
 
 FENCE_NAME = "formula"
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})")
@@ -183,6 +184,7 @@ class FormulaCheckExtension(Extension):
             "memory_limit_mb": [0, "Worker memory limit (0: none)"],
             "fork_workers": [True, "Fork workers from one TensorFlow import (Linux)"],
             "keep_alive": [0.0, "Seconds to keep TensorFlow imported for the next run"],
+            "env": [[], "Variables of the build's environment the checks may read, by name"],
             "check": [True, "Check formulas; off: each renders as display math, no card"],
         }
         super().__init__(**kwargs)
@@ -285,12 +287,24 @@ class FormulaCheckExtension(Extension):
                 memory_limit_mb=int(self.getConfig("memory_limit_mb")),
                 fork=bool(self.getConfig("fork_workers")),
                 keep_alive=float(self.getConfig("keep_alive")),
+                env=_names(self.getConfig("env")),
             ),
             labels=labels_for(self.getConfig("language")),
             images=images,
             fail_on=frozenset(self.getConfig("fail_on")),
             page=PageContext(self.getConfig("page")),
         )
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """The ``env`` option: variable names, or a clear error."""
+    names = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    bad = bad_names(names)
+    if bad:
+        raise FormulaCheckError(
+            f"formula_check option 'env' has a bad name {bad[0]!r} (the name of a variable)"
+        )
+    return names
 
 
 def makeExtension(**kwargs: Any) -> FormulaCheckExtension:  # noqa: N802  (Markdown's API name)

@@ -35,7 +35,7 @@ from mkdocs.utils import get_relative_url
 from . import assets, serving
 from .config import FormulaCheckConfig, out_of_range
 from .engine import Engine
-from .errors import FormulaCheckError, MissingTensorFlowError
+from .errors import FormulaCheckError, MissingTensorFlowError, PageError
 from .markdown_ext import UNCHECKED
 from .model import CheckResult
 from .oracles import load_oracle
@@ -290,7 +290,11 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if not self.blocks or page.present_anchor_ids is None:
             return html
         path = _page_path(page.file, self.settings.root)
-        anchors = [f"fc-{block.block_id}" for block in self.blocks if block.location.path == path]
+        anchors = [
+            f"fc-{block.block_id}"
+            for block in self.blocks
+            if block.location.path == path and not isinstance(block.error, PageError)
+        ]  # a problem of the whole page (not UTF-8) is no formula of it
         if self.session is None:
             unchecked = f'<div class="{UNCHECKED}">'
             if html.count(unchecked) != len(anchors):  # not the formulas we found: no guess

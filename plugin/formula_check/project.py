@@ -23,7 +23,7 @@ from mkdocs.utils.yaml import get_yaml_loader, yaml_load
 
 from .config import FormulaCheckConfig, out_of_range
 from .errors import FormulaCheckError
-from .pages import PageBlock, Settings, source_blocks
+from .pages import PageBlock, Settings, decode_page, source_blocks
 
 CONFIG_NAME = "mkdocs.yml"
 PLUGIN_NAME = "formula-check"
@@ -221,12 +221,14 @@ def folder_pages(folder: Path) -> list[Path]:
 
 def read_blocks(path: Path, project: Project, settings: Settings) -> list[PageBlock]:
     """A page's formula blocks, split from its front matter exactly as the MkDocs plugin does."""
+    page = project.page_name(path)
     try:
-        # utf-8-sig: MkDocs drops a byte-order mark too, so line numbers agree with its build.
-        raw = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise ProjectError(f"{path}: cannot read page: {exc}") from None
-    return source_blocks(raw, page=project.page_name(path), settings=settings)
+    # decoded as MkDocs does (a byte-order mark dropped, so line numbers agree with its build);
+    # a page that is not UTF-8 is that page's error, and its other blocks are still checked
+    return source_blocks(decode_page(data, page), page=page, settings=settings)
 
 
 def project_near(start: Path, *, stop: Path | None = None, fallback: Path | None = None) -> Project:
