@@ -468,3 +468,50 @@ def test_what_a_crashed_worker_said_names_no_machine_folder() -> None:
     assert result.status is Status.ERROR and "exit code 9" in result.message
     assert "failed in numpy/__init__.py called from mymodel/layers.py" in result.message
     assert str(PROJECT) not in result.message and os.sep + "site-packages" not in result.message
+
+
+def test_an_exception_whose_message_cannot_be_read_is_the_snippets_error() -> None:
+    code = (
+        "class Unspeakable(Exception):\n"
+        "    def __str__(self):\n"
+        "        raise RuntimeError('no words')\n\n"
+        "def f(q, k, v):\n"
+        "    raise Unspeakable()\n"
+    )
+    result = run("attention", code)
+    assert result.status is Status.ERROR and result.failure is not None
+    assert result.failure.type == "Unspeakable" and result.failure.location is not None
+    assert result.failure.message == (
+        "(its message could not be read: RuntimeError in its __str__)"
+    )
+    assert "bug in formula-check" not in result.message
+
+
+def test_a_keyboard_interrupt_raised_by_the_code_is_its_own_error_at_its_line() -> None:
+    result = run("attention", "def f(q, k, v):\n    raise KeyboardInterrupt\n", line=20)
+    assert result.status is Status.ERROR and result.failure is not None
+    assert result.failure.type == "KeyboardInterrupt"
+    assert result.failure.location is not None and result.failure.location.line == 22
+    assert "bug in formula-check" not in result.message
+
+
+def test_a_weight_path_to_something_that_is_not_numbers_is_a_clear_weights_error() -> None:
+    layer = """
+import tensorflow as tf
+
+class FFN(tf.keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.inner = tf.keras.layers.Dense(9, activation="relu")
+        self.outer = tf.keras.layers.Dense(6)
+
+    def call(self, x):
+        return self.outer(self.inner(x))
+"""
+    weights = {"W_1": "name", "b_1": "inner.bias", "W_2": "outer.kernel", "b_2": "outer.bias"}
+    result = run("ffn", layer, kind="layer", weights=weights)
+    assert result.status is Status.ERROR and result.failure is not None
+    assert result.failure.message.startswith("weights: W_1=name is the text ")
+    assert "not a weight (numbers)" in result.failure.message
+    assert "formula_check" not in result.failure.traceback
+    assert_still_healthy()

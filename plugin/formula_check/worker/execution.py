@@ -291,9 +291,9 @@ def _phase(name: str) -> Any:
         yield
     except SnippetRaised:
         raise
-    except BaseException as exc:  # user code may raise anything, SystemExit included
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+    except BaseException as exc:  # user code may raise anything, SystemExit and
+        # KeyboardInterrupt included: a check's process is in a session of its own, so a real
+        # Ctrl-C never reaches it (it is stopped by its parent), and one raised is the code's
         raise SnippetRaised(name, exc) from exc
 
 
@@ -462,8 +462,22 @@ def _read_weights(layer: Any, mapping: dict[str, str]) -> tuple[dict[str, Any], 
                 continue
             if value is None:
                 raise ValueError(f"{path} is None (a layer built with use_bias=False has no bias)")
-            values[name] = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+            array = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+            if array.dtype.kind not in "biuf":
+                raise TypeError(
+                    f"weights: {name}={path} is {_kind_of(value)}, not a weight (numbers); "
+                    "name a variable of the layer, such as inner.kernel"
+                )
+            values[name] = array
     return values, unused
+
+
+def _kind_of(value: Any) -> str:
+    """What a value is, in a few words, without trusting its ``str``."""
+    kind = type(value).__name__
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    return f"a {kind}" if kind[:1].lower() not in "aeiou" else f"an {kind}"
 
 
 def _unbuilt_on_path(obj: Any, path: str) -> bool:
@@ -589,12 +603,20 @@ def _failure(raised: SnippetRaised, request: dict[str, Any]) -> dict[str, Any]:
         "phase": raised.phase,
         "type": type(error).__name__,
         # A SyntaxError's str() repeats a mangled filename; its bare msg is what helps.
-        "message": _clean(error.msg if isinstance(error, SyntaxError) else str(error))
+        "message": _clean(error.msg if isinstance(error, SyntaxError) else _said(error))
         or type(error).__name__,
         "line": line,
         "file": file,
         "traceback": _clean("".join(frames[-6:]))[-_MAX_TEXT:],
     }
+
+
+def _said(error: BaseException) -> str:
+    """An exception's message; its own ``__str__`` may fail, and that is the snippet's doing."""
+    try:
+        return str(error)
+    except Exception as inner:  # any failure of user code is reported, never raised
+        return f"(its message could not be read: {type(inner).__name__} in its __str__)"
 
 
 def _shown_traceback(error: BaseException, root: str) -> list[str]:

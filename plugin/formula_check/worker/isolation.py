@@ -219,13 +219,13 @@ def _child(
         os.close(null)
         os.environ["TMPDIR"] = folder
         tempfile.tempdir = folder
-        try:
-            reply, out = handle(header, arrays)
-        except Exception as exc:  # the checker's own fault: said as such, as before
-            from .child import internal_error
+        from .child import internal_error
 
-            reply, out = internal_error(exc), {}
-        _write_all(writing, protocol.encode(reply, out))
+        try:
+            message = protocol.encode(*handle(header, arrays))
+        except Exception as exc:  # the checker's own fault: said as such, as before
+            message = protocol.encode(internal_error(exc))
+        _write_all(writing, message)
     except BaseException:  # nothing may unwind into the warm worker's code in this process
         code = 70
     finally:
