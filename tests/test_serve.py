@@ -87,21 +87,25 @@ def first_build_served(server: subprocess.Popen[str], url: str, marker: str) -> 
 
 
 @contextlib.contextmanager
-def serving(project: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``mkdocs serve`` of ``project`` after its first build; Ctrl-C at the end."""
+def serving(project: Path, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``mkdocs serve`` of ``project`` after its first build (what it logs into ``log``, if
+    given); Ctrl-C at the end."""
     marker = uuid.uuid4().hex
     (project / "docs" / "serve-marker.txt").write_text(marker, encoding="utf-8")
     for _ in range(5):
         port = free_port()
+        logged = log.open("w", encoding="utf-8") if log is not None else subprocess.DEVNULL
         server = subprocess.Popen(
             [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
             cwd=project,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=logged,
             text=True,
             start_new_session=True,
             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         )
+        if log is not None:
+            logged.close()  # the server has its own copy
         url = f"http://127.0.0.1:{port}/"
         try:
             if first_build_served(server, url, marker):

@@ -118,18 +118,11 @@ class ResultCache:
             self.misses += 1
             return None
         result, depends = entry
-        if any(file_digest(self.root / rel) != digest for rel, digest in depends.items()):
+        if not _unchanged(self.root, depends):
             self.misses += 1
             return None
         self.hits += 1
-        return dataclasses.replace(
-            result,
-            block_id=spec.block_id,
-            location=spec.location,
-            cached=True,
-            imports=tuple(depends),
-            failure=_placed(result.failure, spec),
-        )
+        return _relocated(result, spec, depends)
 
     def _read(self, key: str) -> tuple[CheckResult, dict[str, str]] | None:
         identity = self.files.identity(key)
@@ -170,6 +163,51 @@ class ResultCache:
             return result_from_json(header["result"], arrays), dict(header["depends"])
         except (protocol.ProtocolError, KeyError, TypeError, ValueError):
             return None
+
+
+class MemoryResults:
+    """Results kept in this process alone, by key, with the digests of the project files
+    their checks read: served while those are unchanged, placed on the asking block."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._entries: dict[str, tuple[CheckResult, dict[str, str]]] = {}
+
+    def put(
+        self, key: str, result: CheckResult, local_files: list[str], spec: CheckSpec | None = None
+    ) -> None:
+        """Keep ``result`` under ``key`` (as :meth:`ResultCache.put` stores it)."""
+        depends = {rel: file_digest(self.root / rel) for rel in local_files}
+        self._entries[key] = (
+            dataclasses.replace(result, failure=_unplaced(result.failure, spec)),
+            depends,
+        )
+
+    def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
+        """The result kept for ``key`` placed on ``spec``'s block, if its inputs are the same."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if not _unchanged(self.root, entry[1]):
+            del self._entries[key]
+            return None
+        return _relocated(entry[0], spec, entry[1])
+
+
+def _unchanged(root: Path, depends: Mapping[str, str]) -> bool:
+    return all(file_digest(root / rel) == digest for rel, digest in depends.items())
+
+
+def _relocated(result: CheckResult, spec: CheckSpec, depends: Mapping[str, str]) -> CheckResult:
+    """A stored result, as ``spec``'s block shows it."""
+    return dataclasses.replace(
+        result,
+        block_id=spec.block_id,
+        location=spec.location,
+        cached=True,
+        imports=tuple(depends),
+        failure=_placed(result.failure, spec),
+    )
 
 
 _IN_SNIPPET = "<inline snippet>"

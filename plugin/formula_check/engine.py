@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
 import time
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .cache import ResultCache, cache_key, checker_digest, tensorflow_version
+from .cache import MemoryResults, ResultCache, cache_key, checker_digest, tensorflow_version
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import Plan, plan_check
 from .worker.environment import named_digest
-from .worker.pool import Reply, WorkerPool
+from .worker.pool import CANCELLED, Reply, WorkerPool
 
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
+WROTE = "the code wrote into the project: "
+"""How the note on a result whose check wrote project files begins."""
 REQUESTS_PER_WORKER = 2
 """Checks in flight per worker: one running in it, one being planned or judged here."""
 
@@ -55,10 +58,16 @@ class Engine:
             directory if directory.is_absolute() else self.root / directory, self.root
         )
         self.use_cache = use_cache
+        self.wrote = MemoryResults(self.root)
+        """Results of checks that wrote into the project, kept while their inputs are the
+        same, whatever the cache: under ``mkdocs serve`` a block that writes into the docs
+        folder would otherwise trigger a rebuild, which runs it again, which writes again."""
         self.tf_version = tensorflow_version()
         self.executed = 0
         self._startup = 0.0
         self._lock = threading.Lock()
+        self._running: dict[str, threading.Event] = {}
+        """Keys of the checks running now, each set when its check ends."""
 
     @property
     def startup_seconds(self) -> float:
@@ -78,19 +87,64 @@ class Engine:
         if spec.skip:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
-        key = cache_key(spec, self.tf_version, self.env_digest) if self.use_cache else ""
-        if key:
+        key = cache_key(spec, self.tf_version, self.env_digest)
+        if self.use_cache:
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
-        result, local_files, waited = self._run(spec, stopped, order)
+        with self._alone(key, stopped) as earlier:
+            if earlier == "stopped":
+                return _bare(spec, Status.SKIPPED, CANCELLED)
+            if earlier == "ran":  # the same check just ran for another block: its result may do
+                return self.check(spec, stopped, order)
+            wrote = self.wrote.get(key, spec)
+            if wrote is not None:
+                return wrote
+            result, local_files, waited = self._run(spec, stopped, order)
+            return self._keep(
+                key, spec, result, local_files, time.perf_counter() - started - waited
+            )
+
+    def _keep(
+        self,
+        key: str,
+        spec: CheckSpec,
+        result: CheckResult,
+        local_files: list[str],
+        elapsed: float,
+    ) -> CheckResult:
         # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
         # and waiting for one to be free is not the block's either.
-        elapsed = time.perf_counter() - started - waited
         result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
-        if key and _deterministic(result):
+        if self.use_cache and _deterministic(result):
             self.cache.put(key, result, local_files, spec)
+        if any(note.startswith(WROTE) for note in result.notes):
+            self.wrote.put(key, result, local_files, spec)
         return result
+
+    @contextlib.contextmanager
+    def _alone(self, key: str, stopped: threading.Event | None) -> Iterator[str]:
+        """Run the check of ``key`` alone: while one runs, another of the same key waits for
+        its end (then ``ran``: look again for its result) or for ``stopped`` (``stopped``);
+        the first says ``""``. Under ``mkdocs
+        serve``, a rebuild would otherwise run a block again while its check from the build
+        before still runs, and a block that writes into the docs would never be caught up."""
+        with self._lock:
+            running = self._running.get(key)
+            if running is None:
+                self._running[key] = threading.Event()
+        if running is not None:
+            while not running.wait(0.1):
+                if stopped is not None and stopped.is_set():
+                    yield "stopped"
+                    return
+            yield "ran"
+            return
+        try:
+            yield ""
+        finally:
+            with self._lock:
+                self._running.pop(key).set()
 
     def check_many(self, specs: Iterable[CheckSpec]) -> list[CheckResult]:
         """Every result of :meth:`iter_check`, in input order."""
@@ -160,9 +214,6 @@ class Engine:
     def _judge(
         self, spec: CheckSpec, plan: Plan, reply: Reply, env_fields: dict[str, Any]
     ) -> tuple[CheckResult, list[str]]:
-        # Judging loads the LaTeX compiler; a build served from the cache never needs it.
-        from .evaluate import evaluate, snippet_failure
-
         env = Environment(
             **{
                 k: env_fields[k]
@@ -170,6 +221,18 @@ class Engine:
                 if k in env_fields
             }
         )
+        result, local_files = self._verdict(spec, plan, reply, env)
+        written = [str(path) for path in reply.header.get("written_files", [])]
+        if written and result.status is not Status.SKIPPED:
+            result = dataclasses.replace(result, notes=(*result.notes, wrote_note(written)))
+        return result, local_files
+
+    def _verdict(
+        self, spec: CheckSpec, plan: Plan, reply: Reply, env: Environment
+    ) -> tuple[CheckResult, list[str]]:
+        # Judging loads the LaTeX compiler; a build served from the cache never needs it.
+        from .evaluate import evaluate, snippet_failure
+
         if reply.outcome == "cancelled":
             return _bare(spec, Status.SKIPPED, reply.detail, env), []
         if reply.outcome == "timeout":
@@ -249,4 +312,14 @@ def error_result(spec: CheckSpec, kind: str, message: str) -> CheckResult:
     """A result for a block that could not be checked at all (its spec is unusable)."""
     return dataclasses.replace(
         _bare(spec, Status.ERROR, ""), failure=SnippetFailure(kind, message, spec.location)
+    )
+
+
+def wrote_note(written: list[str]) -> str:
+    """The note on a result whose check wrote ``written`` (project files)."""
+    named = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
+    return (
+        f"{WROTE}{named}. No input of this check, so it runs again only when the block or a "
+        "file it reads changes: under mkdocs serve the write rebuilds the site once, not "
+        "forever"
     )

@@ -63,12 +63,22 @@ def run_worker(
                 conversation=conversation,
                 scratch=environment["scratch"],
                 time_limit=float(limit) if isinstance(limit, (int, float)) else None,
+                interrupts=(requests.fileno(), lambda: _cancel_asked(requests)),
             )
 
         return serve(requests, answers, isolated)
     finally:
         isolation.end_children()
         shutil.rmtree(environment["scratch"], ignore_errors=True)
+
+
+def _cancel_asked(requests: IO[bytes]) -> bool:
+    """Read what the parent sent while a check ran: is it ``cancel`` (or a hang-up)?"""
+    try:
+        header, _ = protocol.read_message(requests)
+    except (EOFError, protocol.ProtocolError, OSError):
+        return True
+    return header.get("op") in {"cancel", "shutdown"}
 
 
 def say_hello(answers: IO[bytes], environment: dict[str, Any]) -> None:
@@ -90,6 +100,8 @@ def serve(
             return 0
         if header.get("op") == "shutdown":
             return 0
+        if header.get("op") == "cancel":  # came as its check ended: nothing left to stop
+            continue
         try:
             message = answer(header, arrays)
         except Exception as exc:  # the checker's own fault, not the snippet's: say so, go on

@@ -174,6 +174,7 @@ def run_check(
         imported = _forget_local_modules(session, before)
     reply["stdout"] = stdout.getvalue()[-_MAX_TEXT:]
     reply["local_files"] = sorted((set(imported) | files.read) - files.written)
+    reply["written_files"] = sorted(files.written)
     return reply, out
 
 
@@ -233,8 +234,14 @@ class _ProjectReads:
                 return
             with contextlib.suppress(ValueError):
                 path = importlib.util.source_from_cache(path)
-        if path.startswith(self.root):
-            (files.read if reading else files.written).add(os.path.relpath(path, self.root))
+        if not path.startswith(self.root):
+            return
+        relative = os.path.relpath(path, self.root)
+        if reading:
+            files.read.add(relative)
+        elif relative not in files.written:
+            files.written.add(relative)
+            isolation.note_written(relative)  # known even if the check dies before it answers
 
 
 _READS = _ProjectReads()

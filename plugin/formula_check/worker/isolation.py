@@ -53,6 +53,9 @@ _SWEEPS = 1000
 """Rounds of :func:`end_children` at most: each kills every child it finds, and only a child
 killed in the previous round can hand it new ones (its own orphans)."""
 
+_notes: int | None = None
+"""In a check's process: where :func:`note_written` tells the warm worker what it wrote."""
+
 Handler = Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
 
 
@@ -125,6 +128,23 @@ def ready_to_fork() -> None:
     gc.freeze()
 
 
+def note_written(path: str) -> None:
+    """Tell the warm worker, at once, that the check wrote ``path`` (of the project): it is
+    known even if the check then dies without an answer."""
+    if _notes is not None:
+        with contextlib.suppress(OSError):  # a full pipe loses a name, never the check
+            os.write(_notes, path.encode("utf-8", "surrogateescape") + b"\n")
+
+
+def _noted(fd: int) -> list[str]:
+    """Every path :func:`note_written` sent down ``fd``."""
+    data = bytearray()
+    with contextlib.suppress(OSError):  # empty: nothing more to read
+        while chunk := os.read(fd, 1 << 16):
+            data += chunk
+    return sorted({line.decode("utf-8", "replace") for line in data.splitlines() if line})
+
+
 def children() -> list[int]:
     """This process's child processes, zombies included."""
     me = os.getpid()
@@ -166,24 +186,39 @@ def run_isolated(
     conversation: Sequence[int],
     scratch: str,
     time_limit: float | None,
+    interrupts: tuple[int, Callable[[], bool]] | None = None,
 ) -> bytes:
     """Run ``handle`` on one request in a child of its own; the encoded answer to pass on.
 
     ``conversation`` are the warm worker's descriptors to its parent: the child closes them
     (a snippet reading stdin must not eat the next request). The child gets a temporary folder
     of its own inside ``scratch``, removed with it. With ``time_limit`` seconds gone and no
-    answer, the child and all it started are killed and the answer says ``timeout``."""
+    answer, the child and all it started are killed and the answer says ``timeout``.
+
+    ``interrupts`` is a descriptor that becomes readable when the parent asks to cancel the
+    check, and what reads that request (True: cancel). A cancelled check is stopped and the
+    answer says ``cancelled``, unless it has already written into the project: it then runs
+    to its end, so that its result can be kept. (Under ``mkdocs serve`` its own write would
+    otherwise cancel it, and each rebuild would run it and write again, for ever.)"""
     folder = tempfile.mkdtemp(prefix="check-", dir=scratch)
     reading, writing = os.pipe()
+    notes_in, notes_out = os.pipe()
+    os.set_blocking(notes_in, False)
+    os.set_blocking(notes_out, False)
     warm = os.getpid()
     began = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover  (the child; measured through the parent's answers)
+        global _notes  # noqa: PLW0603  (this process's own, set once as it starts)
         os.close(reading)
+        os.close(notes_in)
+        _notes = notes_out
         _child(handle, header, arrays, warm, conversation, folder, writing)
     os.close(writing)
+    os.close(notes_out)
+    written: list[str] = []
     try:
-        message, why = _read_answer(reading, pid, time_limit)
+        message, why = _read_answer(reading, time_limit, (notes_in, written), interrupts)
     finally:
         os.close(reading)
         with contextlib.suppress(OSError):
@@ -191,12 +226,15 @@ def run_isolated(
         status = _reap(pid)
         end_children()
         shutil.rmtree(folder, ignore_errors=True)
+        written = sorted({*written, *_noted(notes_in)})
+        os.close(notes_in)
     seconds = time.perf_counter() - began
     if message is not None:
         return message
-    if why == "timeout":
-        return protocol.encode({"op": "timeout", "process_seconds": seconds})
-    return protocol.encode({"op": "crash", "detail": _ended(status), "process_seconds": seconds})
+    said = {"process_seconds": seconds, "written_files": written}
+    if why in {"timeout", "cancelled"}:
+        return protocol.encode({"op": why, **said})
+    return protocol.encode({"op": "crash", "detail": _ended(status), **said})
 
 
 def _child(
@@ -241,18 +279,35 @@ def _write_all(fd: int, data: bytes) -> None:
     os.close(fd)
 
 
-def _read_answer(fd: int, pid: int, time_limit: float | None) -> tuple[bytes | None, str]:
-    """The child's whole answer, or None and why not (``timeout`` or ``ended``). Ends when the
-    message is complete, not at end of file: a process the snippet started may hold the pipe."""
+def _read_answer(
+    fd: int,
+    time_limit: float | None,
+    notes: tuple[int, list[str]],
+    interrupts: tuple[int, Callable[[], bool]] | None,
+) -> tuple[bytes | None, str]:
+    """The child's whole answer, or None and why not (``timeout``, ``cancelled`` or
+    ``ended``). Ends when the message is complete, not at end of file: a process the snippet
+    started may hold the pipe. Meanwhile what the child says it wrote is added to ``notes``."""
     deadline = None if time_limit is None else time.monotonic() + time_limit
     data = bytearray()
     expected = -1
+    notes_in, written = notes
+    watched = [fd, notes_in] + ([interrupts[0]] if interrupts else [])
     while expected < 0 or len(data) < expected:
         wait = None if deadline is None else deadline - time.monotonic()
         if wait is not None and wait <= 0:
             return None, "timeout"
-        ready, _, _ = select.select([fd], [], [], wait)
-        if not ready:
+        ready, _, _ = select.select(watched, [], [], wait)
+        if notes_in in ready:
+            noted = _noted(notes_in)
+            written.extend(noted)
+            if not noted:  # the child is gone, and every process it started
+                watched.remove(notes_in)
+        if interrupts and interrupts[0] in ready:
+            watched.remove(interrupts[0])  # one request at a time: it is answered now
+            if interrupts[1]() and not written:
+                return None, "cancelled"
+        if fd not in ready:
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:

@@ -778,15 +778,17 @@ class Worker:
     def _check_process_ended(self, reply: Reply, timeout: float) -> Reply:
         """A check whose own process timed out or died, said as the pool says it of a worker
         (the worker itself lives on)."""
-        if reply.outcome != "ok" or reply.header.get("op") not in {"timeout", "crash"}:
+        if reply.outcome != "ok" or reply.header.get("op") not in {"timeout", "crash", "cancelled"}:
             return reply
+        written = {"written_files": reply.header.get("written_files", [])}
+        if reply.header["op"] == "cancelled":
+            return Reply("cancelled", written, {}, CANCELLED)
         if reply.header["op"] == "timeout":
-            return Reply(
-                "timeout", {}, {}, f"no answer within {timeout:g} s; its process was stopped"
-            )
+            detail = f"no answer within {timeout:g} s; its process was stopped"
+            return Reply("timeout", written, {}, detail)
         tail = scrubbed(self.stderr_tail(600, since=self.log_offset), str(self.root))
         said = f"; it said: {tail}" if tail else ""
-        return Reply("crash", {}, {}, f"{reply.header.get('detail', '')}{said}")
+        return Reply("crash", written, {}, f"{reply.header.get('detail', '')}{said}")
 
     def _receive(self, timeout: float, cancelled: Callable[[], bool] = lambda: False) -> Reply:
         process = self.process
@@ -801,6 +803,7 @@ class Worker:
         self, stream: IO[bytes], timeout: float, cancelled: Callable[[], bool]
     ) -> Reply:
         deadline = time.monotonic() + timeout
+        cancelling = False
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -811,9 +814,11 @@ class Worker:
             ready, _, _ = select.select([stream], [], [], min(_POLL, remaining))
             if ready:
                 break
-            if cancelled():  # its answer is no longer wanted: the worker is freed now
-                self.kill()
-                return Reply("cancelled", {}, {}, CANCELLED)
+            if cancelled() and not cancelling:  # its answer is no longer wanted
+                cancelling = True
+                if not self._ask_to_cancel():
+                    self.kill()
+                    return Reply("cancelled", {}, {}, CANCELLED)
             if self._over_memory():
                 self.kill()
                 return Reply(
@@ -828,6 +833,19 @@ class Worker:
             return self._crashed("the worker died")
         self._over_memory()
         return Reply("ok", header, arrays)
+
+    def _ask_to_cancel(self) -> bool:
+        """Ask the worker to stop the check it runs (it answers ``cancelled``, or runs on a
+        check that already wrote into the project, see :mod:`.isolation`); False if it
+        cannot be told, and must be stopped."""
+        process = self.process
+        if process is None or process.stdin is None:
+            return False
+        try:
+            protocol.write_message(process.stdin, {"op": "cancel"})
+        except (OSError, ValueError):
+            return False
+        return True
 
     def _over_memory(self) -> bool:
         rss = self.rss_kb()

@@ -1,0 +1,56 @@
+"""A block whose code writes into the docs folder does not make ``mkdocs serve`` rebuild
+forever: its result is kept while its inputs are the same, and its card says what it wrote."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from test_serve import FIXTURE, fetch, serving
+
+pytestmark = [pytest.mark.tf, pytest.mark.site]
+
+WRITES_THEN = {
+    "crashes": "os._exit(3)",
+    "runs on after writing": "time.sleep(2.5)\n    return tf.nn.softmax(x)",
+}
+
+
+@pytest.mark.parametrize("then", sorted(WRITES_THEN))
+def test_a_block_writing_into_the_docs_rebuilds_the_site_once_not_forever(
+    tmp_path: Path, then: str
+) -> None:
+    project = tmp_path / "zh"
+    shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    page = project / "docs" / "writes.md"
+    page.write_text(
+        "# Writes\n\n"
+        '```formula id="writes" oracle="softmax"\n'
+        r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}"
+        "\n```\n\n```python\nimport os\nimport time\n\nimport tensorflow as tf\n\n\n"
+        "def softmax(x):\n"
+        '    with open("docs/loop.md", "w", encoding="utf-8") as file:\n'
+        '        file.write(f"# Written at {time.time()}\\n")\n'
+        f"    {WRITES_THEN[then]}\n```\n",
+        encoding="utf-8",
+    )
+    log = tmp_path / "serve.log"
+    with serving(project, log=log) as (url, _):
+        # MkDocs watches from the end of the first build on: an edit of the block runs it
+        # (and its write) again while watched
+        page.write_text(page.read_text("utf-8").replace("import time", "import time  # !"))
+        time.sleep(12)  # a loop rebuilds every second or so
+        builds = log.read_text(encoding="utf-8").count("Building documentation")
+        card = ""
+        for _ in range(20):  # the page may be between two builds: a moment later it is there
+            card = fetch(url + "zh/writes/") or ""
+            if "fc-card" in card:
+                break
+            time.sleep(0.5)
+    # the first build, the edit's, and one for the file the block wrote
+    assert builds <= 3, f"{builds} builds in 12 s"
+    assert re.search(r"the code wrote into the project: docs/loop\.md", card), card[-3000:]
