@@ -272,6 +272,8 @@ def write_site(
         text = page_markdown(number, blocks, heatmaps=heatmaps, ledger=ledger)
         (docs / ("index.md" if number == 0 else f"page-{number:03d}.md")).write_text(text)
     options = {"timing": False, **(plugin or {})}
+    if ledger:  # the snippets append to the file this variable names: checks see it by name
+        options.setdefault("env", f"[{LEDGER_ENV}]")
     config = root / "mkdocs.yml"
     total = sum(len(blocks) for blocks in pages)
     config.write_text(site_config(f"Generated ({len(pages)} pages, {total} blocks)", options))

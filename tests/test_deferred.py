@@ -102,6 +102,7 @@ def test_ctrl_c_drops_the_queued_checks_and_leaves_no_process(tmp_path: Path) ->
     (project / "docs" / "index.md").write_text(page, encoding="utf-8")
     (project / "mkdocs.yml").write_text(
         "site_name: Slow\nplugins:\n  - formula-check:\n      cache: false\n"
+        "      env: [FC_TEST_LEDGER]\n"
         "markdown_extensions:\n  - pymdownx.superfences\n  - pymdownx.arithmatex:\n"
         "      generic: true\n",
         encoding="utf-8",

@@ -69,7 +69,8 @@ def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
 
 
 def specs(count: int) -> list[CheckSpec]:
-    return [spec_for("attention", SDPA, block_id=f"b{n}") for n in range(count)]
+    """Blocks of different code (the same check asked for twice at once runs once)."""
+    return [spec_for("attention", f"{SDPA}\n# {n}\n", block_id=f"b{n}") for n in range(count)]
 
 
 def test_the_worker_runs_the_next_check_while_the_last_is_judged(

@@ -194,7 +194,7 @@ def test_closing_the_pool_ends_a_zygote_restart_instead_of_waiting_for_its_impor
 ) -> None:
     """A worker whose process ended is reaped through the zygote, whose lock a restart holds
     for its whole TensorFlow import (here 60 s): the close stops that restart first."""
-    workers = WorkerPool(tmp_path, size=2, python=fake_python)
+    workers = WorkerPool(tmp_path, size=2, python=fake_python, env=("FAKE_IMPORT_SECONDS",))
     first, second = workers._all
     zygote = workers.zygote
     assert zygote is not None

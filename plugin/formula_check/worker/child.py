@@ -54,6 +54,10 @@ def run_worker(
     try:
         say_hello(answers, environment)
 
+        def running_on() -> None:  # the parent asked to cancel a check that will not stop
+            answers.write(protocol.encode({"op": "running on"}))
+            answers.flush()
+
         def isolated(header: dict[str, Any], arrays: dict[str, Any]) -> bytes:
             limit = header.get("time_limit")
             return isolation.run_isolated(
@@ -63,7 +67,7 @@ def run_worker(
                 conversation=conversation,
                 scratch=environment["scratch"],
                 time_limit=float(limit) if isinstance(limit, (int, float)) else None,
-                interrupts=(requests.fileno(), lambda: _cancel_asked(requests)),
+                interrupts=(requests.fileno(), lambda: _cancel_asked(requests), running_on),
             )
 
         return serve(requests, answers, isolated)

@@ -186,7 +186,7 @@ def run_isolated(
     conversation: Sequence[int],
     scratch: str,
     time_limit: float | None,
-    interrupts: tuple[int, Callable[[], bool]] | None = None,
+    interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None = None,
 ) -> bytes:
     """Run ``handle`` on one request in a child of its own; the encoded answer to pass on.
 
@@ -196,10 +196,11 @@ def run_isolated(
     answer, the child and all it started are killed and the answer says ``timeout``.
 
     ``interrupts`` is a descriptor that becomes readable when the parent asks to cancel the
-    check, and what reads that request (True: cancel). A cancelled check is stopped and the
-    answer says ``cancelled``, unless it has already written into the project: it then runs
-    to its end, so that its result can be kept. (Under ``mkdocs serve`` its own write would
-    otherwise cancel it, and each rebuild would run it and write again, for ever.)"""
+    check, what reads that request (True: cancel), and what tells the parent the check runs
+    on. A cancelled check is stopped and the answer says ``cancelled``, unless it has already
+    written into the project: it then runs to its end, so that its result can be kept. (Under
+    ``mkdocs serve`` its own write would otherwise cancel it, and each rebuild would run it and
+    write again, for ever.)"""
     folder = tempfile.mkdtemp(prefix="check-", dir=scratch)
     reading, writing = os.pipe()
     notes_in, notes_out = os.pipe()
@@ -283,7 +284,7 @@ def _read_answer(
     fd: int,
     time_limit: float | None,
     notes: tuple[int, list[str]],
-    interrupts: tuple[int, Callable[[], bool]] | None,
+    interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None,
 ) -> tuple[bytes | None, str]:
     """The child's whole answer, or None and why not (``timeout``, ``cancelled`` or
     ``ended``). Ends when the message is complete, not at end of file: a process the snippet
@@ -305,8 +306,10 @@ def _read_answer(
                 watched.remove(notes_in)
         if interrupts and interrupts[0] in ready:
             watched.remove(interrupts[0])  # one request at a time: it is answered now
-            if interrupts[1]() and not written:
-                return None, "cancelled"
+            if interrupts[1]():
+                if not written:
+                    return None, "cancelled"
+                interrupts[2]()
         if fd not in ready:
             continue
         chunk = os.read(fd, 1 << 20)

@@ -624,6 +624,8 @@ class Worker:
         """The worker's private temporary folder, removed when it stops."""
         self.log_offset = 0
         """Where the stderr log stood when the request now running was sent."""
+        self.cancel_asked = False
+        """The request now running was asked to cancel."""
         self._killing = threading.Lock()
         self._starting = False
 
@@ -762,6 +764,7 @@ class Worker:
         # stops the worker only if that answer, too, is late.
         header = {**header, "time_limit": timeout}
         self.log_offset = self._log_size()
+        self.cancel_asked = False
         try:
             protocol.write_message(process.stdin, header, arrays)
         except OSError as exc:  # its end of the pipe is gone: it died
@@ -803,22 +806,35 @@ class Worker:
         self, stream: IO[bytes], timeout: float, cancelled: Callable[[], bool]
     ) -> Reply:
         deadline = time.monotonic() + timeout
-        cancelling = False
+        told_at = 0.0  # when the worker was asked to cancel; 0 until then, and once it said
+        # it runs on (a check that wrote into the project is not stopped: see .isolation)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if now >= deadline:
                 self.kill()
                 return Reply(
                     "timeout", {}, {}, f"no answer within {timeout:g} s; the worker was restarted"
                 )
-            ready, _, _ = select.select([stream], [], [], min(_POLL, remaining))
+            if told_at and now - told_at > CANCEL_GRACE:  # it did not say: stop it
+                self.kill()
+                return Reply("cancelled", {}, {}, CANCELLED)
+            ready, _, _ = select.select([stream], [], [], min(_POLL, deadline - now))
             if ready:
-                break
-            if cancelled() and not cancelling:  # its answer is no longer wanted
-                cancelling = True
+                try:
+                    header, arrays = protocol.read_message(stream)
+                except (EOFError, OSError, protocol.ProtocolError):  # ECONNRESET, from a socket
+                    return self._crashed("the worker died")
+                if header.get("op") == "running on":
+                    told_at = 0.0
+                    continue
+                self._over_memory()
+                return Reply("ok", header, arrays)
+            if cancelled() and not told_at and not self.cancel_asked:
+                self.cancel_asked = True
                 if not self._ask_to_cancel():
                     self.kill()
                     return Reply("cancelled", {}, {}, CANCELLED)
+                told_at = time.monotonic()
             if self._over_memory():
                 self.kill()
                 return Reply(
@@ -827,12 +843,6 @@ class Worker:
                     {},
                     f"worker exceeded the memory limit of {self.memory_limit_mb} MiB",
                 )
-        try:
-            header, arrays = protocol.read_message(stream)
-        except (EOFError, OSError, protocol.ProtocolError):  # a socket may say ECONNRESET
-            return self._crashed("the worker died")
-        self._over_memory()
-        return Reply("ok", header, arrays)
 
     def _ask_to_cancel(self) -> bool:
         """Ask the worker to stop the check it runs (it answers ``cancelled``, or runs on a
@@ -918,6 +928,9 @@ class Worker:
 
 
 _STOPPED = Reply("crash", {}, {}, "the checker was stopped while this check ran")
+CANCEL_GRACE = 5.0
+"""Seconds a worker asked to cancel a check has to answer (``cancelled``, or that the check
+runs on) before it is stopped."""
 WORKER_GRACE = 5.0
 """Seconds past a check's time limit that the pool waits for the worker to say it stopped
 the check, before it stops the worker itself."""
