@@ -4,6 +4,7 @@ the check ended: passed, failed, timed out, crashed, or stopped with its worker.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -79,18 +80,24 @@ def test_what_a_check_started_ends_with_it(ending: str) -> None:
         assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
 
 
-def test_what_a_check_started_ends_when_its_worker_is_stopped() -> None:
-    """A check stopped from outside (its result no longer wanted, as on a serve edit) takes
-    its worker with it; what the check started, even in sessions of their own, goes too."""
+def test_a_cancelled_check_ends_with_what_it_started_and_the_worker_stays() -> None:
+    """A check stopped from outside (its result no longer wanted, as on a serve edit) is
+    ended by its worker, which stays warm; what the check started, even in sessions of their
+    own, goes with it."""
     tag = unique_seconds()
     stopped = threading.Event()
     with Engine(PROJECT, use_cache=False) as engine:
         engine.warm_up()
+        workers = engine.pool.alive_pids()
         spec = spec_for("attention", snippet(tag, "time.sleep(60)"), entry="checked", timeout=60)
         timer = threading.Timer(2.0, stopped.set)
         timer.start()
+        began = time.monotonic()
         try:
-            engine.check(spec, stopped)
+            result = engine.check(spec, stopped)
         finally:
             timer.cancel()
+        assert result.status is Status.SKIPPED and time.monotonic() - began < 15
         assert wait_until(lambda: sleepers(tag) == [], 10), "left running after the stop"
+        assert engine.pool.alive_pids() == workers, "the worker was stopped with its check"
+        assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
