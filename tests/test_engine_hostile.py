@@ -21,7 +21,7 @@ from formula_check.snippets import resolve_code
 from formula_check.worker.pool import Worker
 from formula_check.worker.protocol import SCRATCH_PREFIX
 from implementations import FFN, SDPA
-from support import PROJECT, run, shared_engine, spec_for
+from support import PROJECT, run, shared_engine, spec_for, wait_until
 
 pytestmark = pytest.mark.tf
 
@@ -62,11 +62,13 @@ def test_each_check_has_a_private_temporary_folder_removed_with_it() -> None:
     said = run("attention", WHERE_TEMPORARY_FILES_GO)
     folder = Path(said.stdout.split()[0])
     assert said.status is Status.ERROR and said.stdout.split() == [str(folder)] * 2
-    assert folder.parent == scratch and not folder.exists()
+    # removed once the answer is on its way, before the next check begins
+    assert folder.parent == scratch and wait_until(lambda: not folder.exists(), 10)
 
     hang = "import tempfile, time\ndef f(q, k, v):\n    tempfile.mkstemp()\n    time.sleep(60)\n"
     assert engine.check(spec_for("attention", hang, timeout=2)).status is Status.TIMEOUT
-    assert scratch.is_dir() and not list(scratch.iterdir()), "the timed-out check left files"
+    assert scratch.is_dir()
+    assert wait_until(lambda: not list(scratch.iterdir()), 10), "the timed-out check left files"
     running_worker(engine).kill()
     assert not scratch.exists(), "killed, the worker left its folder behind"
     assert_still_healthy()
@@ -432,13 +434,15 @@ def test_a_failure_of_the_checker_itself_is_an_error_card_and_the_worker_serves_
             raise KeyError("in/mask")
         return {"ok": True, "block": header["block"]}, {}
 
-    def isolated(header: dict[str, Any], arrays: dict[str, Any]) -> bytes:
-        return isolation.run_isolated(
-            handle, header, arrays, conversation=[], scratch=str(scratch), time_limit=30
-        )
-
     with tempfile.TemporaryDirectory() as scratch:
-        assert child.serve(requests, answers, isolated) == 0
+        checks = isolation.CheckProcesses(handle, lambda: None, conversation=[], scratch=scratch)
+        try:
+            answered = child.serve(
+                requests, answers, lambda h, a: checks.run(h, a, time_limit=30), after=checks.tidy
+            )
+        finally:
+            checks.close()
+        assert answered == 0
     answers.seek(0)
     first, _ = protocol.read_message(answers)
     second, _ = protocol.read_message(answers)

@@ -76,8 +76,10 @@ def test_what_a_check_started_ends_with_it(ending: str) -> None:
         spec = spec_for("attention", snippet(tag, line), entry="checked", timeout=3)
         result = engine.check(spec)
         assert result.status is status, result.headline()
-        assert sleepers(tag) == [], f"left running after the check {ending}"
+        # ended once the answer is on its way, and surely before the next check begins
+        assert wait_until(lambda: sleepers(tag) == [], 10), f"left running after it {ending}"
         assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
+        assert sleepers(tag) == []
 
 
 def test_a_cancelled_check_ends_with_what_it_started_and_the_worker_stays() -> None:

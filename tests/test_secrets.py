@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.worker.environment import named_digest, worker_environment
+from formula_check.worker.environment import settings_digest, worker_environment
 
 SECRET = "ghp_" + "Zq7" * 12  # looks like a token; made here, so it cannot be anywhere else
 CONFIG = """\
@@ -112,6 +112,8 @@ def test_the_worker_environment_keeps_what_tools_need_and_drops_the_rest() -> No
         "CUDA_VISIBLE_DEVICES": "0",
         "TF_FORCE_GPU_ALLOW_GROWTH": "true",
         "TF_VAR_db_password": "hunter2",  # Terraform's, not TensorFlow's
+        "TF_TOKEN_app_terraform_io": "s3cret",  # Terraform Cloud's token
+        "NVIDIA_API_KEY": "nvapi-s3cret",  # not a setting of the GPU stack
         "GITHUB_TOKEN": "ghs_secret",
         "AWS_SECRET_ACCESS_KEY": "secret",
         "WANDB_MODE": "offline",
@@ -120,14 +122,22 @@ def test_the_worker_environment_keeps_what_tools_need_and_drops_the_rest() -> No
     for kept in ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "WANDB_MODE"):
         assert env[kept] == build[kept]
     assert env["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
-    for dropped in ("TF_VAR_db_password", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "NOT_SET"):
+    dropped_names = ("TF_VAR_db_password", "TF_TOKEN_app_terraform_io", "NVIDIA_API_KEY")
+    for dropped in (*dropped_names, "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "NOT_SET"):
         assert dropped not in env
     assert env["TF_ENABLE_ONEDNN_OPTS"] == "0" and env["PYTHONPATH"]
 
 
 def test_the_values_of_passed_variables_key_the_cache_without_showing_them() -> None:
-    one = named_digest(["MY_DATA_DIR"], {"MY_DATA_DIR": "/a"})
-    assert one != named_digest(["MY_DATA_DIR"], {"MY_DATA_DIR": "/b"})
-    assert one != named_digest(["MY_DATA_DIR"], {})
-    assert named_digest(["MY_DATA_DIR"], {"MY_DATA_DIR": ""}) != named_digest(["MY_DATA_DIR"], {})
-    assert "/a" not in one and named_digest([], {"MY_DATA_DIR": "/a"}) == ""
+    one = settings_digest(["MY_DATA_DIR"], {"MY_DATA_DIR": "/a"})
+    assert one != settings_digest(["MY_DATA_DIR"], {"MY_DATA_DIR": "/b"})
+    assert one != settings_digest(["MY_DATA_DIR"], {})
+    assert settings_digest(["MY_DATA_DIR"], {"MY_DATA_DIR": ""}) != settings_digest(
+        ["MY_DATA_DIR"], {}
+    )
+    assert "/a" not in one and settings_digest([], {"MY_DATA_DIR": "/a"}) == ""
+    # what TensorFlow reads keys results too; where things are does not
+    assert settings_digest([], {"XLA_FLAGS": "--x"}) != settings_digest([], {})
+    assert settings_digest([], {"TF_USE_LEGACY_KERAS": "1"}) != settings_digest([], {})
+    assert settings_digest([], {"HOME": "/home/a", "PATH": "/a"}) == settings_digest([], {})
+    assert settings_digest([], {"TF_CPP_MIN_LOG_LEVEL": "0"}) == settings_digest([], {})

@@ -16,7 +16,7 @@ from .cache import MemoryResults, ResultCache, cache_key, checker_digest, tensor
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import Plan, plan_check
-from .worker.environment import named_digest
+from .worker.environment import settings_digest
 from .worker.pool import CANCELLED, Reply, WorkerPool
 
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
@@ -50,9 +50,10 @@ class Engine:
         self.pool = WorkerPool(
             self.root, workers, python, memory_limit_mb, fork=fork, keep_alive=keep_alive, env=env
         )
-        self.env_digest = named_digest(env)
-        """The values of the variables passed on request: a result computed with other
-        values is another result (cached under another key)."""
+        self.env_digest = settings_digest(env)
+        """The values of the variables a worker gets that can change a result (those the
+        project names, TensorFlow's settings...): one computed with other values is another
+        result, cached under another key."""
         directory = cache_dir if cache_dir is not None else self.root / DEFAULT_CACHE_DIR
         self.cache = ResultCache(
             directory if directory.is_absolute() else self.root / directory, self.root

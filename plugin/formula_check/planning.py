@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,12 +93,22 @@ def _planned(spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool) -> P
         "weights": dict(spec.weights) if spec.weights else None,
         "perturb": spec.perturb_weights,
         "seed": spec.seed,
+        "page_folder": _page_folder(spec),
         **call_plans(spec, oracle, sizes, has_mask=keep is not None),
     }
     if with_timing and spec.timing.enabled:
         header["timing"], timing_arrays = _timing_runs(spec, oracle, header, params)
         arrays.update(timing_arrays)
     return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays)
+
+
+def _page_folder(spec: CheckSpec) -> str:
+    """The project folder the block's page lies in (``docs``), where a check's writes would
+    rebuild the site under ``mkdocs serve``; empty if the page is not in one."""
+    parts = Path(spec.location.path).parts
+    if len(parts) < 2 or Path(spec.location.path).is_absolute() or ".." in parts:
+        return ""
+    return parts[0]
 
 
 MAX_NUMBERS = 2**26

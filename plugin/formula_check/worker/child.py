@@ -23,6 +23,7 @@ os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from . import isolation, protocol
+from .paths import scrubbed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[0]).resolve() if args else Path.cwd()
     answers = _private_stdout()
-    requests = sys.stdin.buffer
+    # Unbuffered: a cancel that comes during a check is seen by select on fd 0, not left
+    # unread behind the request in a buffer
+    requests = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115  (fd 0, for life)
     try:
         from . import execution  # noqa: F401  (TensorFlow: the import is the point)
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
@@ -47,33 +50,47 @@ def run_worker(
     request from a process of its own (:mod:`.isolation`); at the end (the parent hung up),
     remove the worker's temporary folder, ``scratch`` (made by the parent; by the worker if
     None). A worker that is killed never gets here: its parent removes the folder."""
-    from .execution import begin, run_forked_check
+    from .execution import begin, prepare_check_process, run_check
 
+    _stdin_from_nowhere()
     session, environment = begin(root, scratch)
-    conversation = sorted({requests.fileno(), answers.fileno(), 0})
+    checks = isolation.CheckProcesses(
+        lambda header, arrays: run_check(session, header, arrays),
+        lambda: prepare_check_process(session, environment),
+        conversation=sorted({requests.fileno(), answers.fileno()}),
+        scratch=environment["scratch"],
+    )
+
+    def running_on() -> None:  # the parent asked to cancel a check that will not stop
+        answers.write(protocol.encode({"op": "running on"}))
+        answers.flush()
+
+    def answer(header: dict[str, Any], arrays: dict[str, Any]) -> bytes:
+        limit = header.get("time_limit")
+        return checks.run(
+            header,
+            arrays,
+            time_limit=float(limit) if isinstance(limit, (int, float)) else None,
+            interrupts=(requests.fileno(), lambda: _cancel_asked(requests), running_on),
+        )
+
     try:
         say_hello(answers, environment)
-
-        def running_on() -> None:  # the parent asked to cancel a check that will not stop
-            answers.write(protocol.encode({"op": "running on"}))
-            answers.flush()
-
-        def isolated(header: dict[str, Any], arrays: dict[str, Any]) -> bytes:
-            limit = header.get("time_limit")
-            return isolation.run_isolated(
-                lambda h, a: run_forked_check(session, h, a),
-                header,
-                arrays,
-                conversation=conversation,
-                scratch=environment["scratch"],
-                time_limit=float(limit) if isinstance(limit, (int, float)) else None,
-                interrupts=(requests.fileno(), lambda: _cancel_asked(requests), running_on),
-            )
-
-        return serve(requests, answers, isolated)
+        checks.tidy()  # the first check's process, forked and made ready now
+        return serve(requests, answers, answer, after=checks.tidy)
     finally:
-        isolation.end_children()
+        checks.close()
         shutil.rmtree(environment["scratch"], ignore_errors=True)
+
+
+def _stdin_from_nowhere() -> None:
+    """A forked worker has no fd 0 (the zygote's conversation was there): give it /dev/null,
+    so that a snippet reading stdin reads nothing, and no pipe of ours is made there (the
+    check's process would take it for stdin)."""
+    try:
+        os.fstat(0)
+    except OSError:
+        os.open(os.devnull, os.O_RDONLY)  # the lowest free descriptor: 0
 
 
 def _cancel_asked(requests: IO[bytes]) -> bool:
@@ -94,9 +111,10 @@ def serve(
     requests: IO[bytes],
     answers: IO[bytes],
     answer: Callable[[dict[str, Any], dict[str, Any]], bytes],
+    after: Callable[[], object] = lambda: None,
 ) -> int:
     """Answer requests, each with a whole encoded message, until EOF or ``shutdown``; returns
-    the exit code."""
+    the exit code. What is left to do after an answer (``after``) waits until it is sent."""
     while True:
         try:
             header, arrays = protocol.read_message(requests)
@@ -113,16 +131,19 @@ def serve(
             message = protocol.encode(internal_error(exc))
         answers.write(message)
         answers.flush()
+        after()
 
 
 def internal_error(exc: Exception) -> dict[str, Any]:
-    """The answer to a request the worker itself failed on (a bug of the checker)."""
+    """The answer to a request the worker itself failed on (a bug of the checker). Its
+    message goes on a card, which is published: no folder of this machine in it."""
+    said = scrubbed(f"{type(exc).__name__}: {exc}", os.getcwd())
     return {
         "ok": False,
         "type": "InternalError",
         "message": (
-            f"formula-check could not run this block ({type(exc).__name__}: {exc}); this is a "
-            "bug in formula-check, not in the code under test: please report it"
+            f"formula-check could not run this block ({said}); this is a bug in "
+            "formula-check, not in the code under test: please report it"
         ),
     }
 

@@ -15,21 +15,35 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-PASSED = frozenset(
+PASSED_PATHS = frozenset(
     [
-        # the interpreter and the packages it finds
+        # where the interpreter, its packages and the libraries are
         "PATH",
         "HOME",
         "PYTHONPATH",
         "PYTHONHOME",
+        "VIRTUAL_ENV",
+        "LD_LIBRARY_PATH",
+        "PYTHONPYCACHEPREFIX",
+        "KERAS_HOME",
+        "MPLCONFIGDIR",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "CUDNN_PATH",
+        "CUDA_CACHE_PATH",
+    ]
+)
+"""Variables every worker gets that say where things are: they differ between machines and
+change no result."""
+
+PASSED_SETTINGS = frozenset(
+    [
+        # Python
         "PYTHONNOUSERSITE",
         "PYTHONUTF8",
         "PYTHONIOENCODING",
         "PYTHONHASHSEED",
         "PYTHONDONTWRITEBYTECODE",
-        "PYTHONPYCACHEPREFIX",
-        "VIRTUAL_ENV",
-        "LD_LIBRARY_PATH",
         # the locale and the time zone
         "LANG",
         "LANGUAGE",
@@ -41,20 +55,37 @@ PASSED = frozenset(
         "OPENBLAS_CORETYPE",
         "OPENBLAS_L2_SIZE",
         "XLA_FLAGS",
+        # TensorFlow's own settings
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TF_CPP_MAX_VLOG_LEVEL",
+        "TF_ENABLE_ONEDNN_OPTS",
+        "TF_FORCE_GPU_ALLOW_GROWTH",
+        "TF_GPU_ALLOCATOR",
+        "TF_GPU_THREAD_MODE",
+        "TF_GPU_THREAD_COUNT",
+        "TF_XLA_FLAGS",
+        "TF_USE_LEGACY_KERAS",
+        "TF_DETERMINISTIC_OPS",
+        "TF_CUDNN_DETERMINISTIC",
+        "TF_NUM_INTEROP_THREADS",
+        "TF_NUM_INTRAOP_THREADS",
+        # the GPU stack
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "CUDA_MODULE_LOADING",
+        "CUDA_CACHE_MAXSIZE",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
         # Keras and plotting
         "KERAS_BACKEND",
-        "KERAS_HOME",
         "MPLBACKEND",
-        "MPLCONFIGDIR",
     ]
 )
-"""Variables every worker gets as the build has them."""
+"""Variables every worker gets that can change what it computes: their values are part of
+every result's cache key."""
 
-PASSED_PREFIXES = ("LC_", "TF_", "CUDA_", "CUDNN_", "NVIDIA_")
-"""Families of variables every worker gets: the locale's, TensorFlow's, the GPU stack's."""
-
-WITHHELD_PREFIXES = ("TF_VAR_",)
-"""Not TensorFlow's, though they look it: Terraform's variables, often secrets."""
+PASSED_PREFIXES = ("LC_",)
+"""The locale's family of variables, every worker gets them too (and they key the cache)."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -76,8 +107,9 @@ def worker_environment(
         name: value
         for name, value in build.items()
         if name in wanted
-        or name in PASSED
-        or (name.startswith(PASSED_PREFIXES) and not name.startswith(WITHHELD_PREFIXES))
+        or name in PASSED_PATHS
+        or name in PASSED_SETTINGS
+        or name.startswith(PASSED_PREFIXES)
     }
     env["TF_ENABLE_ONEDNN_OPTS"] = "0"
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -86,9 +118,19 @@ def worker_environment(
     return env
 
 
-def named_digest(names: Sequence[str], source: Mapping[str, str] | None = None) -> str:
-    """A digest of the variables ``names`` as ``source`` has them (unset ones included):
-    results computed with other values are other results. Values never leave the digest."""
+def settings_digest(names: Sequence[str], source: Mapping[str, str] | None = None) -> str:
+    """A digest of the variables that can change a result, as ``source`` (the build's
+    environment) has them: those of :data:`PASSED_SETTINGS`, the locale's, and ``names``
+    (the project's ``env``; unset ones count too). Results computed with other values are
+    other results. Values never leave the digest."""
     build = os.environ if source is None else source
-    text = "\0".join(f"{name}={build.get(name, '')}{name in build}" for name in sorted(names))
-    return hashlib.sha256(text.encode()).hexdigest()[:16] if names else ""
+    keyed = sorted(
+        {*names, *(n for n in build if n in PASSED_SETTINGS or n.startswith(PASSED_PREFIXES))}
+    )
+    keyed = [name for name in keyed if name not in _OURS]
+    text = "\0".join(f"{name}={build.get(name, '')}{name in build}" for name in keyed)
+    return hashlib.sha256(text.encode()).hexdigest()[:16] if keyed else ""
+
+
+_OURS = frozenset(["TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL"])
+"""Set by the checker for every worker, whatever the build says: they key nothing."""

@@ -87,6 +87,7 @@ def begin(root: Path, scratch: str | None = None) -> tuple[Session, dict[str, An
     tempfile.tempdir = scratch
     session = Session(root)
     gpu = isolation.gpu_present()
+    isolation.keep_private()  # no check reaches into the worker
     isolation.become_subreaper()  # what a check's process leaves comes to us, to be ended
     warmed_up = False
     if isolation.can_renew_runtime() and not gpu:
@@ -146,12 +147,24 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def run_forked_check(
-    session: Session, request: dict[str, Any], arrays: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """:func:`run_check` in a check's own process, forked from the warm worker."""
+def prepare_check_process(session: Session, environment: dict[str, Any]) -> None:
+    """In a check's process, forked from the warm worker before its request is known: an
+    eager context of its own, then (where the warm worker warmed up) one small check of ours,
+    untimed, so that the pages and caches every check touches are this process's before its
+    check begins (about 25 ms, while the parent judges the last answer). The same for every
+    check: its state is still the warm worker's, plus this."""
     isolation.fresh_runtime()
-    return run_check(session, request, arrays)
+    if not environment.get("warmed_up"):
+        return
+    from ..model import CheckSpec, Location
+    from ..planning import plan_check
+    from ..snippets import inline_snippet
+
+    with contextlib.suppress(Exception):  # getting ready never fails a check
+        where = Location("<formula-check warm-up>", 1)
+        spec = CheckSpec("warm-up", where, "attention", inline_snippet(_WARM_UP_SNIPPET, where))
+        plan = plan_check(spec, str(session.root), with_timing=False)
+        run_check(session, dict(plan.header), dict(plan.arrays))
 
 
 def run_check(
@@ -165,6 +178,7 @@ def run_check(
         sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(int(request.get("seed", 0)))
     files = _Reads()
+    began_ns = time.time_ns()
     try:
         with contextlib.redirect_stdout(stdout), _READS.recording(session.root, files):
             reply, out = _run(session, request, arrays)
@@ -172,6 +186,10 @@ def run_check(
         reply, out = _failure(raised, request), {}
     finally:  # also when the checker itself failed: the next check must import afresh
         imported = _forget_local_modules(session, before)
+    for path in _changed_in(session.root, str(request.get("page_folder") or ""), began_ns):
+        if path not in files.written:
+            files.written.add(path)
+            isolation.note_written(path)
     reply["stdout"] = stdout.getvalue()[-_MAX_TEXT:]
     reply["local_files"] = sorted((set(imported) | files.read) - files.written)
     reply["written_files"] = sorted(files.written)
@@ -214,10 +232,14 @@ class _ProjectReads:
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         files = self.files  # once: the check may end on another thread meanwhile
-        if event != "open" or files is None:
+        if files is None or event not in _FILE_EVENTS:
             return
         with contextlib.suppress(Exception):  # an audit hook must never fail an open
-            self._record(files, *(*args, None, None)[:3])
+            if event == "open":
+                self._record(files, *(*args, None, None)[:3])
+            else:  # a rename changes both names, a removal its own: written, both
+                for path in args[: _FILE_EVENTS[event]]:
+                    self._record(files, path, "w", None)
 
     def _record(self, files: _Reads, path: Any, mode: Any, flags: Any) -> None:
         if isinstance(path, bytes):
@@ -245,6 +267,28 @@ class _ProjectReads:
 
 
 _READS = _ProjectReads()
+_FILE_EVENTS = {"open": 1, "os.rename": 2, "os.remove": 1, "os.truncate": 1}
+"""Audit events that touch a file, and how many of their first arguments are paths."""
+
+
+def _changed_in(root: Path, folder: str, since_ns: int, limit: int = 5000) -> list[str]:
+    """Files of the project's ``folder`` changed since ``since_ns`` (their modification
+    time), ``limit`` looked at at most: what a check wrote there by ways no audit event shows
+    (TensorFlow's own file system, a program it ran)."""
+    top = root / folder
+    found: list[str] = []
+    pending = [str(top)] if folder and top.is_dir() and not top.is_symlink() else []
+    looked = 0
+    while pending and looked < limit:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                looked += 1
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.stat(follow_symlinks=False).st_mtime_ns >= since_ns:
+                        found.append(os.path.relpath(entry.path, root))
+    return found
 
 
 def _run(

@@ -42,12 +42,14 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import protocol
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _SWEEPS = 1000
 """Rounds of :func:`end_children` at most: each kills every child it finds, and only a child
@@ -71,6 +73,14 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Adopt this process's orphaned descendants (Linux 3.4+), so that they can be ended."""
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def keep_private() -> bool:
+    """Make this process's memory, descriptors and ``/proc`` files out of reach of other
+    processes of the same user (Linux: not *dumpable*), such as the checks forked from it: a
+    check cannot take the worker's conversation with its parent over, nor read the worker's
+    environment. (Root still can.) Its children inherit it until they exec a program."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
 
 
 def die_with_parent(parent: int) -> None:
@@ -178,99 +188,185 @@ def end_children(keep: frozenset[int] = frozenset()) -> int:
     return ended
 
 
-def run_isolated(
-    handle: Handler,
-    header: dict[str, Any],
-    arrays: dict[str, Any],
-    *,
-    conversation: Sequence[int],
-    scratch: str,
-    time_limit: float | None,
-    interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None = None,
-) -> bytes:
-    """Run ``handle`` on one request in a child of its own; the encoded answer to pass on.
+class CheckProcesses:
+    """The processes a warm worker runs its checks in, one per check.
 
-    ``conversation`` are the warm worker's descriptors to its parent: the child closes them
-    (a snippet reading stdin must not eat the next request). The child gets a temporary folder
-    of its own inside ``scratch``, removed with it. With ``time_limit`` seconds gone and no
-    answer, the child and all it started are killed and the answer says ``timeout``.
+    The next check's process is forked ahead, as soon as the last check's answer is sent
+    (:meth:`tidy`): it starts its own eager context and runs ``prepare`` (a small check of
+    our own) while the parent judges the last answer, then waits for its request. The fork,
+    the new context and the memory pages a check dirties (copied on write) are thus paid
+    between checks, not in one, and every check still starts from the same state: the warm
+    worker's, plus the same small check of ours.
 
-    ``interrupts`` is a descriptor that becomes readable when the parent asks to cancel the
-    check, what reads that request (True: cancel), and what tells the parent the check runs
-    on. A cancelled check is stopped and the answer says ``cancelled``, unless it has already
-    written into the project: it then runs to its end, so that its result can be kept. (Under
-    ``mkdocs serve`` its own write would otherwise cancel it, and each rebuild would run it and
-    write again, for ever.)"""
-    folder = tempfile.mkdtemp(prefix="check-", dir=scratch)
-    reading, writing = os.pipe()
-    notes_in, notes_out = os.pipe()
-    os.set_blocking(notes_in, False)
-    os.set_blocking(notes_out, False)
-    warm = os.getpid()
-    began = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover  (the child; measured through the parent's answers)
-        global _notes  # noqa: PLW0603  (this process's own, set once as it starts)
-        os.close(reading)
-        os.close(notes_in)
-        _notes = notes_out
-        _child(handle, header, arrays, warm, conversation, folder, writing)
-    os.close(writing)
-    os.close(notes_out)
-    written: list[str] = []
-    try:
-        message, why = _read_answer(reading, time_limit, (notes_in, written), interrupts)
-    finally:
-        os.close(reading)
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)  # answered, or given up on: it has nothing left to do
-        status = _reap(pid)
-        end_children()
-        shutil.rmtree(folder, ignore_errors=True)
-        written = sorted({*written, *_noted(notes_in)})
-        os.close(notes_in)
-    seconds = time.perf_counter() - began
-    if message is not None:
-        return message
-    said = {"process_seconds": seconds, "written_files": written}
-    if why in {"timeout", "cancelled"}:
-        return protocol.encode({"op": why, **said})
-    return protocol.encode({"op": "crash", "detail": _ended(status), **said})
+    ``handle`` answers a request; ``conversation`` are the warm worker's descriptors to its
+    parent, closed in every check's process (a snippet reading stdin must not eat the next
+    request); each check gets a temporary folder of its own inside ``scratch``.
+    """
 
+    def __init__(
+        self,
+        handle: Handler,
+        prepare: Callable[[], None],
+        *,
+        conversation: Sequence[int],
+        scratch: str,
+    ) -> None:
+        self.handle = handle
+        self.prepare = prepare
+        self.conversation = list(conversation)
+        self.scratch = scratch
+        self.spare: _Process | None = None
+        self.done: _Process | None = None
+        """The last check's process: answered and killed, not yet reaped (:meth:`tidy`)."""
 
-def _child(
-    handle: Handler,
-    header: dict[str, Any],
-    arrays: dict[str, Any],
-    warm: int,
-    conversation: Sequence[int],
-    folder: str,
-    writing: int,
-) -> None:
-    """The check's process: answer, end what the snippet started, exit. Never returns."""
-    code = 0
-    try:
-        die_with_parent(warm)
-        become_subreaper()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in conversation:
-            os.dup2(null, fd)
-        os.close(null)
-        os.environ["TMPDIR"] = folder
-        tempfile.tempdir = folder
-        from .child import internal_error
+    def run(
+        self,
+        header: dict[str, Any],
+        arrays: dict[str, Any],
+        *,
+        time_limit: float | None,
+        interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None = None,
+    ) -> bytes:
+        """Answer one request in a process of its own; the encoded answer to pass on. With
+        ``time_limit`` seconds gone and no answer, the process and all it started are killed
+        and the answer says ``timeout``.
 
+        ``interrupts`` is a descriptor that becomes readable when the parent asks to cancel
+        the check, what reads that request (True: cancel), and what tells the parent the
+        check runs on. A cancelled check is stopped and the answer says ``cancelled``, unless
+        it has already written into the project: it then runs to its end, so that its result
+        can be kept. (Under ``mkdocs serve`` its own write would otherwise cancel it, and each
+        rebuild would run it and write again, for ever.)"""
+        self.tidy(fork_spare=False)
+        process = self.spare or self._fork()
+        self.spare = None
+        began = time.perf_counter()
+        os.makedirs(self.scratch, mode=0o700, exist_ok=True)  # a check may have removed it
+        process.folder = tempfile.mkdtemp(prefix="check-", dir=self.scratch)
+        message: bytes | None = None
+        why = "ended"
         try:
-            message = protocol.encode(*handle(header, arrays))
-        except Exception as exc:  # the checker's own fault: said as such, as before
-            message = protocol.encode(internal_error(exc))
-        _write_all(writing, message)
-    except BaseException:  # nothing may unwind into the warm worker's code in this process
-        code = 70
-    finally:
-        with contextlib.suppress(BaseException):
-            end_children()
-        os._exit(code)
+            process.send(protocol.encode(header, arrays))
+            message, why = _read_answer(process, time_limit, interrupts)
+        except OSError:  # it died before it took the request
+            pass
+        with contextlib.suppress(OSError):
+            os.kill(process.pid, signal.SIGKILL)  # answered or given up on: nothing left to do
+        self.done = process
+        if message is not None:
+            return message  # what is left to do waits until the answer is on its way
+        status = self.tidy(fork_spare=False)
+        said = {"process_seconds": time.perf_counter() - began, "written_files": process.written}
+        if why in {"timeout", "cancelled"}:
+            return protocol.encode({"op": why, **said})
+        return protocol.encode({"op": "crash", "detail": _ended(status), **said})
+
+    def tidy(self, *, fork_spare: bool = True) -> int | None:
+        """Reap the last check's process, end every process it left, remove its folder; then
+        (``fork_spare``) fork the next check's. Returns the last one's exit status."""
+        status = None
+        process, self.done = self.done, None
+        if process is not None:
+            status = _reap(process.pid)
+            process.close()
+        end_children(keep=frozenset([self.spare.pid] if self.spare else []))
+        if process is not None and process.folder:
+            shutil.rmtree(process.folder, ignore_errors=True)
+        if fork_spare and self.spare is None:
+            self.spare = self._fork()
+        return status
+
+    def close(self) -> None:
+        """End every check's process, the spare too."""
+        self.tidy(fork_spare=False)
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+        end_children()
+
+    def _fork(self) -> _Process:
+        requests_out, requests_in = os.pipe()
+        answers_out, answers_in = os.pipe()
+        notes_out, notes_in = os.pipe()
+        os.set_blocking(notes_out, False)
+        os.set_blocking(notes_in, False)
+        warm = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover  (the child; measured through the parent's answers)
+            global _notes  # noqa: PLW0603  (this process's own, set once as it starts)
+            for fd in (requests_in, answers_out, notes_out):
+                os.close(fd)
+            _notes = notes_in
+            self._child(warm, requests_out, answers_in)
+        for fd in (requests_out, answers_in, notes_in):
+            os.close(fd)
+        return _Process(pid, requests_in, answers_out, notes_out)
+
+    def _child(self, warm: int, requests: int, answers: int) -> None:
+        """A check's process: get ready, wait for the request, answer, end what the snippet
+        started, exit. Never returns."""
+        code = 0
+        try:
+            die_with_parent(warm)
+            become_subreaper()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in self.conversation:
+                os.dup2(null, fd)
+            os.close(null)
+            self.prepare()
+            with os.fdopen(requests, "rb") as stream:
+                folder = os.fsdecode(stream.readline().rstrip(b"\n"))
+                header, arrays = protocol.read_message(stream)
+            os.environ["TMPDIR"] = folder
+            tempfile.tempdir = folder
+            from .child import internal_error
+
+            try:
+                message = protocol.encode(*self.handle(header, arrays))
+            except Exception as exc:  # the checker's own fault: said as such
+                message = protocol.encode(internal_error(exc))
+            _write_all(answers, message)
+        except BaseException:  # nothing may unwind into the warm worker's code in this process
+            code = 70
+            with contextlib.suppress(BaseException):
+                import traceback
+
+                traceback.print_exc()  # to the worker's log
+        finally:
+            with contextlib.suppress(BaseException):
+                end_children()
+            os._exit(code)
+
+
+@dataclass
+class _Process:
+    """A check's process seen from the warm worker: its pipes, and what it said it wrote."""
+
+    pid: int
+    requests: int
+    answers: int
+    notes: int
+    folder: str = ""
+    written: list[str] = field(default_factory=list)
+
+    def send(self, request: bytes) -> None:
+        """The temporary folder's path on a line, then the request."""
+        _write_all(self.requests, os.fsencode(self.folder) + b"\n" + request)
+        self.requests = -1
+
+    def noted(self) -> bool:
+        """Read what it says it wrote; False once it and all it started are gone."""
+        noted = _noted(self.notes)
+        self.written = sorted({*self.written, *noted})
+        return bool(noted)
+
+    def close(self) -> None:
+        self.noted()
+        for fd in (self.requests, self.answers, self.notes):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.requests = self.answers = self.notes = -1
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -281,38 +377,33 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _read_answer(
-    fd: int,
+    process: _Process,
     time_limit: float | None,
-    notes: tuple[int, list[str]],
     interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None,
 ) -> tuple[bytes | None, str]:
-    """The child's whole answer, or None and why not (``timeout``, ``cancelled`` or
+    """The check's whole answer, or None and why not (``timeout``, ``cancelled`` or
     ``ended``). Ends when the message is complete, not at end of file: a process the snippet
-    started may hold the pipe. Meanwhile what the child says it wrote is added to ``notes``."""
+    started may hold the pipe. Meanwhile what the check says it wrote is read as it comes."""
     deadline = None if time_limit is None else time.monotonic() + time_limit
     data = bytearray()
     expected = -1
-    notes_in, written = notes
-    watched = [fd, notes_in] + ([interrupts[0]] if interrupts else [])
+    watched = [process.answers, process.notes] + ([interrupts[0]] if interrupts else [])
     while expected < 0 or len(data) < expected:
         wait = None if deadline is None else deadline - time.monotonic()
         if wait is not None and wait <= 0:
             return None, "timeout"
         ready, _, _ = select.select(watched, [], [], wait)
-        if notes_in in ready:
-            noted = _noted(notes_in)
-            written.extend(noted)
-            if not noted:  # the child is gone, and every process it started
-                watched.remove(notes_in)
+        if process.notes in ready and not process.noted():
+            watched.remove(process.notes)  # the check is gone, and every process it started
         if interrupts and interrupts[0] in ready:
             watched.remove(interrupts[0])  # one request at a time: it is answered now
             if interrupts[1]():
-                if not written:
+                if not process.written:
                     return None, "cancelled"
                 interrupts[2]()
-        if fd not in ready:
+        if process.answers not in ready:
             continue
-        chunk = os.read(fd, 1 << 20)
+        chunk = os.read(process.answers, 1 << 20)
         if not chunk:
             return None, "ended"
         data += chunk

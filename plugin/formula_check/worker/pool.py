@@ -712,6 +712,9 @@ class Worker:
                 raise WorkerError("the worker pool is closed")
             self._close_log()
             self.stderr_log = tempfile.TemporaryFile()  # noqa: SIM115  (lives with the process)
+            # Appended to by every check's process: none can move where the next one writes
+            fd = self.stderr_log.fileno()
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
             return self.stderr_log
 
     def _close_log(self) -> None:

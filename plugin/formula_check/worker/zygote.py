@@ -44,7 +44,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from . import child, isolation, protocol
 
@@ -84,6 +84,7 @@ def _serve(root: Path, control: socket.socket, hello: dict[str, Any]) -> int:
     # A worker killed in the middle of a check leaves what the check started (also in a
     # session of its own) to us, not to init: each is ended when a worker's end is seen.
     isolation.become_subreaper()
+    isolation.keep_private()
     children: dict[int, str | None] = {}  # each worker, and its temporary folder
     try:
         _answer_until_eof(root, control, children)
@@ -279,7 +280,9 @@ def _serve_forked(root: Path, conversation: int, scratch: str | None = None) -> 
     # was since removed and made again under the same name.
     os.chdir(root)
     sock = socket.socket(fileno=conversation)
-    requests = sock.makefile("rb")
+    # Unbuffered: a cancel that comes during a check is seen by select on the socket, not
+    # left unread behind the request in a buffer
+    requests = cast("IO[bytes]", sock.makefile("rb", buffering=0))
     answers = sock.makefile("wb")
     return child.run_worker(root, requests, answers, scratch)
 
