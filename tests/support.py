@@ -88,15 +88,21 @@ def _checkers(commands: dict[int, list[bytes]], project: Path) -> set[int]:
 
 
 def worker_pids(project: Path) -> set[int]:
-    """The TensorFlow workers serving ``project``: spawned ones name the child module and the
-    project folder on their command line; forked ones are children of the zygote, whose
-    command line they share."""
+    """The TensorFlow workers serving ``project`` (not the checks' processes forked from them):
+    spawned ones name the child module and the project folder on their command line; forked
+    ones are children of the zygote, whose command line they share."""
     commands, parents = _processes()  # one look: a process may start or end between two
     ours = _checkers(commands, project)
+    zygotes = {
+        pid
+        for pid in ours
+        if b"formula_check.worker.zygote" in commands[pid] and parents.get(pid) not in ours
+    }
     return {
         pid
         for pid in ours
-        if b"formula_check.worker.child" in commands[pid] or parents.get(pid) in ours
+        if (b"formula_check.worker.child" in commands[pid] and parents.get(pid) not in ours)
+        or parents.get(pid) in zygotes
     }
 
 

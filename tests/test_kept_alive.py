@@ -86,12 +86,15 @@ def test_another_environment_gets_another_zygote(
 ) -> None:
     python = sys.executable
     before = kept_address(PROJECT.resolve(), python, 60)
-    monkeypatch.setenv("TF_FORMULA_CHECK_TEST", "1")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_formula_check_test")  # a worker gets it: it counts
     after = kept_address(PROJECT.resolve(), python, 60)
     assert before != after
+    monkeypatch.setenv("FORMULA_CHECK_TEST_NAMED", "1")
+    assert kept_address(PROJECT.resolve(), python, 60, ("FORMULA_CHECK_TEST_NAMED",)) != after
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "some other test")
     monkeypatch.setenv("TMUX_PANE", "%3")
-    assert kept_address(PROJECT.resolve(), python, 60) == after, "volatile variables do not count"
+    monkeypatch.setenv("SOME_TOKEN", "s3cret")
+    assert kept_address(PROJECT.resolve(), python, 60) == after, "no worker gets them: no count"
     assert kept_address(PROJECT.resolve() / "docs", python, 60) != after, "another project"
     assert kept_address(PROJECT.resolve(), python, 600) != after, "another keep_alive"
     with Engine(PROJECT, use_cache=False, keep_alive=60) as engine:

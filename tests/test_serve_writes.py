@@ -54,3 +54,31 @@ def test_a_block_writing_into_the_docs_rebuilds_the_site_once_not_forever(
     # the first build, the edit's, and one for the file the block wrote
     assert builds <= 3, f"{builds} builds in 12 s"
     assert re.search(r"the code wrote into the project: docs/loop\.md", card), card[-3000:]
+
+
+WRITERS = {
+    "open": 'open("docs/out.md", "w").write("# out\\n")',
+    "rename": 'open("scratch.md", "w").write("# out\\n"); os.replace("scratch.md", "docs/out.md")',
+    "tensorflow": 'tf.io.write_file("docs/out.md", "# out\\n")',
+    "a program": 'subprocess.run(["sh", "-c", "echo out > docs/out.md"], check=True)',
+}
+
+
+@pytest.mark.parametrize("how", sorted(WRITERS))
+def test_a_write_into_the_pages_folder_is_noted_however_it_is_made(
+    tmp_path: Path, how: str
+) -> None:
+    from formula_check.engine import Engine
+    from support import spec_for
+
+    (tmp_path / "docs").mkdir()
+    code = (
+        "import os, subprocess\nimport tensorflow as tf\n\n"
+        f"def softmax(x):\n    {WRITERS[how]}\n    return tf.nn.softmax(x)\n"
+    )
+    with Engine(tmp_path, use_cache=False) as engine:
+        result = engine.check(spec_for("softmax", code))
+    assert result.status.value == "verified", result.headline()
+    assert any(
+        note.startswith("the code wrote into the project: docs/out.md") for note in result.notes
+    ), result.notes
