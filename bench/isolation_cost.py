@@ -2,16 +2,15 @@
 worker answered every check before) and each in a process of its own forked from it (how it
 answers now), interleaved in one run, medians over ``--repeats`` rounds.
 
-Both sides run in one warm worker of this script's own (TensorFlow imported, one thread, the
-warm-up done, as :func:`formula_check.worker.execution.begin` leaves it), on the same planned
-requests, without timing runs (``timing: false``), so the difference is the isolation alone:
-the fork, the check's new eager context, the copy-on-write of the pages it touches, the exit
-and the reaping. Target: <= 25 ms a check.
+The shared side is one process that started TensorFlow's runtime (default threads) and warmed
+it up once, as the worker did; the other side is this script as a warm worker (as
+:func:`formula_check.worker.execution.begin` leaves it: one thread, warmed up) forking a
+process per check that starts an eager context of its own and warms up ahead of its check. Same planned requests, with timing
+runs (``timing: true``, the default) or without (``--no-timing``). Target: <= 25 ms a check.
 
-Three figures per block: the *latency* (request to answer; the next check's process is
-forked and made ready after each answer, as the worker does while its parent judges the
-answer), the *turnaround* (the latency plus that tidying: reaping, sweeping, forking the
-next), and the *CPU* all of it takes, in this process and its children.
+Per block: the time from request to answer each way, between checks spaced as in a build (the
+next check's process gets ready meanwhile), and the CPU each way takes, the getting ready
+included.
 
     python bench/isolation_cost.py --repeats 50
 """
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -38,27 +38,71 @@ MHA = tf.keras.layers.MultiHeadAttention
 """
 
 
-def blocks() -> dict[str, object]:
-    from implementations import FFN, SDPA
+def blocks(*, timing: bool) -> dict[str, object]:
+    from implementations import FFN, PE, SDPA
     from support import spec_for
 
     return {
-        "attention (2x5x7)": spec_for("attention", SDPA),
-        "ffn (2x5x6, d_ff 9)": spec_for("ffn", FFN),
+        "attention (2x5x7)": spec_for("attention", SDPA, timing=timing),
+        "ffn (2x5x6, d_ff 9)": spec_for("ffn", FFN, timing=timing),
+        "positional encoding (50x512)": spec_for(
+            "positional_encoding", PE, timing=timing, dims={"n": 50, "d_model": 512}
+        ),
         "Keras MHA (d_model 512, 8 heads, seq 60)": spec_for(
             "multihead",
             KERAS_MHA,
             preset="keras-mha",
             entry="MHA",
+            timing=timing,
             dims={"b": 1, "n": 60, "m": 60, "d_model": 512, "h": 8, "depth": 64},
             atol=1e-3,
         ),
     }
 
 
+def _shared_process(root: Path) -> tuple[int, object, object]:
+    """A process that starts TensorFlow's runtime once and runs every check it is sent, as
+    the worker did before. Not a child of this script, which sweeps its own children as a
+    warm worker does: started (twice forked) before this script becomes one."""
+    from formula_check.worker import protocol
+    from formula_check.worker.execution import Session, run_check, warm_up
+
+    requests_out, requests_in = os.pipe()
+    answers_out, answers_in = os.pipe()
+    pid_out, pid_in = os.pipe()
+    first = os.fork()
+    if first == 0:
+        if os.fork():
+            os._exit(0)
+        os.write(pid_in, str(os.getpid()).encode())
+        os.close(requests_in)
+        os.close(answers_out)
+        session = Session(root)
+        warm_up(session)
+        with os.fdopen(requests_out, "rb") as requests, os.fdopen(answers_in, "wb") as answers:
+            while True:
+                try:
+                    header, arrays = protocol.read_message(requests)
+                except EOFError:
+                    os._exit(0)
+                reply, out = run_check(session, header, arrays)
+                protocol.write_message(answers, reply, out)
+    os.waitpid(first, 0)
+    pid = int(os.read(pid_out, 20))
+    for fd in (requests_out, answers_in, pid_out, pid_in):
+        os.close(fd)
+    return pid, os.fdopen(requests_in, "wb"), os.fdopen(answers_out, "rb")
+
+
+def _cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--no-timing", action="store_true", help="plan the checks untimed")
     args = parser.parse_args()
 
     from formula_check.planning import plan_check
@@ -66,21 +110,23 @@ def main() -> None:
     from formula_check.worker.execution import begin, prepare_check_process, run_check
 
     root = HERE.parent / "tests" / "snippets"
+    shared_pid, shared_in, shared_out = _shared_process(root)
     scratch = tempfile.mkdtemp(prefix="isolation-bench-")
     session, hello = begin(root, scratch)
     print(
-        f"warm worker: TensorFlow {hello['tf_version']}, {hello['threads']} thread(s), "
-        f"warmed up: {hello['warmed_up']}; load average {os.getloadavg()[0]:.2f}"
+        f"warm worker: TensorFlow {hello['tf_version']}, {hello['threads']} thread(s); "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
     plans = {
-        name: plan_check(spec, str(root), with_timing=False) for name, spec in blocks().items()
+        name: plan_check(spec, str(root), with_timing=not args.no_timing)
+        for name, spec in blocks(timing=not args.no_timing).items()
     }
     shared: dict[str, list[float]] = {name: [] for name in plans}
     forked: dict[str, list[float]] = {name: [] for name in plans}
 
     def in_shared(plan: object) -> dict:
-        reply, _ = run_check(session, dict(plan.header), dict(plan.arrays))
-        return reply
+        protocol.write_message(shared_in, dict(plan.header), dict(plan.arrays))
+        return protocol.read_message(shared_out)[0]
 
     checks = isolation.CheckProcesses(
         lambda h, a: run_check(session, h, a),
@@ -89,17 +135,17 @@ def main() -> None:
         scratch=scratch,
     )
     checks.tidy()  # the first check's process, forked and made ready
-    latency: list[float] = []
     clock = [time.perf_counter()]  # when the check now timed was asked for
 
     def in_own_process(plan: object) -> dict:
         message = checks.run(dict(plan.header), dict(plan.arrays), time_limit=120)
-        latency.append(time.perf_counter() - clock[0])
         answer = protocol.decode(message)[0]
-        checks.tidy()  # as the worker does once the answer is sent: not in the check's time
+        checks.tidy()  # as the worker does once the answer is sent
         return answer
 
-    def cpu() -> float:
+    def cpu(way: object) -> float:
+        if way is in_shared:
+            return _cpu_of(shared_pid)
         times = os.times()
         return times.user + times.system + times.children_user + times.children_system
 
@@ -108,38 +154,34 @@ def main() -> None:
             reply = way(plan)
             assert reply.get("ok"), (name, way.__name__, reply)
     cpu_used: dict[tuple[str, str], list[float]] = {}
-    latency.clear()
-    own_latency: dict[str, list[float]] = {name: [] for name in plans}
     for _ in range(args.repeats):
         for name, plan in plans.items():
             for way, times in ((in_shared, shared), (in_own_process, forked)):
-                time.sleep(
-                    0.05
-                )  # the last check's process has time to get ready, as between checks
-                spent = cpu()
+                time.sleep(0.3)  # as between two checks of a build: the next process gets ready
+                spent = cpu(way)
                 clock[0] = time.perf_counter()
                 way(plan)
                 times[name].append(time.perf_counter() - clock[0])
-                cpu_used.setdefault((name, way.__name__), []).append(cpu() - spent)
-            own_latency[name].append(latency.pop())
+                checks.tidy() if way is in_own_process else None
+                cpu_used.setdefault((name, way.__name__), []).append(cpu(way) - spent)
 
-    print(f"\nmedians over {args.repeats} checks each, interleaved:\n")
-    print("| block | shared process | own process: latency | turnaround | CPU shared | CPU own |")
+    print(f"\nmedians over {args.repeats} checks each, interleaved, timing {not args.no_timing}:\n")
+    print("| block | one shared process | a process each | added | CPU shared | CPU each |")
     print("|---|---|---|---|---|---|")
     costs = []
     for name in plans:
-        one = statistics.median(shared[name])
-        lat, turn = statistics.median(own_latency[name]), statistics.median(forked[name])
+        one, own = statistics.median(shared[name]), statistics.median(forked[name])
         cpu_one = statistics.median(cpu_used[(name, "in_shared")])
         cpu_own = statistics.median(cpu_used[(name, "in_own_process")])
-        costs.append(lat - one)
+        costs.append(own - one)
         print(
-            f"| {name} | {one * 1e3:.1f} ms | {lat * 1e3:.1f} ms ({(lat - one) * 1e3:+.1f}) "
-            f"| {turn * 1e3:.1f} ms ({(turn - one) * 1e3:+.1f}) | {cpu_one * 1e3:.0f} ms "
-            f"| {cpu_own * 1e3:.0f} ms |"
+            f"| {name} | {one * 1e3:.1f} ms | {own * 1e3:.1f} ms | {(own - one) * 1e3:+.1f} ms "
+            f"| {cpu_one * 1e3:.0f} ms | {cpu_own * 1e3:.0f} ms |"
         )
-    print(f"\nlargest added latency: {max(costs) * 1e3:.1f} ms a check (target <= 25 ms)")
+    print(f"\nlargest added time: {max(costs) * 1e3:.1f} ms a check (target <= 25 ms)")
     checks.close()
+    shared_in.close()  # it exits at end of file
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -191,9 +191,10 @@ def end_children(keep: frozenset[int] = frozenset()) -> int:
 class CheckProcesses:
     """The processes a warm worker runs its checks in, one per check.
 
-    The next check's process is forked ahead, as soon as the last check's answer is sent
-    (:meth:`tidy`): it starts its own eager context and runs ``prepare`` (a small check of
-    our own) while the parent judges the last answer, then waits for its request. The fork,
+    The next check's process is forked ahead, as soon as a check starts (or, after a check
+    that ended without an answer, in :meth:`tidy`): it starts its own eager context and runs
+    ``prepare`` (a small check of our own) while the check before it runs, then waits for its
+    request. The fork,
     the new context and the memory pages a check dirties (copied on write) are thus paid
     between checks, not in one, and every check still starts from the same state: the warm
     worker's, plus the same small check of ours.
@@ -247,6 +248,7 @@ class CheckProcesses:
         why = "ended"
         try:
             process.send(protocol.encode(header, arrays))
+            self.spare = self._fork()  # the next check's, made ready while this one runs
             message, why = _read_answer(process, time_limit, interrupts)
         except OSError:  # it died before it took the request
             pass
