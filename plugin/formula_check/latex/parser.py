@@ -253,6 +253,8 @@ class Parser:
         text = ""
         while self.peek().kind == "digit" or (self.at(".") and self.next_is_digit()):
             text += self.advance().text
+        if text.count(".") > 1:  # 1.5.2: a version, or two numbers run together
+            raise self.error(f"{text!r} is not a number (more than one decimal point)", first)
         return Num(float(text), text, first.col)
 
     def next_is_digit(self) -> bool:

@@ -178,7 +178,8 @@ def run_check(
         sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(int(request.get("seed", 0)))
     files = _Reads()
-    began_ns = time.time_ns()
+    page_folder = str(request.get("page_folder") or "")
+    folder_before = _folder_state(session.root, page_folder)
     try:
         with contextlib.redirect_stdout(stdout), _READS.recording(session.root, files):
             reply, out = _run(session, request, arrays)
@@ -186,7 +187,7 @@ def run_check(
         reply, out = _failure(raised, request), {}
     finally:  # also when the checker itself failed: the next check must import afresh
         imported = _forget_local_modules(session, before)
-    for path in _changed_in(session.root, str(request.get("page_folder") or ""), began_ns):
+    for path in sorted(_changed(folder_before, _folder_state(session.root, page_folder))):
         if path not in files.written:
             files.written.add(path)
             isolation.note_written(path)
@@ -271,24 +272,30 @@ _FILE_EVENTS = {"open": 1, "os.rename": 2, "os.remove": 1, "os.truncate": 1}
 """Audit events that touch a file, and how many of their first arguments are paths."""
 
 
-def _changed_in(root: Path, folder: str, since_ns: int, limit: int = 5000) -> list[str]:
-    """Files of the project's ``folder`` changed since ``since_ns`` (their modification
-    time), ``limit`` looked at at most: what a check wrote there by ways no audit event shows
+def _folder_state(root: Path, folder: str, limit: int = 5000) -> dict[str, tuple[int, ...]]:
+    """Each file of the project's ``folder`` (``limit`` at most), by its path relative to the
+    project, with what tells a change of it: inode, size, modification time. Compared before
+    and after a check, it shows what the check wrote there by ways no audit event shows
     (TensorFlow's own file system, a program it ran)."""
     top = root / folder
-    found: list[str] = []
+    state: dict[str, tuple[int, ...]] = {}
     pending = [str(top)] if folder and top.is_dir() and not top.is_symlink() else []
-    looked = 0
-    while pending and looked < limit:
+    while pending and len(state) < limit:
         with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
             for entry in entries:
-                looked += 1
                 with contextlib.suppress(OSError):
                     if entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
-                    elif entry.stat(follow_symlinks=False).st_mtime_ns >= since_ns:
-                        found.append(os.path.relpath(entry.path, root))
-    return found
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                    key = os.path.relpath(entry.path, root)
+                    state[key] = (info.st_ino, info.st_size, info.st_mtime_ns)
+    return state
+
+
+def _changed(before: dict[str, tuple[int, ...]], after: dict[str, tuple[int, ...]]) -> set[str]:
+    """Files made, changed or removed between two :func:`_folder_state` looks."""
+    return {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
 
 
 def _run(
