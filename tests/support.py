@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -48,6 +49,21 @@ def start_process(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
     """A site build started in the background, stdout and stderr merged (builds run in parallel)."""
     return subprocess.Popen(
         argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def mkdocs_build(
+    project: Path, *, strict: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build`` of ``project`` as a user runs it, in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", *(["--strict"] if strict else [])],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 

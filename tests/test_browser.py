@@ -15,8 +15,6 @@ import functools
 import http.server
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+
+from support import mkdocs_build
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_SITE = ROOT / "fixtures" / "sites" / "good"
@@ -129,14 +129,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     config["theme"]["palette"] = PALETTE_TOGGLE
     config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    build = mkdocs_build(project, strict=True)
     assert build.returncode == 0, build.stdout + build.stderr
     return project / "site"
 

@@ -5,12 +5,12 @@ with and without the cache."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from support import mkdocs_build
 
 pytestmark = [pytest.mark.site, pytest.mark.tf]
 
@@ -220,14 +220,7 @@ def make_site(folder: Path, polluted: bool) -> Path:
 
 def build(project: Path) -> dict[str, dict[str, object]]:
     """``mkdocs build`` (cache on); each block's entry in the JSON report, by id."""
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = mkdocs_build(project)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((project / "site" / "formula-check-report.json").read_text("utf-8"))
     return {entry["id"]: entry for entry in report["blocks"]}

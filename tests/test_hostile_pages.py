@@ -29,7 +29,7 @@ from formula_check.model import Location
 from formula_check.pages import Settings, decode_page, find_formulas, source_blocks
 from formula_check.parsing import parse_options
 from formula_check.snippets import file_digest, resolve_code
-from support import spec_for
+from support import mkdocs_build, spec_for
 
 DEEP_FRAC = "\\frac{" * 141 + "x" + "}{2}" * 141
 DEEP_BRACES = "{" * 141 + "x" + "}" * 141
@@ -237,14 +237,7 @@ def _hostile_site(project: Path, *, enabled: bool = True) -> Path:
 
 
 def _build(project: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return mkdocs_build(project, strict=True)
 
 
 PAGE_ERRORS = (

@@ -4,13 +4,12 @@ a token that a snippet prints, or puts into its exception, is not there to print
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from formula_check.worker.environment import settings_digest, worker_environment
+from support import mkdocs_build
 
 SECRET = "ghp_" + "Zq7" * 12  # looks like a token; made here, so it cannot be anywhere else
 CONFIG = """\
@@ -84,18 +83,12 @@ def test_a_token_of_the_build_reaches_no_page_report_index_or_cache(tmp_path: Pa
     (tmp_path / "docs" / "index.md").write_text(PAGE, encoding="utf-8")
     (tmp_path / "mkdocs.yml").write_text(CONFIG, encoding="utf-8")
     env = dict(os.environ, FC_TEST_TOKEN=SECRET, FC_TEST_DATA_DIR="/data/shared-corpus")
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()
+    done = mkdocs_build(tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
     site = everything_under(tmp_path / "site")
     cache = everything_under(tmp_path / ".cache")
-    for name, content in [("site", site), ("cache", cache), ("log", done.stdout + done.stderr)]:
+    log = (done.stdout + done.stderr).encode()
+    for name, content in [("site", site), ("cache", cache), ("log", log)]:
         assert SECRET.encode() not in content, f"the token reached the {name}"
     assert b"token: not here" in site, "the snippet that raised did not run"
     assert b"data in /data/shared-corpus" in site, "a variable asked for by name is missing"
