@@ -561,8 +561,14 @@ class ForkedProcess:
         with self._lock:
             if self.returncode is None and self._exited():
                 status = self.zygote.wait(self.pid)
+                # Exiting right now (a thread of it is still ending): it is no worker to send
+                # a request to, so wait for its end, briefly, rather than say it runs
+                deadline = time.monotonic() + EXIT_WAIT
+                while status is True and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    status = self.zygote.wait(self.pid)
                 if status is True:
-                    return None  # exiting right now: ask again later
+                    return None  # ask again later
                 self.returncode = -signal.SIGKILL if status is None else status
                 if self.pidfd is not None:
                     os.close(self.pidfd)
@@ -931,6 +937,8 @@ class Worker:
 
 
 _STOPPED = Reply("crash", {}, {}, "the checker was stopped while this check ran")
+EXIT_WAIT = 5.0
+"""Seconds a worker seen ending is waited for, until the zygote can tell its exit status."""
 CANCEL_GRACE = 5.0
 """Seconds a worker asked to cancel a check has to answer (``cancelled``, or that the check
 runs on) before it is stopped."""
