@@ -155,18 +155,18 @@ def _noted(fd: int) -> list[str]:
     return sorted({line.decode("utf-8", "replace") for line in data.splitlines() if line})
 
 
-def children() -> list[int]:
-    """This process's child processes, zombies included."""
-    me = os.getpid()
+def children(pid: int | None = None) -> list[int]:
+    """The child processes of ``pid`` (this process by default), zombies included."""
+    parent = os.getpid() if pid is None else pid
     found: list[int] = []
     try:
-        tasks = os.listdir(f"/proc/{me}/task")
+        tasks = os.listdir(f"/proc/{parent}/task")
     except OSError:
         return found
     for task in tasks:
         with contextlib.suppress(OSError, ValueError):
-            text = Path(f"/proc/{me}/task/{task}/children").read_text(encoding="ascii")
-            found.extend(int(pid) for pid in text.split())
+            text = Path(f"/proc/{parent}/task/{task}/children").read_text(encoding="ascii")
+            found.extend(int(child) for child in text.split())
     return found
 
 

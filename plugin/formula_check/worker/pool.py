@@ -36,6 +36,7 @@ from ..errors import MissingTensorFlowError, WorkerError
 from ..model import Array
 from . import protocol
 from .environment import worker_environment
+from .isolation import children
 from .paths import scrubbed
 
 STARTUP_TIMEOUT = 120.0
@@ -954,10 +955,7 @@ def _process_tree(pid: int, limit: int = 256) -> list[int]:
     while pending and len(tree) < limit:
         current = pending.pop()
         tree.append(current)
-        with contextlib.suppress(OSError, ValueError):
-            for task in os.listdir(f"/proc/{current}/task"):
-                text = Path(f"/proc/{current}/task/{task}/children").read_text(encoding="ascii")
-                pending.extend(int(child) for child in text.split())
+        pending.extend(children(current))
     return tree
 
 

@@ -259,7 +259,7 @@ def _fork(
     try:
         control.close()
         os.setsid()  # its own process group: a timeout kills the snippet's children too
-        _die_with_parent(zygote)
+        isolation.die_with_parent(zygote)  # no orphan spins on
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.dup2(stderr, 2)
         os.dup2(2, 1)  # stray prints to fd 1 land in the stderr log, as in a spawned worker
@@ -285,17 +285,6 @@ def _serve_forked(root: Path, conversation: int, scratch: str | None = None) -> 
     requests = cast("IO[bytes]", sock.makefile("rb", buffering=0))
     answers = sock.makefile("wb")
     return child.run_worker(root, requests, answers, scratch)
-
-
-def _die_with_parent(zygote: int) -> None:
-    """Ask Linux to SIGKILL this worker when the zygote dies (no orphan spins on)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
-    if os.getppid() != zygote:  # the zygote died before the request took effect
-        os._exit(70)
 
 
 def _wait(pid: int, children: dict[int, str | None]) -> dict[str, Any]:
