@@ -79,7 +79,7 @@ def _definitions(spec: CheckSpec, params: Mapping[str, Any]) -> dict[str, Compil
     """Functions defined by earlier blocks on the page, each compiled with its own oracle's
     symbols (a block whose formula does not compile is reported on its own card)."""
     found: dict[str, CompiledFormula] = {}
-    for oracle, latex in spec.definitions:
+    for oracle, latex, _where in spec.definitions:
         table = default_symbols(oracle, params)
         if table is None:
             continue

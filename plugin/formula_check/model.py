@@ -109,9 +109,10 @@ class CheckSpec:
     """When set, the block is not run; the reason is shown instead (status ``skipped``)."""
     symbols: str = ""
     """Symbol declarations for compiling ``latex`` (default: the oracle's own table)."""
-    definitions: tuple[tuple[str, str], ...] = ()
-    """``(oracle, latex)`` of the page's earlier blocks, whose ``Name(args) = ...`` later
-    formulas may call (``head_i = \text{Attention}(...)``)."""
+    definitions: tuple[tuple[str, str, str], ...] = ()
+    """``(oracle, latex, where)`` of the page's earlier blocks, whose ``Name(args) = ...``
+    later formulas may call (``head_i = \text{Attention}(...)``); ``where`` is the defining
+    block's ``page.md:LINE``."""
     check_formula: bool = True
     """Compile the LaTeX and compare it with the oracle (the third side of the check)."""
     weights_from_page: bool = False

@@ -318,7 +318,7 @@ def page_blocks(
         defaults, page_error = {}, exc
     blocks: list[PageBlock] = []
     first_use: dict[str, int] = {}
-    definitions: list[tuple[str, str]] = []
+    definitions: list[tuple[str, str, str]] = []
     for formula in formulas:
         block = _page_block(
             formula, defaults, page_error, page=page, line_offset=line_offset, settings=settings
@@ -327,7 +327,7 @@ def page_blocks(
             spec = dataclasses.replace(block.spec, definitions=tuple(definitions))
             block = dataclasses.replace(block, spec=spec)
             if _DEFINES.search(spec.latex):
-                definitions.append((spec.oracle, spec.latex))
+                definitions.append((spec.oracle, spec.latex, str(spec.location)))
         if block.spec is not None and block.block_id in first_use:
             message = (
                 f"duplicate id {block.block_id!r} (first used at line {first_use[block.block_id]})"
