@@ -99,12 +99,12 @@ def test_multihead_uses_the_attention_an_earlier_block_defined() -> None:
     from implementations import CORRECT
 
     oracle, code, options = CORRECT["multihead-tutorial"]
-    right = run(oracle, code, latex=MULTIHEAD, definitions=(("attention", ATTENTION),), **options)
+    right = run(oracle, code, latex=MULTIHEAD, definitions=(("attention", ATTENTION, "page.md:3"),), **options)
     assert right.status is Status.VERIFIED, right.headline()
     assert right.formula is not None and right.formula.state == "agrees"
     wrong_attention = ATTENTION.replace(r"\sqrt{d_k}", "d_k")
     wrong = run(
-        oracle, code, latex=MULTIHEAD, definitions=(("attention", wrong_attention),), **options
+        oracle, code, latex=MULTIHEAD, definitions=(("attention", wrong_attention, "page.md:3"),), **options
     )
     assert wrong.status is Status.MISMATCH, "the page's own (wrong) Attention must be the one used"
     assert wrong.formula is not None and wrong.formula.state == "differs"
@@ -121,7 +121,7 @@ def test_a_page_definition_that_cannot_live_here_falls_back_visibly() -> None:
         oracle,
         code,
         latex=r"\text{LayerNorm}(x + \text{FFN}(x))",
-        definitions=(("layer_norm", layer_norm),),
+        definitions=(("layer_norm", layer_norm, "page.md:3"),),
         **options,
     )
     assert result.formula is not None and result.formula.state == "agrees", result.headline()
