@@ -317,6 +317,8 @@ def _run(
             with _phase("call"):
                 result = runner()
     out, dtypes = _outputs(result)
+    with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
+        regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
     snippet_seconds = time.perf_counter() - started
     weights, unused = ({}, []) if kind == "function" else _read_weights(runner.layer, mapping)
     timings = []
@@ -333,14 +335,38 @@ def _run(
         "unused_weights": unused,
         "unmapped_weights": unmapped,
         "snippet_seconds": snippet_seconds,
+        "regimes_skipped": skipped,
     }
     reply["output_dtypes"] = dtypes
     if isinstance(result, dict):  # compared by key when its keys name the oracle's outputs
         reply["output_keys"] = [str(key) for key in result]
     return reply, {
+        **regime_outputs,
         **{f"out/{i}": a for i, a in enumerate(out)},
         **{f"w/{k}": v for k, v in weights.items()},
     }
+
+
+def _run_regimes(
+    runner: _Runner, kind: str, request: dict[str, Any], arrays: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The same code (the same layer, with the same weights) on each input regime's arrays;
+    a regime at other sizes is skipped for a layer, which was built for the check's."""
+    outputs: dict[str, Any] = {}
+    skipped: list[str] = []
+    for regime in request.get("regimes") or []:
+        if kind != "function" and regime.get("resized"):
+            skipped.append(str(regime["name"]))
+            continue
+        plan = regime["function_call" if kind == "function" else "layer_call"]
+        prefix = str(regime["prefix"])
+        args = [_value(ref, arrays, prefix) for ref in plan["args"]]
+        kwargs = {key: _value(ref, arrays, prefix) for key, ref in plan["kwargs"].items()}
+        with _phase(f"regime:{regime['name']}"):
+            result = runner.target(*args, **kwargs)
+        got, _ = _outputs(result)
+        outputs.update({f"{prefix}out/{i}": value for i, value in enumerate(got)})
+    return outputs, skipped
 
 
 @contextlib.contextmanager
@@ -455,8 +481,11 @@ def _bind(
 
 
 def _value(ref: dict[str, Any], arrays: dict[str, Any], prefix: str) -> Any:
+    """The argument ``ref`` names: an array under ``prefix`` if there is one (an input
+    regime sends only its inputs, and shares the check's weights and mask), else a value."""
     if "array" in ref:
-        return tf.constant(arrays[prefix + ref["array"]])
+        name = prefix + ref["array"]
+        return tf.constant(arrays[name] if name in arrays else arrays[ref["array"]])
     return ref["value"]
 
 
