@@ -75,7 +75,7 @@ def test_formula_outside_the_subset_is_said_not_executable_and_never_passes_sile
     result = run(
         "softmax",
         CORRECT["softmax"][1],
-        latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}",
+        latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_{j \in S} e^{x_j}}",
     )
     assert result.status is Status.VERIFIED
     assert result.formula is not None and result.formula.state == "not_executable"
@@ -95,24 +95,35 @@ MULTIHEAD = (
 )
 
 
-def test_multihead_uses_the_attention_an_earlier_block_defined() -> None:
-    from implementations import CORRECT
-
+def test_multihead_uses_the_attention_an_earlier_block_defined_and_names_it() -> None:
     oracle, code, options = CORRECT["multihead-tutorial"]
-    right = run(oracle, code, latex=MULTIHEAD, definitions=(("attention", ATTENTION, "page.md:3"),), **options)
+    defined = (("attention", ATTENTION, "docs/page.md:3"),)
+    right = run(oracle, code, latex=MULTIHEAD, definitions=defined, **options)
     assert right.status is Status.VERIFIED, right.headline()
     assert right.formula is not None and right.formula.state == "agrees"
+    assert right.formula.compiled.endswith("\n(Attention from docs/page.md:3)")
+
+
+def test_a_definition_that_disagrees_with_its_own_oracle_is_not_used() -> None:
+    oracle, code, options = CORRECT["multihead-tutorial"]
     wrong_attention = ATTENTION.replace(r"\sqrt{d_k}", "d_k")
     wrong = run(
-        oracle, code, latex=MULTIHEAD, definitions=(("attention", wrong_attention, "page.md:3"),), **options
+        oracle,
+        code,
+        latex=MULTIHEAD,
+        definitions=(("attention", wrong_attention, "docs/page.md:3"),),
+        **options,
     )
-    assert wrong.status is Status.MISMATCH, "the page's own (wrong) Attention must be the one used"
-    assert wrong.formula is not None and wrong.formula.state == "differs"
+    assert wrong.status is Status.VERIFIED, "a wrong definition fails its own card, not this one"
+    assert wrong.formula is not None and wrong.formula.state == "agrees"
+    assert (
+        "(Attention from docs/page.md:3 was not used: its formula differs from its oracle "
+        "'attention' on this block's arrays (max |Δ| = "
+    ) in wrong.formula.compiled
+    assert wrong.formula.compiled.endswith("; the oracle's own Attention was used instead)")
 
 
 def test_a_page_definition_that_cannot_live_here_falls_back_visibly() -> None:
-    from implementations import CORRECT
-
     oracle, code, options = CORRECT["sublayer-post"]
     layer_norm = (
         r"\text{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta"
@@ -125,4 +136,7 @@ def test_a_page_definition_that_cannot_live_here_falls_back_visibly() -> None:
         **options,
     )
     assert result.formula is not None and result.formula.state == "agrees", result.headline()
-    assert "the page's LayerNorm could not be used here" in result.formula.compiled
+    assert (
+        "the page's LayerNorm from page.md:3 could not be used here; the oracle's own "
+        "definition was"
+    ) in result.formula.compiled

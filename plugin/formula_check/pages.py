@@ -323,17 +323,17 @@ def page_blocks(
         block = _page_block(
             formula, defaults, page_error, page=page, line_offset=line_offset, settings=settings
         )
-        if block.spec is not None:
-            spec = dataclasses.replace(block.spec, definitions=tuple(definitions))
-            block = dataclasses.replace(block, spec=spec)
-            if _DEFINES.search(spec.latex):
-                definitions.append((spec.oracle, spec.latex, str(spec.location)))
         if block.spec is not None and block.block_id in first_use:
             message = (
                 f"duplicate id {block.block_id!r} (first used at line {first_use[block.block_id]})"
             )
             block = dataclasses.replace(block, spec=None, error=SpecError(message, block.location))
         first_use.setdefault(block.block_id, formula.line)
+        if block.spec is not None:  # a block that is an error defines nothing: it is not checked
+            spec = dataclasses.replace(block.spec, definitions=tuple(definitions))
+            block = dataclasses.replace(block, spec=spec)
+            if _DEFINES.search(spec.latex) and defines_for_others(spec):
+                definitions.append((spec.oracle, spec.latex, str(spec.location)))
         blocks.append(block)
     return blocks
 
@@ -341,6 +341,15 @@ def page_blocks(
 _DEFINES = re.compile(r"\\(?:text|mathrm|operatorname)\{\w+\}\s*\([^)]*\)\s*=")
 """``\text{Attention}(Q, K, V) =``: a formula that defines a function later blocks may call.
 Only those are passed on, so editing any other formula does not invalidate later blocks."""
+
+
+def defines_for_others(spec: CheckSpec) -> bool:
+    """May this block's definition be used by later blocks? Not when it is wrong on purpose
+    (``expect`` other than verified: the documented way to show a wrong formula), nor when its
+    formula is not checked (``formula="off"``, ``skip``): nothing vouches for it. Whether its
+    formula agrees with its oracle is known only once arrays exist; the formula side checks
+    that when a later block calls it (:func:`.formula.page_functions`)."""
+    return spec.expect == "verified" and spec.check_formula and not spec.skip
 
 
 def _page_block(
