@@ -336,7 +336,7 @@ VIRIDIS_TOP, VIRIDIS_BOTTOM, VIRIDIS_MIDDLE = (
     (0x21, 0x91, 0x8C),
 )
 MAGMA_TOP, MAGMA_BOTTOM = (0xFC, 0xFD, 0xBF), (0x00, 0x00, 0x04)
-CYAN = (0x00, 0xE5, 0xFF)
+HATCH_LIGHT, HATCH_DARK = (0xBD, 0xBD, 0xBD), (0x61, 0x61, 0x61)
 
 
 def _attention(heads: int | None, seed: int = 0) -> CheckResult:
@@ -418,6 +418,15 @@ class Grid:
         x = int((col + 0.5) * self.pixels.shape[1] / shape[1])
         return tuple(int(c) for c in self.pixels[y, x])
 
+    def colours(self, row: int, col: int, shape: tuple[int, int]) -> set[tuple[int, ...]]:
+        """Every colour inside cell ``(row, col)`` of a ``shape`` grid."""
+        height, width = self.pixels.shape[0] / shape[0], self.pixels.shape[1] / shape[1]
+        cell = self.pixels[
+            round(row * height) : round((row + 1) * height),
+            round(col * width) : round((col + 1) * width),
+        ]
+        return {tuple(int(c) for c in pixel) for pixel in cell.reshape(-1, 3)}
+
     def centre(self, row: int, col: int, shape: tuple[int, int]) -> tuple[float, float]:
         return (
             self.x + (col + 0.5) * self.width / shape[1],
@@ -496,8 +505,8 @@ def test_colormap_anchors() -> None:
 def test_single_head_alt_text() -> None:
     (figure,) = figures_for(_attention(None), None, EN)
     assert figure.name == "weights"
-    assert figure.alt == "Attention weights, batch 0, 5×7"
-    assert figure.title == "Attention weights"
+    assert figure.alt == "Attention weights — oracle, batch 0, 5×7"
+    assert figure.title == "Attention weights — oracle"
     assert _svg(figure).findtext(f"{SVG}title") == figure.alt
 
 
@@ -536,7 +545,7 @@ def test_ticks_sit_at_cell_centres() -> None:
 @pytest.mark.parametrize(("heads", "rows"), [(3, 1), (4, 1), (6, 2), (8, 2)])
 def test_multihead_weights_make_one_grid(heads: int, rows: int) -> None:
     (figure,) = figures_for(_attention(heads), None, EN)
-    assert figure.alt == f"Attention weights, batch 0, {heads} heads, 5×7"
+    assert figure.alt == f"Attention weights — oracle, batch 0, {heads} heads, 5×7"
     assert figure.width <= 600
     assert figure.height == 4 + 180 * rows  # grows with the rows
     root = _svg(figure)
@@ -564,8 +573,8 @@ def test_multihead_shares_one_scale() -> None:
 
 def test_chinese_alt_text_and_panel_titles() -> None:
     (figure,) = figures_for(_attention(3), None, ZH)
-    assert figure.alt == "注意力权重，批次 0，3 个注意力头，5×7"
-    assert figure.title == "注意力权重"
+    assert figure.alt == "注意力权重——参考实现，批次 0，3 个注意力头，5×7"
+    assert figure.title == "注意力权重——参考实现"
     texts = _texts(_svg(figure))
     assert {"头 1", "头 2", "头 3"} <= set(texts)
     assert not any(text.startswith("head") for text in texts)
@@ -592,6 +601,94 @@ def test_long_dim_names_are_cut_to_fit() -> None:
     assert cut.endswith("…") and len(cut) < len(long_name)
 
 
+def _weights_verdict(shape: tuple[int, ...], expected: tuple[int, ...] = (2, 5, 7)) -> Verdict:
+    return Verdict("weights", False, ("b", "n", "m"), expected, shape, max_abs=0.5, n_bad=3)
+
+
+def test_code_and_oracle_weights_are_drawn_side_by_side_on_one_scale() -> None:
+    code, oracle = np.zeros((2, 5, 7)), np.zeros((2, 5, 7))
+    code[0, 1, 2], oracle[0, 1, 5] = 1.0, 1.0
+    result = dataclasses.replace(
+        verified(),
+        verdicts=(_weights_verdict((2, 5, 7)),),
+        arrays={"weights": code, "weights:oracle": oracle},
+    )
+    (figure,) = figures_for(result, None, EN)
+    assert figure.title == "Attention weights — code, oracle"
+    root = _svg(figure)
+    texts = _texts(root)
+    assert "Attention weights — code" in texts and "Attention weights — oracle" in texts
+    left, right = _grids(root)
+    assert left.x < right.x and left.y == right.y  # the code's on the left
+    assert left.colour(1, 2, (5, 7)) == right.colour(1, 5, (5, 7)) == VIRIDIS_TOP
+    assert left.colour(1, 5, (5, 7)) == right.colour(1, 2, (5, 7)) == VIRIDIS_BOTTOM
+    (chinese,) = figures_for(result, None, ZH)
+    assert chinese.title == "注意力权重——代码，参考实现"
+
+
+def test_multihead_code_and_oracle_pair_each_head() -> None:
+    weights = np.random.default_rng(0).random((2, 2, 5, 7))
+    result = dataclasses.replace(
+        verified(), arrays={"weights": weights, "weights:oracle": weights[:, ::-1]}
+    )
+    root = _svg(figures_for(result, None, EN)[0])
+    titles = [t for t in _texts(root) if t.startswith("head")]
+    assert titles == ["head 1 — code", "head 1 — oracle", "head 2 — code", "head 2 — oracle"]
+
+
+def test_only_the_oracles_values_when_the_codes_shape_is_wrong() -> None:
+    result = dataclasses.replace(
+        verified(),
+        verdicts=(_weights_verdict((2, 7, 5)),),
+        arrays={"weights:oracle": np.ones((2, 5, 7))},
+    )
+    (figure,) = figures_for(result, ("weights",), EN)
+    assert figure.title == "Attention weights — oracle"
+    assert len(_grids(_svg(figure))) == 1
+
+
+@pytest.mark.parametrize(
+    ("actual", "whose"),
+    [((2, 5, 7), "code"), ((2, 7, 5), "oracle")],
+)
+def test_a_result_cached_before_the_oracle_key_says_whose_values_by_its_verdict(
+    actual: tuple[int, ...], whose: str
+) -> None:
+    # Then ``weights`` alone held the code's values if their shape was right, else the oracle's.
+    result = dataclasses.replace(
+        verified(), verdicts=(_weights_verdict(actual),), arrays={"weights": np.ones((2, 5, 7))}
+    )
+    (figure,) = figures_for(result, None, EN)
+    assert figure.title == f"Attention weights — {whose}"
+
+
+def test_a_value_heatmap_hatches_and_keys_what_is_not_finite() -> None:
+    weights = np.zeros((1, 5, 7))
+    weights[0, 2, 3], weights[0, 0, 0], weights[0, 4, 6] = 1.0, np.inf, np.nan
+    (figure,) = figures_for(dataclasses.replace(verified(), arrays={"weights": weights}), None, EN)
+    root = _svg(figure)
+    (grid,) = _grids(root)
+    assert grid.colours(0, 0, (5, 7)) == grid.colours(4, 6, (5, 7)) == {HATCH_LIGHT, HATCH_DARK}
+    assert grid.colour(2, 3, (5, 7)) == VIRIDIS_TOP  # the scale: the finite values only
+    assert _texts(root, "fc-nonfinite-key") == ["NaN/Inf"]
+    assert _texts(root, "fc-colorbar")[-1] == "1"
+    finite = dataclasses.replace(verified(), arrays={"weights": np.ones((1, 5, 7))})
+    assert "fc-nonfinite-key" not in figures_for(finite, None, EN)[0].data.decode()
+
+
+def test_a_delta_of_zeros_and_infinities_keeps_its_scale_and_keys_them() -> None:
+    delta = np.zeros((3, 4))
+    delta[1, 2] = np.inf
+    delta[0, 1] = 2e-3
+    (figure,) = figures_for(mismatch(arrays={"delta": delta}), (), ZH)
+    root = _svg(figure)
+    (grid,) = _grids(root)
+    assert grid.colours(1, 2, (3, 4)) == {HATCH_LIGHT, HATCH_DARK}
+    assert grid.colour(0, 1, (3, 4)) == MAGMA_TOP
+    assert _texts(root, "fc-colorbar")[-1] == "0.002"
+    assert _texts(root, "fc-nonfinite-key") == ["NaN/Inf（非有限值）"]
+
+
 def test_heatmap_selection() -> None:
     rng = np.random.default_rng(1)
     arrays = {
@@ -610,7 +707,7 @@ def test_heatmap_selection() -> None:
 def test_positional_encoding_alt_and_three_d_output_skipped() -> None:
     encoding = dataclasses.replace(verified(), arrays={"output": np.zeros((50, 16))}, shapes=())
     (figure,) = figures_for(encoding, None, EN)
-    assert figure.alt == "Positional encoding, 50×16 (position × dim)"
+    assert figure.alt == "Positional encoding — code, 50×16 (position × dim)"
     (grid,) = _grids(_svg(figure))
     assert grid.colour(10, 3, (50, 16)) == VIRIDIS_BOTTOM  # a constant map: no division by 0
     attention_output = dataclasses.replace(verified(), arrays={"output": np.zeros((2, 5, 16))})
@@ -624,7 +721,7 @@ def test_hidden_heatmap_draws_batch_zero() -> None:
     hidden[1] = 100.0
     result = dataclasses.replace(verified(), arrays={"hidden": hidden})
     (figure,) = figures_for(result, None, EN)
-    assert figure.alt == "Feed-forward hidden activations, batch 0, 5×64 (n × d_ff)"
+    assert figure.alt == "Feed-forward hidden activations — oracle, batch 0, 5×64 (n × d_ff)"
     (grid,) = _grids(_svg(figure))
     assert grid.colour(1, 40, (5, 64)) == VIRIDIS_BOTTOM
     assert grid.colour(4, 0, (5, 64)) == VIRIDIS_TOP
@@ -674,7 +771,9 @@ def test_delta_colours_and_worst_cell_circle() -> None:
     (grid,) = _grids(root)
     assert grid.colour(3, 7, (5, 16)) == MAGMA_TOP
     assert grid.colour(0, 0, (5, 16)) == MAGMA_BOTTOM
-    assert grid.colour(0, 2, (5, 16)) == grid.colour(4, 15, (5, 16)) == CYAN
+    for row, col in ((0, 2), (4, 15)):  # NaN and Inf: hatched, and said in the key
+        assert grid.colours(row, col, (5, 16)) == {HATCH_LIGHT, HATCH_DARK}
+    assert _texts(root, "fc-nonfinite-key") == ["NaN/Inf"]
     (ring,) = [c for c in root.iter(f"{SVG}circle") if c.get("stroke") == "#00e5ff"]
     assert ring.get("fill") == "none"
     centre = float(ring.get("cx", "nan")), float(ring.get("cy", "nan"))

@@ -8,8 +8,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .model import CheckResult, Location, Verdict, brief_message
+from .model import CheckResult, FormulaVerdict, Location, Verdict, brief_message
 from .render import strip_ansi
+from .render.labels import ENGLISH
+
+_FLOAT32_TINY = 1.1754944e-38
+"""float32's smallest normal number: an expected value below it is zero to float32 code."""
 
 FailurePredicate = Callable[[CheckResult], bool]
 
@@ -23,7 +27,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     where = ", ".join(str(i) for i in verdict.worst_index)
     lines += [
         f"     max |Δ| = {verdict.max_abs:.3g}  (atol {verdict.atol:.1g}, rtol {verdict.rtol:.1g})"
-        f"  max rel = {verdict.max_rel:.3g}",
+        f"  max rel = {relative_error(verdict)}",
         f"     worst at ({where}): expected {verdict.worst_expected:.6g}, "
         f"got {verdict.worst_actual:.6g}",
         f"     {verdict.n_bad} of {verdict.n_total} elements out of tolerance",
@@ -31,6 +35,73 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     if verdict.nonfinite:
         lines.append(f"     {verdict.nonfinite} non-finite values")
     return lines
+
+
+def relative_error(verdict: Verdict) -> str:
+    """``max rel`` as a number, or ``n/a (expected 0)`` where the largest relative error
+    divides by an expected value float32 cannot tell from zero: a quotient of 1e+307 says
+    nothing about the code. (Only then can it exceed ``max |Δ|`` / float32's smallest normal:
+    each element's quotient is its |Δ| over its |expected|.)"""
+    if verdict.max_rel * _FLOAT32_TINY > verdict.max_abs:
+        return "n/a (expected 0)"
+    return f"{verdict.max_rel:.3g}"
+
+
+_FORMULA_TITLES = {
+    "agrees": ENGLISH.formula_agrees,
+    "differs": ENGLISH.formula_differs,
+    "invalid": ENGLISH.formula_invalid,
+    "not_executable": ENGLISH.formula_not_executable,
+}
+
+
+def formula_lines(formula: FormulaVerdict) -> list[str]:
+    """The formula as written against the oracle, whole, as the card says it: the verdict,
+    max |Δ|, the compiled form and the message, each line of them (a ``where head_i = ...``
+    of the compiled form, the caret under a LaTeX error)."""
+    title = _FORMULA_TITLES[formula.state]
+    if formula.state in {"agrees", "differs"}:
+        title += f"  max |Δ| = {formula.max_abs:.2g}"
+    lines = [title]
+    if formula.compiled:
+        first, *rest = formula.compiled.splitlines()
+        lead = f"{ENGLISH.formula_compiled}: "
+        lines += [lead + first, *(" " * len(lead) + line for line in rest)]
+    if formula.message and formula.state != "agrees":
+        lines += strip_ansi(formula.message).splitlines()
+    return lines
+
+
+def _not_executable(result: CheckResult) -> FormulaVerdict | None:
+    formula = result.formula
+    return formula if formula is not None and formula.state == "not_executable" else None
+
+
+def _first_line(text: str) -> str:
+    return next(iter(strip_ansi(text).splitlines()), "")
+
+
+def formula_note(result: CheckResult) -> str | None:
+    """``docs/x.md:12 [id]: formula not executable — checked against the oracle only: why``,
+    for a block whose formula could not be compiled: no headline says it, since it fails
+    nothing, but every face must (the code was compared with the oracle, not the formula)."""
+    formula = _not_executable(result)
+    if formula is None:
+        return None
+    return f"{result.location} [{result.block_id}]: {strip_ansi(formula.summary())}"
+
+
+def formula_notes(results: Iterable[CheckResult]) -> list[str]:
+    """The closing lines of a run: each block whose formula was not executable, and why."""
+    found = [(result, _not_executable(result)) for result in results]
+    reasons = [
+        f"  {result.location} [{result.block_id}]: {_first_line(formula.message)}"
+        for result, formula in found
+        if formula is not None
+    ]
+    if not reasons:
+        return []
+    return [f"formulas not executable, checked against the oracle only ({len(reasons)}):", *reasons]
 
 
 def source_line(root: Path, where: Location) -> str | None:
@@ -68,6 +139,8 @@ def text_card(result: CheckResult, root: Path) -> str:
             f"expected: {result.expect} -> {'as promised' if result.outcome_ok else 'NOT'}"
         )
     lines += _section("verdicts", [line for v in result.verdicts for line in verdict_lines(v)])
+    if result.formula is not None:
+        lines += _section("formula", formula_lines(result.formula))
     shapes = [f"{shape.role:<6} {shape.describe()}" for shape in result.shapes]
     lines += _section("shapes", shapes)
     timings = [f"{t.label:<12} {t.describe()}  ({t.repeats} runs)" for t in result.timings]
@@ -82,10 +155,21 @@ def text_card(result: CheckResult, root: Path) -> str:
     return "\n".join(lines)
 
 
+def _formula_section(result: CheckResult) -> list[str]:
+    """The formula, whole, where a one-line headline cannot say all of it: one that fails the
+    block or could not be compiled (a formula that agrees is not news in a failure)."""
+    formula = result.formula
+    if formula is None or formula.state == "agrees":
+        return []
+    return _section("formula", formula_lines(formula))
+
+
 def failure_report(result: CheckResult, root: Path) -> str:
-    """What a failed test shows: the headline, then the numbers or the error behind it."""
+    """What a failed test shows: the headline, then the numbers or the error behind it, and
+    the formula when it is part of the story."""
     lines = [strip_ansi(result.headline())]
     lines += [line for verdict in result.verdicts for line in verdict_lines(verdict)]
+    lines += _formula_section(result)
     if not result.verdicts:  # the headline says the exception, in brief: whole if it differs
         failing = failure_lines(result, root)
         failure = result.failure
@@ -115,7 +199,7 @@ def junit_xml(results: Iterable[CheckResult], is_failure: FailurePredicate) -> b
         if is_failure(result):
             counts["failures"] += 1
             failure = ET.SubElement(case, "failure", message=headline, type=result.status.value)
-            failure.text = strip_ansi(result.detail())
+            failure.text = "\n".join([strip_ansi(result.detail()), *_formula_section(result)])
         elif not result.outcome_ok or result.expected_failure:
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=headline)

@@ -298,6 +298,7 @@ def _check(args: argparse.Namespace) -> int:
         startup=startup,
         starters=starters,
     )
+    told = "\n".join([told, *ci_formats.formula_notes(results)])
     print(ci_formats.github_safe(told) if args.github else told)
     return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK
 

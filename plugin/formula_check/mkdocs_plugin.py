@@ -9,7 +9,8 @@ The hooks are glue. What they add to the Markdown extension alone:
 * each failing result logged as a WARNING ``docs/page.md:LINE [id]: status: detail``, so
   ``--strict`` fails and lists them all. The line goes to the plugin logger's underlying
   ``mkdocs.plugins.*`` logger without the ``formula_check:`` prefix, so it starts with the
-  clickable ``page:line``;
+  clickable ``page:line``; a block whose formula could not be compiled gets an INFO line
+  saying so (its code was compared with the oracle only);
 * figures written once under ``assets/formula-check/`` (content-hashed names), the stylesheet,
   an offline MathJax, and a report page plus ``formula-check-report.json``.
 """
@@ -33,6 +34,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 from . import assets, serving
+from .ci_formats import formula_note
 from .config import FormulaCheckConfig, out_of_range
 from .engine import Engine
 from .errors import FormulaCheckError, MissingTensorFlowError, PageError
@@ -430,6 +432,9 @@ def _log_result(result: CheckResult, fail_on: frozenset[str]) -> None:
         log.info(result.headline())
     else:
         log.debug(result.headline())
+    note = formula_note(result)
+    if note is not None:  # fails nothing, but the formula went unchecked: not only on the card
+        log.info(note)
 
 
 def _register_extension(config: MkDocsConfig, options: dict[str, Any]) -> None:

@@ -1,12 +1,14 @@
 """Built-in settings for checking Keras' own layers (``preset="keras-mha"`` and friends).
 
 A preset fills only what the block left unset, so an author can still override any part.
+Its constructor keywords (``init``) are Keras' own: a factory of the block's, which has
+parameters of its own, is given only those it takes (see :func:`init_sources`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -37,10 +39,11 @@ _KERAS_MHA: Mapping[str, Any] = {
 
 _KERAS_LAYER_NORM: Mapping[str, Any] = {
     "kind": "layer",
-    "weights": {"gamma": "gamma", "beta": "beta"},
+    "weights": {"gamma": "gamma", "beta": "beta", "epsilon": "epsilon"},
 }
-"""epsilon is deliberately not read from the layer: the formula's ε (``params="epsilon=…"``,
-default 1e-6) is part of what is checked, and Keras' own default is 1e-3."""
+"""epsilon is read from the layer as a parameter, and checked against the formula's ε
+(``params="epsilon=…"``, default 1e-6), never used in its place: a layer built with another
+(Keras' own default is 1e-3) is a mismatch that names both."""
 
 _KERAS_DENSE: Mapping[str, Any] = {
     "kind": "layer",
@@ -80,3 +83,23 @@ def apply_preset(spec: CheckSpec) -> CheckSpec:
         elif current == _UNSET[field]:
             changes[field] = value
     return dataclasses.replace(spec, **changes)
+
+
+def init_sources(spec: CheckSpec, dims: Collection[str]) -> dict[str, dict[str, str]]:
+    """Where each constructor keyword of ``spec`` comes from, for the worker: ``origin`` is
+    ``init`` (the block's ``init=``) or ``preset``, and ``said`` says it in words
+    (``preset keras-mha; h from dims`` when its value names a dim, whose size it becomes).
+
+    ``spec`` is the block as written, before :func:`apply_preset`. The worker passes a
+    preset's keyword only to an entry that takes it, and a construction that fails names
+    the source of every keyword it was given."""
+    preset = PRESETS.get(spec.preset or "", {})
+    given = [(key, value, "preset") for key, value in preset.get("init", {}).items()]
+    given += [(key, value, "init") for key, value in spec.init.items()]
+    sources: dict[str, dict[str, str]] = {}
+    for key, value, origin in given:  # the block's own init= last: it wins
+        said = f"preset {spec.preset}" if origin == "preset" else "init="
+        if isinstance(value, str) and value in dims:
+            said += f"; {value} from dims"
+        sources[key] = {"origin": origin, "said": said}
+    return sources

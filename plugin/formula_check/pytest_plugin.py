@@ -22,6 +22,7 @@ import pytest
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
+    from _pytest.terminal import TerminalReporter
 
     from .engine import Engine
     from .model import CheckResult
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from .project import Project
 
 _RUN_KEY = pytest.StashKey["FormulaCheckRun"]()
+_NOTE = "formula_check_note"
+"""The user property of an item whose formula was not executable: the line saying so."""
 
 
 class BlockFailedError(Exception):
@@ -87,6 +90,7 @@ class FormulaCheckRun:
         self.site_pages: dict[Path, frozenset[Path]] = {}
         self.engines: dict[Path, Engine] = {}
         self.unavailable = ""
+        self.notes: list[str] = []
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.File | None:
         """A page node for every Markdown page in the chosen paths."""
@@ -98,6 +102,18 @@ class FormulaCheckRun:
         if not (self.any_page or any(resolved.is_relative_to(root) for root in self.roots)):
             return None
         return FormulaPage.from_parent(parent, path=file_path)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep each block's note that its formula was not executable, for the summary."""
+        self.notes += [str(value) for name, value in report.user_properties if name == _NOTE]
+
+    def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
+        """Name every block whose formula was not executable: it passed on its code alone."""
+        notes = sorted(set(self.notes))
+        if notes:
+            terminalreporter.section("formula-check: formulas not executable")
+            for note in notes:
+                terminalreporter.line(note)
 
     def pytest_sessionfinish(self) -> None:
         """Stop the workers."""
@@ -195,17 +211,23 @@ class FormulaItem(pytest.Item):
 
     def runtest(self) -> None:
         """Check the block; pass, fail, xfail or skip as its result and ``expect=`` say."""
-        from .ci_formats import failure_report
+        from .ci_formats import failure_report, formula_lines, formula_note
         from .session import is_failure
 
         result = self.config.stash[_RUN_KEY].check(self.block, self.project)
         self.user_properties.append(("formula_check_status", result.status.value))
+        if result.formula is not None:
+            self.user_properties.append(("formula_check_formula", result.formula.state))
+            self.add_report_section("call", "formula", "\n".join(formula_lines(result.formula)))
+        note = formula_note(result)
+        if note is not None:  # read back from the report, also under xdist
+            self.user_properties.append((_NOTE, note))
         if is_failure(result, self.project.options.fail_on):
             raise BlockFailedError(failure_report(result, self.project.root))
         if result.expected_failure and result.outcome_ok:
             pytest.xfail(result.headline())
         if not result.outcome_ok:  # skipped, or a status the project's fail_on tolerates
-            pytest.skip(result.headline())
+            pytest.skip(result.headline() + (f"; {note}" if note else ""))
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: TracebackStyle | None = None

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from .labels import Labels
 
 VALUE_HEATMAPS = ("weights", "output", "hidden")
-"""Heatmaps a block may ask for; ``delta`` and the scaling plot appear whenever there is data."""
+"""Heatmaps a block may ask for; ``delta`` and the scaling plot appear whenever there is data.
+Each is drawn from the code's values (``NAME`` in the result's arrays), the oracle's
+(``NAME:oracle``), or both side by side, and its title says whose."""
 
 
 _SUFFIXES = {"image/svg+xml": ".svg", "image/png": ".png"}

@@ -8,8 +8,16 @@ Conventions for ``CheckResult.arrays`` (the engine fills them):
     a positional-encoding matrix ``(pos, dim)`` (only a 2-D ``output`` is drawn);
 ``hidden``
     feed-forward activations ``(b, n, d_ff)``;
+``NAME:oracle``
+    the oracle's values of one of those three, where the code's differ from them (drawn side
+    by side) or have another shape (drawn alone); ``NAME`` itself is the code's values;
 ``delta`` and ``delta_worst``
     ``|actual - expected|`` of the worst mismatching output (any rank) and its worst index.
+
+Every value heatmap says whose values it shows, the code's or the oracle's. A result cached
+before ``NAME:oracle`` existed has ``NAME`` alone: the code's values when their shape was the
+oracle's, else the oracle's, which its verdict tells apart. A NaN or an infinity is drawn
+hatched, outside the colour scale (made from the finite values), with a key of its own.
 
 Every figure is drawn by hand with :mod:`.svg`: about a millisecond each, text set by the
 browser (so words follow the page's language), identical bytes for identical input.
@@ -36,6 +44,7 @@ from .svg import (
     integer_ticks,
     nice_ticks,
     png,
+    rgb,
     sample,
     text_width,
     upscale,
@@ -59,11 +68,15 @@ _GRID_WIDTH = 600
 _GRID_ROW = 180  # one row of multi-head panels
 _WEIGHTS_SIZE = (420, 320)
 _MATRIX_SIZE = (600, 300)
+_PAIR_WIDTH = 720  # a matrix of the code's beside the oracle's
 _DELTA_SIZE = (480, 340)
 _SWEEP_SIZE = (480, 320)
 
 _MARKER_COLOUR = "#00e5ff"  # cyan: far from every colour of magma, so the worst cell stands out
-_MISSING_COLOUR = "#e0e0e0"  # a non-finite value in a viridis map
+# NaN and ±inf: light and dark grey stripes, in neither colormap (nor mistaken for the marker)
+_HATCH = ("#bdbdbd", "#616161")
+_KEY_SIZE = 12.0  # the hatched square of the NaN/Inf key, under the colorbar
+_ORACLE = ":oracle"  # NAME:oracle holds the oracle's values of heatmap NAME
 _LINE_COLOUR = "#1565c0"
 _GUIDE_COLOUR = "#757575"
 _GRID_COLOUR = "#e0e0e0"
@@ -88,12 +101,19 @@ class _Box:
 
 @dataclass(frozen=True)
 class _Scale:
-    """How values become colours: a colormap over ``[lo, hi]``, ``bad`` for NaN and ±inf."""
+    """How values become colours: a colormap over ``[lo, hi]`` (NaN and ±inf are hatched)."""
 
     cmap: str
     lo: float
     hi: float
-    bad: str
+
+
+@dataclass(frozen=True)
+class _Side:
+    """The values one value heatmap draws, and whose they are (the code's or the oracle's)."""
+
+    values: Array
+    whose: str
 
 
 def figures_for(
@@ -115,11 +135,11 @@ def figures_for(
         raise ValueError(f"unknown heatmap {unknown[0]!r}; choose from {', '.join(VALUE_HEATMAPS)}")
     arrays = result.arrays
     figures: list[Figure | None] = []
-    if "weights" in wanted and "weights" in arrays:
+    if "weights" in wanted and _sides(result, "weights", labels):
         figures.append(_weights_figure(result, labels))
-    if "output" in wanted and "output" in arrays:
+    if "output" in wanted and _sides(result, "output", labels):
         figures.append(_encoding_figure(result, labels))
-    if "hidden" in wanted and "hidden" in arrays:
+    if "hidden" in wanted and _sides(result, "hidden", labels):
         figures.append(_hidden_figure(result, labels))
     if "delta" in arrays:
         figures.append(_delta_figure(result, labels))
@@ -146,6 +166,33 @@ def _dims(result: CheckResult, name: str, rank: int, default: Sequence[str]) -> 
 
 def _describe(labels: Labels, *parts: str) -> str:
     return labels.separator.join(part for part in parts if part)
+
+
+def _sides(result: CheckResult, name: str, labels: Labels) -> list[_Side]:
+    """The values heatmap ``name`` draws: the code's, the oracle's, or both (code first)."""
+    arrays = result.arrays
+    oracle = arrays.get(name + _ORACLE)
+    sides = []
+    if name in arrays:
+        # the code's, unless a result cached before NAME:oracle existed says otherwise
+        code = oracle is not None or _code_shaped(result, name)
+        whose = labels.code_side if code else labels.oracle_side
+        sides.append(_Side(np.asarray(arrays[name], dtype=np.float64), whose))
+    if oracle is not None:
+        sides.append(_Side(np.asarray(oracle, dtype=np.float64), labels.oracle_side))
+    return sides
+
+
+def _code_shaped(result: CheckResult, name: str) -> bool:
+    """Was the code's ``name`` compared, with the oracle's shape? (Then, in a result cached
+    before ``NAME:oracle`` existed, ``NAME`` holds the code's values, else the oracle's.)"""
+    verdict = next((v for v in result.verdicts if v.name == name), None)
+    return verdict is not None and verdict.actual_shape == verdict.expected_shape
+
+
+def _whose(labels: Labels, sides: Sequence[_Side]) -> str:
+    """``code``, ``oracle`` or, side by side, ``code, oracle``."""
+    return labels.separator.join(side.whose for side in sides)
 
 
 # Heatmaps ----------------------------------------------------------------------------------
@@ -194,6 +241,35 @@ def _colorbar_width(scale: _Scale) -> float:
     return _CBAR_WIDTH + _TICK + _GAP + widest
 
 
+def _hatched(pixels: Array, missing: Array) -> Array:
+    """``pixels`` with the ``missing`` ones in diagonal stripes, two pixels of each grey."""
+    rows, cols = np.indices(missing.shape)
+    dark = (rows + cols) // 2 % 2 == 1
+    striped: Array = pixels.copy()
+    striped[missing & ~dark] = rgb(_HATCH[0])
+    striped[missing & dark] = rgb(_HATCH[1])
+    return striped
+
+
+def _nonfinite_key(svg: Svg, x: float, y: float, text: str) -> None:
+    """The key of the hatched cells: a striped square (as drawn in the grid) and ``text``."""
+    size = _KEY_SIZE
+    stripes = [
+        (x + start, y + size - (c - start), x + end, y + size - (c - end))
+        for c in np.arange(2.0, 2 * size, 4.0)
+        for start, end in [(max(0.0, c - size), min(c, size))]
+    ]
+    with svg.group("fc-nonfinite-key"):
+        svg.rect(x, y, size, size, fill=_HATCH[0])
+        svg.segments(stripes, stroke=_HATCH[1], width=1.4, crisp=False)
+        svg.rect(x, y, size, size, stroke=AXIS_COLOUR)
+        svg.text(x + size + _GAP + 2.0, y + size - 2.0, text, size=_TICK_SIZE)
+
+
+def _key_width(text: str) -> float:
+    return _KEY_SIZE + _GAP + 2.0 + text_width(text, _TICK_SIZE)
+
+
 def _plot_area(outer: _Box, rows: int, dims: tuple[str, str], *, titled: bool) -> _Box:
     """The cells' rectangle inside a panel, leaving room for title, ticks and axis titles."""
     top = _TITLE_LINE if titled else 0.0
@@ -212,8 +288,9 @@ def _heatmap(
     taken_rows, down = sample(rows, plot.height)
     taken_cols, across = sample(cols, plot.width)
     values = plane[np.ix_(taken_rows, taken_cols)]
-    pixels = colorize(values, scale.cmap, scale.lo, scale.hi, scale.bad)
-    svg.image(plot.x, plot.y, plot.width, plot.height, png(upscale(pixels, across, down)))
+    pixels = upscale(colorize(values, scale.cmap, scale.lo, scale.hi, _HATCH[0]), across, down)
+    missing = upscale(~np.isfinite(values), across, down)
+    svg.image(plot.x, plot.y, plot.width, plot.height, png(_hatched(pixels, missing)))
     svg.rect(plot.x, plot.y, plot.width, plot.height, stroke=AXIS_COLOUR)
     if title:
         fitted = fit_text(title, _TITLE_SIZE, plot.width + 2 * _PANEL_GAP)
@@ -253,12 +330,17 @@ def _heatmaps(
     titles: Sequence[str],
     dims: tuple[str, str],
     scale: _Scale,
+    labels: Labels,
     *,
     columns: int = 1,
 ) -> list[_Box]:
-    """Panels in a grid of ``columns`` sharing one colorbar at the right; their plot boxes."""
+    """Panels in a grid of ``columns`` sharing one colorbar at the right (with the NaN/Inf
+    key under it when a cell is not finite); their plot boxes."""
     rows = math.ceil(len(planes) / columns)
+    nonfinite = any(not np.isfinite(plane).all() for plane in planes)
     bar = _colorbar_width(scale)
+    if nonfinite:
+        bar = max(bar, _key_width(labels.nonfinite_cells))
     column_width = (svg.width - 2 * _PAD - bar) / columns
     row_height = (svg.height - 2 * _PAD + _PANEL_GAP) / rows
     boxes = []
@@ -270,46 +352,83 @@ def _heatmaps(
             column_width - _PANEL_GAP,
             row_height - _PANEL_GAP,
         )
-        plot = _plot_area(outer, plane.shape[0], dims, titled=bool(title))
+        plot = _plot_area(outer, plane.shape[0], dims, titled=any(titles))
         with svg.group("fc-panel"):
             _heatmap(svg, plot, plane, scale, dims, title)
         boxes.append(plot)
-    _colorbar(svg, svg.width - _PAD - bar, boxes[0].y, boxes[-1].bottom, scale)
+    x, top, bottom = svg.width - _PAD - bar, min(b.y for b in boxes), max(b.bottom for b in boxes)
+    if nonfinite:
+        bottom -= _KEY_SIZE + _TITLE_LINE
+        _nonfinite_key(svg, x, bottom + _TITLE_LINE, labels.nonfinite_cells)
+    _colorbar(svg, x, top, bottom, scale)
     return boxes
 
 
+def _side_by_side(
+    sides: Sequence[_Side], planes: Sequence[Sequence[Array]], titles: Sequence[str], labels: Labels
+) -> tuple[list[Array], list[str]]:
+    """The panels of every side in drawing order, each side's panel of one place next to the
+    other's, with their titles (each naming its side when there are two)."""
+    both = len(sides) > 1
+    order = [(index, side) for index in range(len(titles)) for side in range(len(sides))]
+    shown = [planes[side][index] for index, side in order]
+    named = [
+        labels.side_title.format(name=titles[index], side=sides[side].whose)
+        if both
+        else titles[index]
+        for index, side in order
+    ]
+    return shown, named
+
+
 def _weights_figure(result: CheckResult, labels: Labels) -> Figure | None:
-    weights = np.asarray(result.arrays["weights"], dtype=np.float64)
-    if weights.ndim not in (3, 4) or weights.size == 0:
+    sides = _same_shape(_sides(result, "weights", labels), (3, 4))
+    if not sides:
         return None
+    weights = sides[0].values
     dims = _dims(result, "weights", weights.ndim, ("b", "h", "n", "m"))
-    planes = weights[0] if weights.ndim == 4 else weights[0][np.newaxis]
-    heads, rows, cols = planes.shape
-    scale = _Scale("viridis", *_value_range(planes, lo=0.0), bad=_MISSING_COLOUR)
+    per_side = [
+        side.values[0] if weights.ndim == 4 else side.values[0][np.newaxis] for side in sides
+    ]
+    heads, rows, cols = per_side[0].shape
+    scale = _Scale("viridis", *_value_range(np.stack(per_side), lo=0.0))
+    title = labels.side_title.format(name=labels.attention_weights, side=_whose(labels, sides))
     if weights.ndim == 4:
-        grid_rows = math.ceil(heads / _HEAD_COLUMNS)
-        svg = Svg(_GRID_WIDTH, grid_rows * _GRID_ROW + int(2 * _PAD - _PANEL_GAP))
-        titles = [labels.head_title.format(index=index + 1) for index in range(heads)]
-        columns = min(heads, _HEAD_COLUMNS)
+        places = [labels.head_title.format(index=index + 1) for index in range(heads)]
     else:
-        svg, titles, columns = Svg(*_WEIGHTS_SIZE), [""], 1
-    _heatmaps(svg, list(planes), titles, (dims[-2], dims[-1]), scale, columns=columns)
+        places = [labels.attention_weights if len(sides) > 1 else ""]
+    planes, titles = _side_by_side(sides, per_side, places, labels)
+    columns = min(len(planes), _HEAD_COLUMNS if weights.ndim == 4 else 2)
+    if len(planes) > 1:
+        grid_rows = math.ceil(len(planes) / columns)
+        svg = Svg(_GRID_WIDTH, grid_rows * _GRID_ROW + int(2 * _PAD - _PANEL_GAP))
+    else:
+        svg = Svg(*_WEIGHTS_SIZE)
+    _heatmaps(svg, planes, titles, (dims[-2], dims[-1]), scale, labels, columns=columns)
 
     head_text = labels.heads.format(count=heads) if weights.ndim == 4 else ""
-    alt = _describe(
-        labels,
-        labels.attention_weights,
-        labels.batch.format(index=0),
-        head_text,
-        f"{rows}×{cols}",
-    )
-    return _finish(svg, "weights", labels.attention_weights, alt)
+    alt = _describe(labels, title, labels.batch.format(index=0), head_text, f"{rows}×{cols}")
+    return _finish(svg, "weights", title, alt)
 
 
-def _matrix_figure(name: str, title: str, alt: str, matrix: Array, dims: tuple[str, str]) -> Figure:
-    svg = Svg(*_MATRIX_SIZE)
-    scale = _Scale("viridis", *_value_range(matrix), bad=_MISSING_COLOUR)
-    _heatmaps(svg, [matrix], [""], dims, scale)
+def _matrix_figure(
+    name: str,
+    heading: str,
+    matrices: Sequence[Array],
+    sides: Sequence[_Side],
+    dims: tuple[str, str],
+    labels: Labels,
+    batch: str = "",
+) -> Figure:
+    """One matrix of values, or the code's and the oracle's side by side on one scale."""
+    width, height = _MATRIX_SIZE
+    svg = Svg(width if len(matrices) == 1 else _PAIR_WIDTH, height)
+    scale = _Scale("viridis", *_value_range(np.stack(matrices)))
+    planes, titles = _side_by_side(sides, [[m] for m in matrices], [heading], labels)
+    titles = titles if len(matrices) > 1 else [""]
+    _heatmaps(svg, planes, titles, dims, scale, labels, columns=len(matrices))
+    title = labels.side_title.format(name=heading, side=_whose(labels, sides))
+    alt = _describe(labels, title, batch, _size_text(matrices[0], dims))
     return _finish(svg, name, title, alt)
 
 
@@ -317,26 +436,32 @@ def _size_text(matrix: Array, dims: tuple[str, str]) -> str:
     return f"{matrix.shape[0]}×{matrix.shape[1]} ({dims[0]} × {dims[1]})"
 
 
+def _same_shape(sides: Sequence[_Side], ranks: tuple[int, ...]) -> list[_Side]:
+    """The sides that can be drawn: of a rank in ``ranks``, not empty, of the first's shape."""
+    usable = [side for side in sides if side.values.ndim in ranks and side.values.size]
+    return [side for side in usable if side.values.shape == usable[0].values.shape]
+
+
 def _encoding_figure(result: CheckResult, labels: Labels) -> Figure | None:
-    matrix = np.asarray(result.arrays["output"], dtype=np.float64)
-    if matrix.ndim != 2 or matrix.size == 0:
+    sides = _same_shape(_sides(result, "output", labels), (2,))
+    if not sides:
         return None  # an attention or FFN output is (b, n, d): not a picture worth drawing
     dims = _dims(result, "output", 2, ("position", "dim"))
-    axes = (dims[0], dims[1])
-    alt = _describe(labels, labels.positional_encoding, _size_text(matrix, axes))
-    return _matrix_figure("output", labels.positional_encoding, alt, matrix, axes)
+    matrices = [side.values for side in sides]
+    heading = labels.positional_encoding
+    return _matrix_figure("output", heading, matrices, sides, (dims[0], dims[1]), labels)
 
 
 def _hidden_figure(result: CheckResult, labels: Labels) -> Figure | None:
-    hidden = np.asarray(result.arrays["hidden"], dtype=np.float64)
-    if hidden.ndim not in (2, 3) or hidden.size == 0:
+    sides = _same_shape(_sides(result, "hidden", labels), (2, 3))
+    if not sides:
         return None
-    dims = _dims(result, "hidden", hidden.ndim, ("b", "n", "d_ff"))
-    matrix = hidden[0] if hidden.ndim == 3 else hidden
-    batch = labels.batch.format(index=0) if hidden.ndim == 3 else ""
+    rank = sides[0].values.ndim
+    dims = _dims(result, "hidden", rank, ("b", "n", "d_ff"))
+    matrices = [side.values[0] if rank == 3 else side.values for side in sides]
+    batch = labels.batch.format(index=0) if rank == 3 else ""
     axes = (dims[-2], dims[-1])
-    alt = _describe(labels, labels.ffn_hidden, batch, _size_text(matrix, axes))
-    return _matrix_figure("hidden", labels.ffn_hidden, alt, matrix, axes)
+    return _matrix_figure("hidden", labels.ffn_hidden, matrices, sides, axes, labels, batch)
 
 
 def _delta_verdict(result: CheckResult, shape: tuple[int, ...]) -> Verdict | None:
@@ -374,13 +499,13 @@ def _delta_figure(result: CheckResult, labels: Labels) -> Figure | None:
     fixed = ", ".join(f"{d}={i}" for d, i in zip(dims[:-2], lead, strict=True))
 
     svg = Svg(*_DELTA_SIZE)
-    scale = _Scale("magma", *_value_range(plane), bad=_MARKER_COLOUR)
+    scale = _Scale("magma", *_value_range(plane))
     title = (
         labels.delta_title_at.format(fixed=fixed, index=where)
         if fixed
         else labels.delta_title.format(index=where)
     )
-    (plot,) = _heatmaps(svg, [plane], [title], axis_names, scale)
+    (plot,) = _heatmaps(svg, [plane], [title], axis_names, scale, labels)
     cell_width, cell_height = plot.width / plane.shape[1], plot.height / plane.shape[0]
     radius = min(max(0.5 * min(cell_width, cell_height), 6.0), 12.0)
     svg.circle(

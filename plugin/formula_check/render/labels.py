@@ -96,6 +96,13 @@ class Labels:
     legend_guide: str = "O(n²) guide"
     delta_title: str = "|Δ|; worst ({index})"
     delta_title_at: str = "|Δ| at {fixed}; worst ({index})"
+    code_side: str = "code"
+    oracle_side: str = "oracle"
+    side_title: str = "{name} — {side}"
+    """A heatmap's title says whose values it shows: ``{side}`` is :attr:`code_side` or
+    :attr:`oracle_side` (or both, when the two are drawn side by side)."""
+    nonfinite_cells: str = "NaN/Inf"
+    """The legend of the hatched cells of a heatmap: values that are not finite numbers."""
 
     def outcome(self, key: str) -> str:
         """The badge text for one of :data:`OUTCOME_KEYS`."""
@@ -263,6 +270,10 @@ CHINESE = Labels(
     legend_guide="O(n²) 参考线",
     delta_title="|Δ|；最大误差 ({index})",
     delta_title_at="|Δ|（{fixed}）；最大误差 ({index})",
+    code_side="代码",
+    oracle_side="参考实现",
+    side_title="{name}——{side}",
+    nonfinite_cells="NaN/Inf（非有限值）",
 )
 """Simplified Chinese; also used for ``zh-TW`` until a Traditional table exists."""
 

@@ -304,7 +304,8 @@ def _run(
     started = time.perf_counter()
     entry = _load_entry(session, request)
     kind = _resolve_kind(entry, request)
-    runner = _bind(entry, kind, request, arrays, request.get("init", {}))
+    sources = request.get("init_sources")
+    runner = _bind(entry, kind, request, arrays, request.get("init", {}), sources=sources)
     with _phase("call"):
         result = runner()
     mapping = request.get("weights") or {}
@@ -469,6 +470,8 @@ def _bind(
     arrays: dict[str, Any],
     init: dict[str, Any],
     prefix: str = "",
+    *,
+    sources: dict[str, dict[str, str]] | None = None,
 ) -> _Runner:
     plan = request["function_call" if kind == "function" else "layer_call"]
     args = [_value(ref, arrays, prefix) for ref in plan["args"]]
@@ -476,8 +479,84 @@ def _bind(
     if kind == "function":
         return _Runner(entry, args, kwargs, None)
     with _phase("construct"):
-        layer = entry(**init)
+        layer = _construct(entry, init, sources or {})
     return _Runner(layer, args, kwargs, layer)
+
+
+def _construct(entry: Any, init: dict[str, Any], sources: dict[str, dict[str, str]]) -> Any:
+    """``entry(**init)``, for a layer class or a factory. A keyword a preset supplies (its
+    ``sources`` entry says so) is Keras' own, so an entry that does not take it is not given
+    it (a factory has parameters of its own); a parameter the entry needs that nothing gives,
+    and a TypeError out of the construction, are errors naming where each keyword came from:
+    ``init=``, the preset, and the dim whose size it is."""
+    taken = _keywords(entry)
+    given = {
+        key: value
+        for key, value in init.items()
+        if taken is None or key in taken or sources.get(key, {}).get("origin") != "preset"
+    }
+    left_out = [key for key in init if key not in given]
+    told = _keywords_told(entry, given, left_out, sources)
+    missing = _missing(entry, given)
+    if missing:
+        raise TypeError(
+            f"{_entry_name(entry)}() needs {', '.join(missing)}, which no option gives: add "
+            f'init="{missing[0]}=..." ({told})'
+        )
+    try:
+        return entry(**given)
+    except TypeError as exc:  # the same exception type, its frames kept: the snippet's line
+        raise TypeError(f"{_said(exc)} ({told})").with_traceback(exc.__traceback__) from None
+
+
+def _keywords(entry: Any) -> frozenset[str] | None:
+    """The keywords ``entry`` takes; None when it takes any (``**kwargs``) or cannot say."""
+    try:
+        parameters = inspect.signature(entry).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(
+        p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+
+
+def _missing(entry: Any, given: dict[str, Any]) -> list[str]:
+    """The parameters ``entry`` needs (no default) that ``given`` leaves out."""
+    try:
+        parameters = inspect.signature(entry).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in parameters
+        if p.kind in kinds and p.default is p.empty and p.name not in given
+    ]
+
+
+def _keywords_told(
+    entry: Any, given: dict[str, Any], left_out: list[str], sources: dict[str, dict[str, str]]
+) -> str:
+    """``keywords given: num_heads=4 (preset keras-mha; h from dims); ...``: each keyword
+    with the option it came from, and the preset's that ``entry`` does not take."""
+
+    def said(key: str) -> str:
+        source = sources.get(key, {}).get("said")
+        return f" ({source})" if source else ""
+
+    parts = [f"{key}={value!r}{said(key)}" for key, value in given.items()]
+    text = f"keywords given: {'; '.join(parts)}" if parts else "no keywords given (no init=)"
+    if left_out:
+        text += f"; not given, as {_entry_name(entry)}() does not take them: " + "; ".join(
+            f"{key}{said(key)}" for key in left_out
+        )
+    return text
+
+
+def _entry_name(entry: Any) -> str:
+    return str(getattr(entry, "__qualname__", None) or type(entry).__name__)
 
 
 def _value(ref: dict[str, Any], arrays: dict[str, Any], prefix: str) -> Any:
@@ -548,7 +627,7 @@ def _read_weights(layer: Any, mapping: dict[str, str]) -> tuple[dict[str, Any], 
                 unused.append(name)  # a sub-layer never called has no weights to show
                 continue
             if value is None:
-                raise ValueError(f"{path} is None (a layer built with use_bias=False has no bias)")
+                raise ValueError(f"{path} is None ({_why_none(layer, path)})")
             array = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
             if array.dtype.kind not in "biuf":
                 raise TypeError(
@@ -557,6 +636,27 @@ def _read_weights(layer: Any, mapping: dict[str, str]) -> tuple[dict[str, Any], 
                 )
             values[name] = array
     return values, unused
+
+
+_SWITCHED_OFF = {"bias": "use_bias=False", "beta": "center=False", "gamma": "scale=False"}
+"""The Keras constructor argument that leaves a layer without the weight of that name."""
+
+
+def _why_none(layer: Any, path: str) -> str:
+    """Why the weight at ``path`` is None, in the words of the layer that holds it: a Dense
+    built with ``use_bias=False`` has no bias, a LayerNormalization built with
+    ``center=False`` no beta (and with ``scale=False`` no gamma)."""
+    owner_path, _, attribute = path.rpartition(".")
+    switch = _SWITCHED_OFF.get(attribute)
+    if switch is None:
+        return "the layer was built without it"
+    if attribute == "bias":
+        return f"a layer built with {switch} has no bias"
+    try:
+        owner = _follow(layer, owner_path) if owner_path else layer
+    except (AttributeError, ValueError, IndexError, TypeError):
+        return "the layer was built without it"
+    return f"a {type(owner).__name__} built with {switch} has no {attribute}"
 
 
 def _kind_of(value: Any) -> str:
@@ -634,7 +734,8 @@ def _time_all(
     spec = request["timing"]
     results = []
     for run in spec["runs"]:
-        runner = _bind(entry, kind, run, arrays, run.get("init", {}), prefix=run["prefix"])
+        init, sources = run.get("init", {}), request.get("init_sources")
+        runner = _bind(entry, kind, run, arrays, init, prefix=run["prefix"], sources=sources)
         results.append(
             _time_runner(runner, run["label"], spec, eager_only=run.get("eager_only", False))
         )
