@@ -30,6 +30,7 @@ SIZES = {
     "linear": {"b": 2, "n": 3, "d_model": 5, "d_k": 4},
     "layer_norm": {"b": 2, "n": 3, "d_model": 5},
     "sublayer": {"b": 2, "n": 3, "d_model": 5, "d_ff": 7},
+    "softmax": {"b": 2, "n": 3, "m": 5},
 }
 
 ATTENTION = r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V"
@@ -341,6 +342,12 @@ def test_a_family_index_must_run_to_its_count() -> None:
     assert caught.value.message == "the last member must be head_h"
 
 
+def test_a_superscript_digit_is_an_unexpected_character() -> None:
+    error = _error("x^²", "x: [n]")
+    assert error.message == "unexpected character '²'"
+    assert error.column == 2
+
+
 # Outside the subset: NotExecutable, never a silent pass ------------------------------------
 
 
@@ -348,9 +355,12 @@ def test_a_family_index_must_run_to_its_count() -> None:
     ("latex", "reason"),
     [
         (r"\int_0^1 x\,dx", r"\int is outside the executable subset"),
-        (get_oracle("softmax").latex, r"\sum is outside the executable subset"),
+        (
+            r"\frac{e^{x_i}}{\sum_{j \in S} e^{x_j}}",
+            r"a sum under a condition (\in) is outside the executable subset",
+        ),
         (r"\sqrt[3]{x}", r"\sqrt[n]{…}: only square roots are executable"),
-        (r"\max(x)", r"\max over a set or an axis; only \max(a, b) is executable"),
+        (r"\max(x)", r"\max over a set; \max(a, b) and \max_j over an index are executable"),
         (r"\text{Concat}(x, x)", r"Concat is executable as Concat(head_1, \dots, head_h)"),
     ],
 )

@@ -1,8 +1,10 @@
 """LaTeX formulas as written, compiled into float64 NumPy functions and checked against oracles.
 
 A hand-written recursive-descent compiler: lexer -> parser (syntax tree) -> lowering (names,
-types with named dims) -> NumPy evaluation. Anything outside the executable subset raises
-:class:`NotExecutable`; mistakes raise :class:`LatexError` with a column and a caret.
+types with named dims) -> NumPy evaluation. Index notation (``x_i``, ``\\sum_j``, ``y_i = …``)
+lowers to reductions over named axes (see :mod:`.indices`), and a formula may be split into
+statements that use one another (see :mod:`.where`). Anything outside the executable subset
+raises :class:`NotExecutable`; mistakes raise :class:`LatexError` with a column and a caret.
 """
 
 from __future__ import annotations

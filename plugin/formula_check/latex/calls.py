@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from .errors import NotExecutable
+from .indices import alias_names, assigned
 from .ir import Call, Concat, Map, Named, Op
 from .lower import ROW_WISE, UNARY, Definition, Lowerer, Scope
 from .names import script_text
 from .nodes import Apply, Dots, Expr, Num, Script, Word
-from .shapes import Type, base, concat_type
+from .shapes import Type, base, concat_type, is_index_axis
+from .where import Locals
 
 
 def call(lowerer: Lowerer, node: Apply) -> Op:
@@ -56,7 +58,9 @@ def _unary(lowerer: Lowerer, fn: str, node: Apply) -> Op:
 
 def _extremum(lowerer: Lowerer, fn: str, node: Apply) -> Op:
     if len(node.args) != 2:
-        raise NotExecutable(f"\\{fn} over a set or an axis; only \\{fn}(a, b) is executable")
+        raise NotExecutable(
+            f"\\{fn} over a set; \\{fn}(a, b) and \\{fn}_j over an index are executable"
+        )
     left, right = (lowerer.lower(arg) for arg in node.args)
     return lowerer.elementwise(fn, left, right, node.col)
 
@@ -69,6 +73,8 @@ def inline(lowerer: Lowerer, definition: Definition, node: Apply) -> Op:
     values = tuple(lowerer.lower(arg) for arg in node.args)
     renames: dict[str, str] = {}
     for param, value, arg in zip(definition.params, values, node.args, strict=True):
+        if any(is_index_axis(d) for d in value.type.dims):
+            raise lowerer.fail(f"pass {definition.name} whole tensors, not elements", arg.col)
         declared = definition.table.symbols[param]
         expected = Type(declared.dims, declared.core)
         if value.type.core != declared.core:
@@ -79,6 +85,9 @@ def inline(lowerer: Lowerer, definition: Definition, node: Apply) -> Op:
             if renames.setdefault(mine, base(theirs)) != base(theirs):
                 message = f"{definition.name} needs {mine} to be both {renames[mine]} and {theirs}"
                 raise lowerer.fail(message, arg.col)
+    assignments = {local.name: local for local in definition.where}
+    roots = iter((definition.body, *(local.rhs for local in definition.where)))
+    taken = definition.table.names | set(definition.table.indices) | set(assignments)
     inner = Scope(
         source=definition.source,
         table=definition.table,
@@ -87,8 +96,13 @@ def inline(lowerer: Lowerer, definition: Definition, node: Apply) -> Op:
         renames=renames,
         caller=lowerer.scope.caller or lowerer.scope.table,
         label=f"in {definition.name}: ",
+        locals=Locals(assignments),
+        aliases=lowerer.scope.aliases,
+        alias_names=alias_names(roots, taken | set(definition.params)),
     )
-    body = Lowerer(inner).lower(definition.body)
+    inner_lowerer = Lowerer(inner)
+    body = inner_lowerer.lower(definition.body)
+    body = assigned(inner_lowerer, body, definition.indices, definition.body.col)
     return Named(definition.name, body, values, body.type)
 
 

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import capped
 from ..model import Array, frozen_map
+from .errors import LatexError
 from .evaluate import Env, run
 from .grid import Output, scatter
-from .ir import Call, Named, describe, leaves
+from .indices import alias_names, assigned, index_letters
+from .ir import Call, Named, Op, describe, leaves
 from .limits import within_stack
 from .lower import Definition, Lowerer, Scope
 from .names import canonical_name
-from .nodes import Apply, Script, Statement, Tuple, Word
+from .nodes import Apply, Expr, Script, Statement, Tuple, Word
 from .parser import parse
+from .shapes import base
 from .symbols import SymbolTable
+from .where import Local, Locals, as_local, lower_local, where_line
 
 
 @dataclass(frozen=True)
@@ -24,9 +28,13 @@ class CompiledFormula:
 
     source: str
     outputs: tuple[Output, ...]
-    families: tuple[Named, ...]
+    where: tuple[Named, ...]
+    """What the outputs use, each on a ``where`` line: families (``head_i``), then the
+    statements other statements use (``\\mu``), in the order first used."""
     definition: Definition | None
     table: SymbolTable
+    aliases: Mapping[str, str] = field(default_factory=frozen_map)
+    """The sizes upper limits name (``@d`` of ``\\sum_{i=1}^{d}``), by the dim each is."""
 
     @property
     def output_dims(self) -> dict[str, tuple[str, ...]]:
@@ -50,7 +58,8 @@ class CompiledFormula:
         self, arrays: Mapping[str, Array], sizes: Mapping[str, int]
     ) -> Array | dict[str, Array]:
         """The formula's value; a dict by output name when it has several (``Q = ..., K = ...``)."""
-        env = Env(arrays, sizes)
+        limits = {key: sizes[base(dim)] for key, dim in self.aliases.items() if base(dim) in sizes}
+        env = Env(arrays, {**sizes, **limits})
         grouped: dict[str, list[Output]] = {}
         for out in self.outputs:
             grouped.setdefault(out.name, []).append(out)
@@ -68,7 +77,7 @@ class CompiledFormula:
             f"{out.label} = {describe(out.op)}" if out.label else describe(out.op)
             for out in self.outputs
         ]
-        lines += [f"where {family.label} = {describe(family.body)}" for family in self.families]
+        lines += [f"where {where_line(named)} = {describe(named.body)}" for named in self.where]
         return capped("\n".join(lines))  # it is quoted on the card and in messages
 
 
@@ -84,42 +93,84 @@ def _family(statement: Statement, table: SymbolTable) -> str | None:
 
 class _Compiler:
     def __init__(
-        self, source: str, table: SymbolTable, definitions: Mapping[str, Definition]
+        self,
+        source: str,
+        table: SymbolTable,
+        definitions: Mapping[str, Definition],
+        statements: tuple[Statement, ...],
     ) -> None:
         self.source = source
         self.table = table
-        self.lowerer = Lowerer(Scope(source, table, frozen_map(definitions)))
+        taken = table.names | set(table.indices)
+        assignments: dict[str, Local] = {}
+        self.assigning: dict[int, Local] = {}  # by the column its statement starts at
+        for statement in statements:
+            local = None if _family(statement, table) else as_local(statement, table, taken)
+            if local is not None and local.name in assignments:
+                raise LatexError("two statements assign the same name", source, statement.col)
+            if local is not None:
+                assignments[local.name] = self.assigning[statement.col] = local
+        roots = (node for s in statements for node in (s.lhs, s.rhs) if node is not None)
+        self.lowerer = Lowerer(
+            Scope(
+                source,
+                table,
+                frozen_map(definitions),
+                locals=Locals(assignments),
+                alias_names=alias_names(roots, taken | set(assignments)),
+            )
+        )
         self.definition: Definition | None = None
 
     def family(self, statement: Statement, name: str) -> Named:
-        body = self.lowerer.lower(statement.rhs)
+        with self.lowerer.statement():
+            body = assigned(self.lowerer, self.lowerer.lower(statement.rhs), (), statement.col)
         family = Named(name, body, None, body.type)
         self.lowerer.scope.families[name] = family
         return family
 
     def output(self, statement: Statement) -> Output:
         lhs, col = statement.lhs, statement.col
+        local = self.assigning.get(col)
+        if local is not None:
+            written = ", ".join(w.text for w in local.indices)
+            label = f"{local.label}[{written}]" if written else local.name
+            return Output(local.name, label, lower_local(self.lowerer, local.name).body, col=col)
         if lhs is None:
-            return Output("output", "", self.lowerer.lower(statement.rhs), col=col)
+            return Output("output", "", self.value(statement.rhs, None, col), col=col)
         if isinstance(lhs, Apply):
-            return self.defined(lhs, statement)
+            return self.defined(lhs, None, statement)
+        if isinstance(lhs, Script) and isinstance(lhs.base, Apply) and lhs.sup is None:
+            letters = index_letters(lhs.sub, self.lowerer.taken()) if lhs.sub else None
+            if letters:  # softmax(x)_i = ...
+                return self.defined(lhs.base, letters, statement)
         if isinstance(lhs, Script) and isinstance(lhs.sub, Tuple):
             return self.indexed(lhs, statement)
         name = canonical_name(lhs)
         if name is None:
             raise self.lowerer.fail("cannot assign to this left-hand side", col)
-        return Output(name, name, self.lowerer.lower(statement.rhs), col=col)
+        return Output(name, name, self.value(statement.rhs, None, col), col=col)
 
-    def defined(self, lhs: Apply, statement: Statement) -> Output:
+    def value(self, rhs: Expr, letters: tuple[Word, ...] | None, col: int) -> Op:
+        """One statement's right side, its free indices given back their dims."""
+        with self.lowerer.statement():
+            return assigned(self.lowerer, self.lowerer.lower(rhs), letters, col)
+
+    def defined(self, lhs: Apply, letters: tuple[Word, ...] | None, statement: Statement) -> Output:
         params = tuple(canonical_name(arg) or "" for arg in lhs.args)
         for param, arg in zip(params, lhs.args, strict=True):
             if param not in self.table.symbols:
                 raise self.lowerer.fail(f"parameter {param or '?'} is not declared", arg.col)
         name = lhs.func.text
         if self.definition is None:
-            self.definition = Definition(name, params, statement.rhs, self.table, self.source)
+            where = tuple(self.lowerer.scope.locals.statements.values())
+            self.definition = Definition(
+                name, params, statement.rhs, self.table, self.source, where, letters
+            )
         label = f"{name}({', '.join(params)})"
-        return Output(name, label, self.lowerer.lower(statement.rhs), col=statement.col)
+        label += f"[{', '.join(w.text for w in letters)}]" if letters else ""
+        value = self.value(statement.rhs, letters, statement.col)
+        return Output(name, label, value, col=statement.col)
 
     def indexed(self, lhs: Script, statement: Statement) -> Output:
         assert isinstance(lhs.sub, Tuple)
@@ -129,8 +180,8 @@ class _Compiler:
             raise self.lowerer.fail("declare the output first, e.g. 'PE: output [n, d]'", lhs.col)
         if len(lhs.sub.items) != len(dims):
             raise self.lowerer.fail(f"{name} has {len(dims)} dims", lhs.sub.col)
-        index = tuple(self.lowerer.lower(item) for item in lhs.sub.items)
-        value = self.lowerer.lower(statement.rhs)
+        index = tuple(self.value(item, (), item.col) for item in lhs.sub.items)
+        value = self.value(statement.rhs, (), statement.col)
         for op, node in ((value, statement.rhs), *zip(index, lhs.sub.items, strict=True)):
             if op.type.core:
                 raise self.lowerer.fail(f"a cell needs a scalar, got {op.type}", node.col)
@@ -152,7 +203,7 @@ def compile_formula(
     """
     statements = parse(latex)
     known = {name: f.definition for name, f in definitions.items() if f.definition is not None}
-    compiler = _Compiler(latex, symbols, known)
+    compiler = _Compiler(latex, symbols, known, statements)
     with within_stack(latex):
         families = [
             compiler.family(s, name)
@@ -160,9 +211,19 @@ def compile_formula(
             if (name := _family(s, symbols)) is not None
         ]
         outputs = tuple(compiler.output(s) for s in statements if _family(s, symbols) is None)
+    locals_ = compiler.lowerer.scope.locals
+    outputs = tuple(out for out in outputs if out.name not in locals_.used)
     if not outputs:
         raise compiler.lowerer.fail("the formula defines only family members", 0)
     seen = [out.name for out in outputs if not out.index]
     if len(seen) != len(set(seen)):
         raise compiler.lowerer.fail("two statements assign the same name", outputs[-1].col)
-    return CompiledFormula(latex, outputs, tuple(families), compiler.definition, symbols)
+    where = tuple(locals_.lowered[name] for name in locals_.used)
+    return CompiledFormula(
+        latex,
+        outputs,
+        (*families, *where),
+        compiler.definition,
+        symbols,
+        frozen_map(compiler.lowerer.scope.aliases),
+    )

@@ -85,11 +85,12 @@ def default_symbols(
         return None
     table = parse_symbols(DECLARATIONS[oracle_name])
     epsilon = Symbol("\\epsilon", (), 0, constant_loader(_epsilon(params)), (), "epsilon")
+    varepsilon = Symbol("\\varepsilon", (), 0, epsilon.load, (), "epsilon")
     if oracle_name == "layer_norm":
-        varepsilon = Symbol("\\varepsilon", (), 0, epsilon.load, (), "epsilon")
         return table.extended(_moment("x", "mu"), _moment("x", "sigma"), epsilon, varepsilon)
-    if oracle_name == "sublayer":
-        return table.extended(LayerNorm=layer_norm_function(_epsilon(params)))
+    if oracle_name == "sublayer":  # epsilon too, for a page's LayerNorm written out in full
+        function = layer_norm_function(_epsilon(params))
+        return table.extended(epsilon, varepsilon, LayerNorm=function)
     return table
 
 

@@ -9,7 +9,22 @@ import numpy as np
 
 from ..model import Array
 from .errors import EvaluationError
-from .ir import Binary, Call, Concat, Const, Leaf, Map, MatMul, Named, Op, Size, Transpose
+from .ir import (
+    Binary,
+    Call,
+    Concat,
+    Const,
+    Leaf,
+    Map,
+    MatMul,
+    Named,
+    Op,
+    Reduce,
+    Relabel,
+    Size,
+    Transpose,
+)
+from .shapes import index_axis
 
 
 def _softmax(x: Array) -> Array:
@@ -29,6 +44,12 @@ MAPS: dict[str, Callable[[Array], Array]] = {
     "tanh": np.tanh,
     "relu": lambda x: np.maximum(0.0, x),
     "softmax": _softmax,
+}
+REDUCE: dict[str, Callable[..., Array]] = {
+    "sum": np.sum,
+    "prod": np.prod,
+    "max": np.max,
+    "min": np.min,
 }
 BINARY: dict[str, Callable[[Array, Array], Array]] = {
     "+": np.add,
@@ -57,7 +78,7 @@ def arrange(array: Array, dims: tuple[str, ...], target: tuple[str, ...]) -> Arr
     return moved.reshape([next(sizes) if d in dims else 1 for d in target])
 
 
-def run(op: Op, env: Env) -> Array:  # noqa: PLR0911  (one line per kind of operation)
+def run(op: Op, env: Env) -> Array:  # noqa: PLR0911, PLR0912  (one line per kind of operation)
     """The values of ``op``, axes in ``op.type.dims`` order."""
     match op:
         case Leaf(symbol=symbol):
@@ -88,6 +109,10 @@ def run(op: Op, env: Env) -> Array:  # noqa: PLR0911  (one line per kind of oper
             return function.apply(run(arg, env), env.arrays)
         case Named(body=body):
             return run(body, env)
+        case Relabel(arg=arg, dims=dims):
+            return arrange(run(arg, env), dims, op.type.dims)
+        case Reduce(fn=fn, arg=arg, index=index):
+            return REDUCE[fn](run(arg, env), axis=arg.type.dims.index(index_axis(index)))
     raise AssertionError(op)  # pragma: no cover
 
 

@@ -99,7 +99,43 @@ class Named:
     type: Type
 
 
-Op = Leaf | Size | Const | Map | Binary | MatMul | Transpose | Concat | Call | Named
+@dataclass(frozen=True)
+class Relabel:
+    """Index notation's renaming: ``x_i`` names x's last axis ``#i`` (``element``); ``y_i = …``
+    gives each index axis back the dim it ranged over, last, in the left side's order.
+    ``dims`` are ``arg``'s dims renamed, in ``arg``'s axis order."""
+
+    arg: Op
+    indices: tuple[str, ...]
+    dims: tuple[str, ...]
+    type: Type
+    element: bool
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """``\\sum_j``, ``\\prod_j``, ``\\max_j``, ``\\min_j``: the axis of index ``index`` reduced."""
+
+    fn: str
+    arg: Op
+    index: str
+    type: Type
+
+
+Op = (
+    Leaf
+    | Size
+    | Const
+    | Map
+    | Binary
+    | MatMul
+    | Transpose
+    | Concat
+    | Call
+    | Named
+    | Relabel
+    | Reduce
+)
 
 INFIX = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
 
@@ -108,15 +144,24 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
-def _operand(op: Op, parent: int, right: bool) -> str:
+def _operand(op: Op, parent: int, right: bool, parent_op: str = "") -> str:
+    """``op`` as an operand of ``parent_op`` (binding as ``parent``), in parentheses when it
+    would otherwise read differently: ``a - (b + c)``, ``a / (b * c)``, ``(a ^ b) ^ c``."""
     text = describe(op)
     if isinstance(op, Binary) and op.op in INFIX:
         level = INFIX[op.op]
-        if level < parent or (right and level == parent and op.op in "-/^"):
+        regrouped = (right and parent_op in ("-", "/")) or (not right and parent_op == "^")
+        if level < parent or (level == parent and regrouped):
             return f"({text})"
     if isinstance(op, Map) and op.fn == "neg":
         return f"({text})"
     return text
+
+
+def subscript(op: Relabel) -> str:
+    """``[..., i, j]``: the indices after the dims they leave alone."""
+    rest = len(op.type.dims) - len(op.indices) if op.element else 0
+    return f"[{'..., ' if rest else ''}{', '.join(op.indices)}]"
 
 
 def describe(op: Op) -> str:  # noqa: PLR0911, PLR0912  (one line per kind of operation)
@@ -136,7 +181,8 @@ def describe(op: Op) -> str:  # noqa: PLR0911, PLR0912  (one line per kind of op
             return f"{op.op}({describe(left)}, {describe(right)})"
         case Binary(op=symbol, left=left, right=right):
             level = INFIX[symbol]
-            return f"{_operand(left, level, False)} {symbol} {_operand(right, level, True)}"
+            left_text = _operand(left, level, False, symbol)
+            return f"{left_text} {symbol} {_operand(right, level, True, symbol)}"
         case MatMul(left=left, right=right):
             return f"matmul({describe(left)}, {describe(right)})"
         case Transpose(arg=arg):
@@ -149,6 +195,12 @@ def describe(op: Op) -> str:  # noqa: PLR0911, PLR0912  (one line per kind of op
             return label
         case Named(label=label, args=args):
             return f"{label}({', '.join(describe(a) for a in args or ())})"
+        case Relabel(arg=arg, element=True):
+            return f"{_operand(arg, 4, right=False)}{subscript(op)}"
+        case Relabel(arg=arg):
+            return describe(arg)
+        case Reduce(fn=fn, arg=arg, index=index):
+            return f"{fn}_{index}({describe(arg)})"
     raise AssertionError(op)  # pragma: no cover
 
 
@@ -161,7 +213,9 @@ def leaves(op: Op) -> list[Leaf | Call]:
             return leaves(left) + leaves(right)
         case Call(arg=arg):
             return [op, *leaves(arg)]
-        case Map(arg=arg) | Transpose(arg=arg) | Concat(arg=arg):
+        case (
+            Map(arg=arg) | Transpose(arg=arg) | Concat(arg=arg) | Relabel(arg=arg) | Reduce(arg=arg)
+        ):
             return leaves(arg)
         case Named(body=body):
             return leaves(body)

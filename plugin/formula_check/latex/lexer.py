@@ -16,6 +16,9 @@ from .limits import check_length
 TokenKind = Literal["letter", "digit", "symbol", "command", "text", "end"]
 
 SPACING = frozenset({",", ";", ":", "!", " ", "quad", "qquad", "displaystyle", "textstyle"})
+LIMITS = frozenset({"limits", "nolimits"})  # where \sum's limits are drawn, not what they are
+LAYOUT = frozenset({"aligned", "align", "align*", "gathered", "gather", "gather*", "split"})
+"""Environments that only line statements up (their ``&`` vanish, their ``\\\\`` separate)."""
 SIZING = frozenset(
     f"{size}{side}"
     for size in ("left", "right", "middle", "big", "Big", "bigg", "Bigg")
@@ -61,7 +64,7 @@ class _Lexer:
             self._command(start)
         elif char.isascii() and char.isalpha():
             self.tokens.append(Token("letter", char, start, self.pos))
-        elif char.isdigit():
+        elif char in "0123456789":  # "²" is a digit to str.isdigit, not to float
             self.tokens.append(Token("digit", char, start, self.pos))
         elif char in SYMBOLS:
             self.tokens.append(Token("symbol", char, start, self.pos))
@@ -70,11 +73,16 @@ class _Lexer:
 
     def _command(self, start: int) -> None:
         name = self._command_name()
-        if name in SPACING or name in FONTS:
+        if name in SPACING or name in FONTS or name in LIMITS:
             return
         if name in SIZING:
             if self.source.startswith(".", self.pos):  # \left. is an invisible delimiter
                 self.pos += 1
+            return
+        if name in ("begin", "end"):
+            environment = self._environment(start)
+            if environment not in LAYOUT:  # \begin{cases}: the parser says it is not executable
+                self.tokens.append(Token("command", f"{name}{{{environment}}}", start, self.pos))
             return
         if name in ESCAPED:
             self.tokens.append(Token("symbol", ESCAPED[name], start, self.pos))
@@ -89,6 +97,19 @@ class _Lexer:
             end += 1
         end = max(end, min(self.pos + 1, len(self.source)))  # \, \{ \\: one character
         name, self.pos = self.source[self.pos : end], end
+        return name
+
+    def _environment(self, start: int) -> str:
+        """The ``{name}`` after ``\\begin`` or ``\\end``."""
+        while self.pos < len(self.source) and self.source[self.pos].isspace():
+            self.pos += 1
+        close = self.source.find("}", self.pos) if self.source.startswith("{", self.pos) else -1
+        name = self.source[self.pos + 1 : close].strip() if close > 0 else ""
+        if not name or not all(c.isascii() and (c.isalpha() or c == "*") for c in name):
+            raise LatexError(
+                "expected an environment's name, as in \\begin{aligned}", self.source, start
+            )
+        self.pos = close + 1
         return name
 
     def _braced_word(self, start: int) -> str:

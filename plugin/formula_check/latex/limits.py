@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .errors import LatexError
-from .nodes import Apply, Binary, Expr, Neg, Script, Statement, Tuple
+from .nodes import Apply, BigOp, Binary, Expr, Neg, Script, Statement, Tuple
 
 MAX_CHARACTERS = 10_000
 """The longest formula read: a page's longest real formulas hold a few hundred characters."""
@@ -51,10 +51,11 @@ def check_depth(statements: tuple[Statement, ...], source: str) -> None:
                 source,
                 node.col,
             )
-        stack.extend((child, depth + 1) for child in _children(node))
+        stack.extend((child, depth + 1) for child in children(node))
 
 
-def _children(node: Expr) -> tuple[Expr, ...]:
+def children(node: Expr) -> tuple[Expr, ...]:  # noqa: PLR0911  (one line per kind of node)
+    """The nodes directly under ``node``."""
     match node:
         case Binary(left=left, right=right):
             return (left, right)
@@ -66,6 +67,8 @@ def _children(node: Expr) -> tuple[Expr, ...]:
             return (func, *args)
         case Tuple(items=items):
             return items
+        case BigOp(lower=lower, upper=upper, body=body):
+            return tuple(part for part in (lower, upper, body) if part is not None)
     return ()
 
 

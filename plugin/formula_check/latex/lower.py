@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..model import frozen_map
 from .errors import LatexError, NotExecutable
+from .indices import ALIAS, Bindings, element, index_letters, reduction
 from .ir import Binary as BinaryOp
 from .ir import Const, Leaf, Map, MatMul, Named, Op, Size, Transpose
-from .names import TRANSPOSE_MARKS, readings, script_text, spell, stuck_at
-from .nodes import Apply, Binary, Dots, Expr, Neg, Num, Script, Tuple, Word
+from .names import TRANSPOSE_MARKS, Reading, readings, script_text, spell, stuck_at
+from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Tuple, Word
 from .shapes import (
     ShapeMismatch,
     Type,
@@ -19,6 +21,7 @@ from .shapes import (
     transpose_type,
 )
 from .symbols import SymbolTable
+from .where import Local, Locals, use_local
 
 UNARY = {
     "softmax": "softmax",
@@ -37,13 +40,16 @@ ROW_WISE = frozenset({"softmax"})
 
 @dataclass(frozen=True)
 class Definition:
-    """``Name(params) = body`` from an earlier block, inlined wherever ``Name(...)`` is called."""
+    """``Name(params)_{indices} = body`` from an earlier block, inlined wherever
+    ``Name(...)`` is called, with the block's other assignments (``where``) it may use."""
 
     name: str
     params: tuple[str, ...]
     body: Expr
     table: SymbolTable
     source: str
+    where: tuple[Local, ...] = ()
+    indices: tuple[Word, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,11 @@ class Scope:
     renames: Mapping[str, str] = field(default_factory=frozen_map)
     caller: SymbolTable | None = None
     label: str = ""
+    locals: Locals = field(default_factory=Locals)
+    aliases: dict[str, str] = field(default_factory=dict)
+    alias_names: frozenset[str] = frozenset()
+    """``aliases``: what each upper limit's size (``@d``) turned out to be, shared by every
+    scope of one compilation; ``alias_names``: the names that are such sizes here."""
 
 
 class Lowerer:
@@ -65,6 +76,16 @@ class Lowerer:
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
+        self.bindings = Bindings()
+
+    @contextmanager
+    def statement(self) -> Iterator[None]:
+        """Lower one statement: its indices are its own."""
+        outer, self.bindings = self.bindings, Bindings()
+        try:
+            yield
+        finally:
+            self.bindings = outer
 
     def fail(self, message: str, col: int) -> LatexError:
         return LatexError(self.scope.label + message, self.scope.source, col)
@@ -81,10 +102,22 @@ class Lowerer:
                 return Const(number)
             case Word():
                 return self.name(node, None, None)
+            case Script(base=Word(text="e", upright=False), sub=None, sup=sup) if (
+                sup is not None and "e" not in self.vocabulary()
+            ):
+                power = self.lower(sup)
+                return Map("exp", power, power.type)
             case Script(base=Word() as word, sub=sub, sup=sup):
                 return self.name(word, sub, sup)
             case Script(base=inner, sub=None, sup=sup) if sup is not None:
                 return self.superscript(self.lower(inner), sup, node.col)
+            case Script(base=inner, sub=sub, sup=sup) if sub is not None and (
+                letters := index_letters(sub, self.taken())
+            ):
+                value = element(self, self.lower(inner), letters, sub.col)
+                return value if sup is None else self.superscript(value, sup, node.col)
+            case BigOp():
+                return reduction(self, node)
             case Apply():
                 return self.apply(node)
             case Binary():
@@ -101,12 +134,31 @@ class Lowerer:
     # Names --------------------------------------------------------------------------------
 
     def vocabulary(self) -> frozenset[str]:
-        return self.scope.table.names | set(self.scope.params) | set(self.scope.families)
+        scope = self.scope
+        return (
+            scope.table.names
+            | set(scope.params)
+            | set(scope.families)
+            | scope.locals.visible()
+            | scope.alias_names
+        )
+
+    def taken(self) -> frozenset[str]:
+        """The letters that cannot be indices: names, and the indices of declared families."""
+        return self.vocabulary() | set(self.scope.table.indices)
 
     def name(self, word: Word, sub: Expr | None, sup: Expr | None) -> Op:
+        written = spell(word.text, script_text(sub), script_text(sup))
+        exact = (sub is None or script_text(sub)) and (sup is None or script_text(sup))
+        assignment = use_local(self, written) if exact else None
+        if assignment is not None:  # \sigma^2 = ... makes \sigma^2 one name, not a power
+            return assignment
         names = self.vocabulary()
         found = readings(word, sub, sup, names)
-        written = spell(word.text, script_text(sub), script_text(sup))
+        letters = None if found or sub is None else index_letters(sub, self.taken())
+        plain = readings(word, None, None, names) if letters else []
+        if letters and len(plain) == 1:  # x_i: an element of x, x_i being no name of its own
+            return self.product(word, plain[0], sup, letters)
         if len(found) > 1:
             options = " or ".join(" ".join(r.names) for r in found)
             raise self.fail(f"ambiguous name {written!r}: it reads as {options}", word.col)
@@ -117,10 +169,17 @@ class Lowerer:
             unknown = written if stuck >= len(word.text) else unknown
             where = f" in {written!r}" if unknown != written else ""
             raise self.fail(f"undeclared name {unknown!r}{where}", word.col + stuck)
-        reading = found[0]
+        return self.product(word, found[0], sup, None)
+
+    def product(
+        self, word: Word, reading: Reading, sup: Expr | None, letters: tuple[Word, ...] | None
+    ) -> Op:
+        """The names of ``reading`` multiplied; the last one indexed by ``letters`` (``ax_i``
+        is ``a`` times ``x_i``), then raised or transposed when ``sup`` is not part of it."""
         values = [self.symbol(name, word.col) for name in reading.names]
-        if reading.transpose or reading.power:
-            assert sup is not None
+        if letters:
+            values[-1] = element(self, values[-1], letters, letters[0].col)
+        if sup is not None and (letters or reading.transpose or reading.power):
             values[-1] = self.superscript(values[-1], sup, word.col)
         product = values[0]
         for value in values[1:]:
@@ -133,6 +192,11 @@ class Lowerer:
             return scope.params[name]
         if name in scope.families:
             return scope.families[name]
+        assignment = use_local(self, name)
+        if assignment is not None:
+            return assignment
+        if name in scope.alias_names:
+            return Size(name, ALIAS + name)
         if name not in scope.table.symbols:
             return Size(name, scope.renames.get(name, name))
         symbols = (scope.caller or scope.table).symbols

@@ -80,7 +80,20 @@ class Tuple:
     col: int
 
 
-Expr = Num | Word | Script | Apply | Binary | Neg | Dots | Tuple
+@dataclass(frozen=True)
+class BigOp:
+    """``\\sum_{j=1}^{m} body``, ``\\prod_j``, ``\\max_j``, ``\\min_j``: ``op`` over each of
+    ``indices``, the ``lower`` and ``upper`` limits as written (``j=1``, ``m``) or None."""
+
+    op: str
+    indices: tuple[Word, ...]
+    lower: Expr | None
+    upper: Expr | None
+    body: Expr
+    col: int
+
+
+Expr = Num | Word | Script | Apply | Binary | Neg | Dots | Tuple | BigOp
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,14 @@ Grammar (juxtaposition binds like ``\\cdot``; ``/`` is left-associative at the s
     postfix    := atom (('_' | '^') script)*
     atom       := number | word | word args | function args | '\\frac' script script
                 | '\\sqrt' script | '(' expression ')' | '{' expression '}' | '\\dots' | greek
+                | bigop
+    bigop      := ('\\sum' | '\\prod' | '\\max' | '\\min') limits term
+    limits     := ('_' index | '^' script)*        (an index once, an upper limit at most once)
+    index      := letter | '{' letters (',' letters)* ('=' expression)? '}'
     args       := ('(' | '[' | '\\{') expression (',' expression)* (')' | ']' | '\\}')
     script     := '{' expression (',' expression)* '}' | letter | digit | command atom
+
+A big operator's body runs to the end of its term: ``\\sum_j a_j b_j + c`` sums ``a_j b_j``.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from contextlib import contextmanager
 from .errors import LatexError, NotExecutable
 from .lexer import Token, tokenize
 from .limits import MAX_NESTING, check_depth, within_stack
-from .nodes import Apply, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
+from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
 
 RELATIONS = frozenset(
     {
@@ -50,6 +56,7 @@ RELATIONS = frozenset(
 
 SEPARATOR_WORDS = frozenset({"where", "and", "with"})
 FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "ln", "tanh", "max", "min"})
+BIG_OPS = frozenset({"sum", "prod", "max", "min"})
 GREEK = frozenset(
     {
         *("alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta"),
@@ -280,7 +287,7 @@ class Parser:
         opener = self.advance()
         return self.items(CLOSERS[opener.text])
 
-    def command(self) -> Expr:
+    def command(self) -> Expr:  # noqa: PLR0911  (one line per kind of command)
         token = self.advance()
         name = token.text
         if name in ("frac", "dfrac", "tfrac"):
@@ -289,6 +296,8 @@ class Parser:
             if self.at("["):
                 raise NotExecutable("\\sqrt[n]{…}: only square roots are executable")
             return Apply(Word("sqrt", token.col, upright=True), (self.script(),), token.col)
+        if name in BIG_OPS and (name in ("sum", "prod") or self.at("_")):
+            return self.big_op(token)
         if name in FUNCTIONS:
             return self.function(Word(name, token.col, upright=True))
         if name in DOTS:
@@ -300,6 +309,56 @@ class Parser:
                 self.script()
             return Word("⊤", token.col)
         raise NotExecutable(f"\\{name} is outside the executable subset")
+
+    def big_op(self, token: Token) -> BigOp:
+        """``\\sum_{j=1}^{m} body``: the index once, the upper limit at most once."""
+        indices: tuple[Word, ...] = ()
+        lower: Expr | None = None
+        upper: Expr | None = None
+        while self.at("_", "^"):
+            mark = self.advance()
+            if mark.text == "_" and not indices:
+                indices, lower = self.sum_index()
+            elif mark.text == "^" and upper is None:
+                upper = self.script()
+            else:
+                raise self.error(f"double {'sub' if mark.text == '_' else 'super'}script", mark)
+        if not indices:
+            message = f"\\{token.text} needs its index below it, as in \\{token.text}_j"
+            raise LatexError(message, self.source, token.col)
+        return BigOp(token.text, indices, lower, upper, self.term(), token.col)
+
+    def sum_index(self) -> tuple[tuple[Word, ...], Expr | None]:
+        """``j``, ``{j}``, ``{i,j}``, ``{ij}`` or ``{j=1}``: the indices, and the lower limit."""
+        if self.peek().kind == "letter":  # _jx: the subscript is j alone, as TeX reads it
+            token = self.advance()
+            return (Word(token.text, token.col),), None
+        self.expect("{")
+        indices = self.index_letters()
+        while self.at(","):
+            self.advance()
+            indices += self.index_letters()
+        lower = None
+        if self.at("="):
+            self.advance()
+            lower = self.expression()
+        token = self.peek()
+        relation = f"\\{token.text}" if token.kind == "command" else token.text
+        if relation in RELATIONS:
+            raise NotExecutable(
+                f"a sum under a condition ({relation}) is outside the executable subset"
+            )
+        self.expect("}")
+        return indices, lower
+
+    def index_letters(self) -> tuple[Word, ...]:
+        """A run of adjacent letters, one index each: ``ij`` is ``i`` and ``j``."""
+        if self.peek().kind != "letter":
+            raise self.error("expected an index letter, as in \\sum_j")
+        letters = [self.advance()]
+        while self.peek().kind == "letter" and self.peek().col == letters[-1].end:
+            letters.append(self.advance())
+        return tuple(Word(t.text, t.col) for t in letters)
 
     def function(self, func: Word) -> Expr:
         """``\\sin(x)``, ``\\max\\{0, x\\}``, or an undelimited argument: ``\\sin x``."""

@@ -4,6 +4,8 @@ Leading dims broadcast by name (a batch ``b``, a family index ``i``); the ``core
 dims take part in matrix products. Juxtaposition is a matrix product between two tensors and
 a scaling when either side is a scalar (or a grid of scalars, such as ``pos``).
 A matrix product whose row and column dims share a name (``X X^T``) primes the column: ``n'``.
+In index notation an index is an axis of its own, ``#i`` (see :mod:`.indices`), so values
+broadcast by index as ``einsum`` does; no declared dim starts with ``#``.
 """
 
 from __future__ import annotations
@@ -32,10 +34,22 @@ class Type:
 
     def __str__(self) -> str:
         kind = {0: "scalar", 1: "vector", 2: "matrix"}[self.core]
-        return f"{kind} ({', '.join(self.dims)})" if self.dims else kind
+        shown = ", ".join(d.removeprefix(INDEX) for d in self.dims)
+        return f"{kind} ({shown})" if self.dims else kind
 
 
 SCALAR = Type((), 0)
+INDEX = "#"
+
+
+def index_axis(letter: str) -> str:
+    """The axis an index names: ``#i`` for ``i``."""
+    return INDEX + letter
+
+
+def is_index_axis(dim: str) -> bool:
+    """Whether ``dim`` is an index's axis rather than a declared dim."""
+    return dim.startswith(INDEX)
 
 
 def base(dim: str) -> str:
@@ -50,7 +64,8 @@ def _union(*groups: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _fresh(dim: str, taken: tuple[str, ...]) -> str:
+def fresh(dim: str, taken: tuple[str, ...]) -> str:
+    """``dim``, primed until no dim in ``taken`` has its name."""
     while dim in taken:
         dim += "'"
     return dim
@@ -68,7 +83,7 @@ def matmul_type(left: Type, right: Type) -> Type:
     row = left.dims[-2]
     if row in batch or base(right.dims[-1]) in batch:
         raise ShapeMismatch(f"cannot multiply {left} by {right}: a dim is both batch and matrix")
-    return Type((*batch, row, _fresh(right.dims[-1], (*batch, row))), 2)
+    return Type((*batch, row, fresh(right.dims[-1], (*batch, row))), 2)
 
 
 def elementwise_type(left: Type, right: Type) -> tuple[Type, tuple[str, ...], tuple[str, ...]]:

@@ -1,0 +1,101 @@
+"""Definitions split over several statements: ``\\mu = …``, ``\\sigma^2 = …``, then the result.
+
+A statement that assigns a name (``\\mu``, ``\\sigma^2``, ``\\alpha_{ij}``) is an intermediate
+when another statement uses the name, and an output otherwise. Intermediates are lowered when
+first used, in any order (``… \\text{where} \\mu = …`` works too), so they may use each other;
+within its own right side a name means what the symbol table declares (``x = x + 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .indices import assigned, index_letters
+from .ir import Named, Op, Relabel, subscript
+from .names import canonical_name
+from .nodes import Apply, Expr, Script, Statement, Word
+from .symbols import SymbolTable
+
+if TYPE_CHECKING:
+    from .lower import Lowerer
+
+
+@dataclass(frozen=True)
+class Local:
+    """``name_{indices} = rhs``: a statement that may be an intermediate."""
+
+    name: str
+    indices: tuple[Word, ...]
+    rhs: Expr
+    col: int
+
+    @property
+    def label(self) -> str:
+        return self.name.lstrip("\\")
+
+
+@dataclass
+class Locals:
+    """The assignments of one formula (or one inlined definition), each lowered once."""
+
+    statements: dict[str, Local] = field(default_factory=dict)
+    lowered: dict[str, Named] = field(default_factory=dict)
+    running: list[str] = field(default_factory=list)
+    used: list[str] = field(default_factory=list)
+
+    def visible(self) -> set[str]:
+        """The names that mean an assignment here (not the one being lowered)."""
+        return set(self.statements) - set(self.running)
+
+
+def as_local(statement: Statement, table: SymbolTable, taken: Collection[str]) -> Local | None:
+    """The assignment ``statement`` makes, or None for a definition, a cell of a declared
+    output or a bare expression. ``y_i`` assigns ``y`` with index ``i`` unless ``y_i`` is a
+    declared name."""
+    lhs = statement.lhs
+    if lhs is None or isinstance(lhs, Apply):
+        return None
+    if isinstance(lhs, Script) and isinstance(lhs.base, Word) and lhs.sup is None:
+        letters = None if lhs.sub is None else index_letters(lhs.sub, taken)
+        if letters and canonical_name(lhs) not in table.names:
+            if lhs.base.text in table.outputs:
+                return None
+            return Local(lhs.base.text, letters, statement.rhs, statement.col)
+    name = canonical_name(lhs)
+    if name is None or name in table.outputs:
+        return None
+    return Local(name, (), statement.rhs, statement.col)
+
+
+def lower_local(lowerer: Lowerer, name: str) -> Named:
+    """The value of assignment ``name`` (lowered on first use, then kept)."""
+    found = lowerer.scope.locals
+    if name not in found.lowered:
+        local = found.statements[name]
+        found.running.append(name)
+        try:
+            with lowerer.statement():
+                value = lowerer.lower(local.rhs)
+                value = assigned(lowerer, value, local.indices, local.col)
+        finally:
+            found.running.pop()
+        found.lowered[name] = Named(local.label, value, None, value.type)
+    return found.lowered[name]
+
+
+def use_local(lowerer: Lowerer, name: str) -> Op | None:
+    """``name``'s assignment used by another statement, or None if nothing assigns it here."""
+    found = lowerer.scope.locals
+    if name not in found.visible():
+        return None
+    if name not in found.used:
+        found.used.append(name)
+    return lower_local(lowerer, name)
+
+
+def where_line(named: Named) -> str:
+    """``mu``, ``alpha[i, j]``: how an intermediate reads after ``where``."""
+    body = named.body
+    return named.label + (subscript(body) if isinstance(body, Relabel) else "")
