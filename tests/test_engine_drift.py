@@ -37,7 +37,8 @@ def test_drift_is_caught(name: str) -> None:
         else:
             assert verdict.max_abs > verdict.atol
             assert verdict.n_bad > 0
-            assert f"at ({', '.join(map(str, verdict.worst_index))})" in text
+            assert f"at ({', '.join(map(str, verdict.max_index))})" in text
+            assert f"({', '.join(map(str, verdict.worst_index))})" in text
 
 
 def test_transposed_shape_is_named_in_dims() -> None:

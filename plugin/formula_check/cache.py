@@ -43,7 +43,7 @@ from .sealed import SealedFiles
 from .snippets import file_digest
 from .worker import protocol
 
-SCHEMA = 1
+SCHEMA = 2
 _TF_DISTRIBUTIONS = (
     "tensorflow",
     "tensorflow-cpu",
@@ -271,7 +271,7 @@ def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> Chec
 
 
 def _verdict(data: Mapping[str, Any]) -> Verdict:
-    tuples = {"dims", "expected_shape", "actual_shape", "worst_index"}
+    tuples = {"dims", "expected_shape", "actual_shape", "worst_index", "max_index"}
     fields: dict[str, Any] = {k: tuple(v) if k in tuples else v for k, v in data.items()}
     return Verdict(**fields)
 

@@ -1,8 +1,9 @@
 """Actual (TensorFlow, float32) against expected (oracle, float64): a verdict with numbers.
 
-An element passes when ``|actual - expected| <= atol + rtol * |expected|``. The absolute term
-dominates on purpose: float32 attention outputs carry ~1e-6 absolute error, while their
-*relative* error near zero reaches 5e-3, so a relative test would flag correct code.
+An element passes when ``|actual - expected| <= atol + rtol * |expected|``, where ``atol`` is
+usually the per-element tolerance :mod:`formula_check.tolerance` derives from float32
+rounding (and ``rtol`` 0), or what the block states. The verdict names both the largest
+difference and the element furthest beyond its own tolerance, which may be another one.
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ def compare(
     dims: Sequence[str],
     atol: float | Array,
     rtol: float,
+    *,
+    how: str = "",
+    regime: str = "",
 ) -> Verdict:
-    """Compare one array; never passes NaN/Inf, a wrong shape or a wrong dtype kind."""
+    """Compare one array; never passes NaN/Inf, a wrong shape or a wrong dtype kind.
+    ``atol`` is a number or a per-element array that broadcasts to ``expected``; ``how``
+    says where it came from, ``regime`` which inputs these are."""
     actual = np.asarray(actual)
     expected = np.asarray(expected, dtype=np.float64)
     verdict = functools.partial(
@@ -49,6 +55,8 @@ def compare(
         actual_shape=actual.shape,
         rtol=rtol,
         atol=float(np.max(atol)),
+        tolerance=how,
+        regime=regime,
     )
     if actual.dtype.kind not in "biuf":
         return verdict(ok=False, problem=f"got a {actual.dtype} array, expected numbers")
@@ -64,15 +72,22 @@ def compare(
         delta = _finite_or_inf(np.abs(actual64 - expected))
         allowed = np.broadcast_to(atol, expected.shape) + rtol * np.abs(expected)
         bad = ~(delta <= allowed) | ~np.isfinite(actual64) | ~np.isfinite(expected)
-        worst = _worst_index(delta, allowed)
-        rel = _finite_or_inf(delta / np.maximum(np.abs(expected), np.finfo(np.float64).tiny))
+        excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
+        worst = _argmax(excess)
+        largest = _argmax(delta)
+        # a relative error says nothing where the expected value is 0
+        meaningful = np.abs(expected) > 0
+        rel = _finite_or_inf(delta[meaningful] / np.abs(expected[meaningful]))
     return verdict(
         ok=not bad.any(),
         max_abs=float(delta.max()) if delta.size else 0.0,
         max_rel=float(rel.max()) if rel.size else 0.0,
         worst_index=worst,
+        max_index=largest,
         worst_expected=float(expected[worst]) if delta.size else 0.0,
         worst_actual=float(actual64[worst]) if delta.size else 0.0,
+        worst_allowed=float(allowed[worst]) if delta.size else 0.0,
+        used=float(excess.max()) if delta.size else 0.0,
         n_bad=int(bad.sum()),
         n_total=int(delta.size),
         nonfinite=nonfinite,
@@ -109,14 +124,12 @@ def delta_array(actual: Array, expected: Array) -> Array | None:
         return _finite_or_inf(delta).astype(np.float32)
 
 
-def _worst_index(delta: Array, allowed: Array) -> tuple[int, ...]:
-    if not delta.size:
+def _argmax(values: Array) -> tuple[int, ...]:
+    """The index of the largest value (the first, among equals); ``()`` when empty."""
+    if not values.size:
         return ()
-    # The worst element is the one furthest beyond its own tolerance (the caller silences
-    # NumPy's warnings about infinite tolerances).
-    excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
-    flat = int(np.argmax(excess))
-    return tuple(int(i) for i in np.unravel_index(flat, delta.shape))
+    flat = int(np.argmax(values))
+    return tuple(int(i) for i in np.unravel_index(flat, values.shape))
 
 
 def _shape_problem(dims: Sequence[str], expected: tuple[int, ...], actual: tuple[int, ...]) -> str:

@@ -30,6 +30,7 @@ from .model import (
 )
 from .oracles import Oracle
 from .planning import Plan
+from .tolerance import Pair, Tolerance, derive, fixed, rounding_samples
 
 _PHASES = {
     "call": "",
@@ -54,7 +55,9 @@ def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> Snippet
     elif line and header.get("file"):
         path = str(header["file"])
         location = Location(path[len(root) + 1 :] if path.startswith(root + "/") else path, line)
-    phase = _PHASES.get(str(header.get("phase", "")), str(header.get("phase", "")))
+    phase = str(header.get("phase", ""))
+    regime = phase.removeprefix("regime:") if phase.startswith("regime:") else ""
+    phase = f"running on the {regime} inputs" if regime else _PHASES.get(phase, phase)
     message = str(header.get("message", ""))
     if phase:
         message = f"{message} (while {phase})"
@@ -86,17 +89,31 @@ def evaluate(
     oracle_arrays = {**plan.inputs, **weights}
     if plan.keep is not None:
         oracle_arrays["mask"] = plan.keep
-    try:
-        expected = dict(oracle.compute(oracle_arrays, params))
-    except OracleError:
-        raise
-    except Exception as exc:
-        raise OracleError(
-            f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}",
-            spec.location,
-        ) from exc
+    expected = _expected(plan, oracle_arrays, params)
     names = _output_names(plan, len(outputs), header.get("output_keys"))
-    verdicts, shown = _verdicts(plan, names, outputs, expected)
+    verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
+    pictured = (shown, expected)
+    skipped = _skipped(header.get("regimes_skipped", []))
+    for regime in plan.regimes:
+        if regime.name in skipped:
+            continue
+        inputs = {**oracle_arrays, **regime.inputs}
+        sizes = {**params, **regime.sizes}
+        got = [arrays.get(f"{regime.prefix}out/{i}") for i in range(len(outputs))]
+        wanted = _expected(plan, inputs, sizes)
+        more, seen = _verdicts(
+            plan, names, [g for g in got if g is not None], wanted, inputs, sizes, regime.name
+        )
+        if dict(regime.sizes) != dict(plan.sizes) and any(
+            v.actual_shape != v.expected_shape for v in more
+        ):
+            # at sizes of its own, code that stops at a maximum length cannot be judged there
+            shapes = ", ".join(f"{v.name} {v.actual_shape}" for v in more if v.problem)
+            skipped[regime.name] = f"the code returned {shapes} at these sizes"
+            continue
+        if all(v.ok for v in verdicts) and not all(v.ok for v in more):
+            pictured = (seen, wanted)  # the heatmaps show the first inputs where it differs
+        verdicts += more
     checked = [_param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
     formula = judge_formula(spec, oracle_arrays, params)
@@ -108,6 +125,8 @@ def evaluate(
         + _unmapped_notes(plan, header)
         + blind_spots(plan)
         + _untraced(header.get("timings", []))
+        + _regime_notes(plan, skipped)
+        + _tolerance_notes(verdicts)
     )
     timings = tuple(_timings(header.get("timings", [])))
     if spec.timing.enabled:
@@ -123,7 +142,7 @@ def evaluate(
         shapes=_shapes(plan, weights, names, outputs),
         timings=timings,
         environment=env,
-        arrays=frozen_map(_heatmap_arrays(plan, expected, shown, verdicts)),
+        arrays=frozen_map(_heatmap_arrays(plan, pictured[1], pictured[0], verdicts)),
         sweep=_sweep(header.get("timings", [])),
         notes=tuple(notes),
         stdout=str(header.get("stdout", "")),
@@ -301,12 +320,67 @@ def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> 
     return declared[:count]
 
 
+def _expected(
+    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any]
+) -> dict[str, Array]:
+    """The oracle's outputs on ``arrays``; a failure is the oracle's, named."""
+    oracle = plan.oracle
+    try:
+        return dict(oracle.compute(arrays, params))
+    except OracleError:
+        raise
+    except Exception as exc:
+        raise OracleError(
+            f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}",
+            plan.spec.location,
+        ) from exc
+
+
+def _tolerance(
+    plan: Plan,
+    name: str,
+    expected: Array,
+    samples: Sequence[Pair],
+    sizes: Mapping[str, Any],
+) -> Tolerance:
+    """The block's own ``atol``/``rtol`` if it states one; else the oracle's own rule if it
+    has one; else the tolerance derived from float32 rounding (see :mod:`.tolerance`)."""
+    spec, oracle = plan.spec, plan.oracle
+    if spec.atol is not None or spec.rtol is not None:
+        atol = spec.atol if spec.atol is not None else oracle.atol
+        rtol = spec.rtol if spec.rtol is not None else oracle.rtol
+        return fixed(atol, rtol, "stated by the block")
+    if oracle.tolerance is not None:
+        allowed = oracle.tolerance(
+            name, {k: v for k, v in sizes.items() if isinstance(v, int)}, oracle.atol
+        )
+        return Tolerance(allowed, oracle.rtol, f"the {oracle.name} oracle's own rule", False)
+    derived = derive(name, expected, samples)
+    if derived is not None:
+        return derived
+    return fixed(oracle.atol, oracle.rtol, UNMEASURED)
+
+
+UNMEASURED = (
+    "fixed: float32 rounding could not be measured, because the oracle's float32 run failed "
+    "or gave float64 (see Verdicts: tolerances)"
+)
+
+
 def _verdicts(
-    plan: Plan, names: Sequence[str], outputs: Sequence[Array], expected: Mapping[str, Array]
+    plan: Plan,
+    names: Sequence[str],
+    outputs: Sequence[Array],
+    expected: Mapping[str, Array],
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    regime: str = "",
 ) -> tuple[list[Verdict], dict[str, Array]]:
     spec, oracle = plan.spec, plan.oracle
-    atol = spec.atol if spec.atol is not None else oracle.atol
-    rtol = spec.rtol if spec.rtol is not None else oracle.rtol
+    stated = spec.atol is not None or spec.rtol is not None or oracle.tolerance is not None
+    samples = (
+        [] if stated else rounding_samples(oracle.compute, arrays, params, expected, spec.seed)
+    )
     verdicts, shown = [], {}
     for name, actual in zip(names, outputs, strict=False):
         if name in {"_", ""}:
@@ -318,8 +392,18 @@ def _verdicts(
         want = expected[name]
         got = squeeze_leading(np.asarray(actual), np.ndim(want))
         dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
+        tolerance = _tolerance(plan, name, want, samples, params)
         verdicts.append(
-            compare(name, got, want, dims, oracle.tolerances(name, plan.sizes, atol), rtol)
+            compare(
+                name,
+                got,
+                want,
+                dims,
+                tolerance.allowed,
+                tolerance.rtol,
+                how=tolerance.how,
+                regime=regime,
+            )
         )
         shown[name] = got
     return verdicts, shown
@@ -378,22 +462,61 @@ def _heatmap_arrays(
     shown: Mapping[str, Array],
     verdicts: Sequence[Verdict],
 ) -> dict[str, Array]:
+    """What the heatmaps draw: ``name`` holds the code's values of output ``name`` (the
+    oracle's for an intermediate the code does not return, such as the FFN's hidden layer);
+    on a mismatch ``name:oracle`` holds the oracle's next to them, and only it when the
+    code's shape is wrong. ``delta`` and ``delta_worst``: where they differ."""
     wanted = plan.spec.heatmaps if plan.spec.heatmaps is not None else plan.oracle.heatmaps
+    failed = {v.name for v in verdicts if not v.ok}
     picked: dict[str, Array] = {}
     for name in wanted:
-        source, reference = shown.get(name), expected.get(name)
-        if source is None or (reference is not None and np.shape(source) != np.shape(reference)):
-            source = reference
-        if source is not None:
-            picked[name] = np.asarray(source, dtype=np.float32)
+        code, reference = shown.get(name), expected.get(name)
+        fits = code is not None and (reference is None or np.shape(code) == np.shape(reference))
+        if fits:
+            picked[name] = np.asarray(code, dtype=np.float32)
+        elif reference is not None and code is None:
+            picked[name] = np.asarray(reference, dtype=np.float32)
+        if reference is not None and code is not None and (name in failed or not fits):
+            picked[f"{name}:oracle"] = np.asarray(reference, dtype=np.float32)
     for verdict in verdicts:
-        if not verdict.ok and verdict.name in shown:
+        if not verdict.ok and verdict.name in shown and verdict.name in expected:
             delta = delta_array(shown[verdict.name], expected[verdict.name])
             if delta is not None:
                 picked["delta"] = delta
                 picked["delta_worst"] = np.asarray(verdict.worst_index, dtype=np.int64)
                 break
     return picked
+
+
+def _skipped(said: Sequence[Any]) -> dict[str, str]:
+    """The regimes the worker could not run, with why (``[name, why]`` each)."""
+    skipped = {}
+    for entry in said:
+        name, why = (entry, "") if isinstance(entry, str) else (entry[0], entry[1])
+        skipped[str(name)] = str(why)
+    return skipped
+
+
+def _regime_notes(plan: Plan, skipped: Mapping[str, str]) -> list[str]:
+    """Which input regimes ran besides the standard one, and which could not, and why."""
+    notes = []
+    ran = [f"{r.name} ({r.says})" for r in plan.regimes if r.name not in skipped]
+    if ran:
+        notes.append(f"also checked on other inputs: {'; '.join(ran)}")
+    for regime in plan.regimes:
+        if regime.name in skipped:
+            why = skipped[regime.name]
+            notes.append(
+                f"not checked on the {regime.name} inputs ({regime.says}): they need other "
+                f"sizes{', and ' + why if why else ''}"
+            )
+    return notes
+
+
+def _tolerance_notes(verdicts: Sequence[Verdict]) -> list[str]:
+    """How the tolerances came about, once each."""
+    ways = dict.fromkeys(v.tolerance for v in verdicts if v.tolerance and not v.regime)
+    return [f"tolerance: {how}" for how in ways]
 
 
 def _untraced(runs: Sequence[Mapping[str, Any]]) -> list[str]:

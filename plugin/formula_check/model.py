@@ -138,27 +138,50 @@ class Verdict:
     n_bad: int = 0
     n_total: int = 0
     atol: float = 0.0
+    """The largest tolerance of any element (all of them, for a fixed ``atol``)."""
     rtol: float = 0.0
     nonfinite: int = 0
     problem: str = ""
+    max_index: tuple[int, ...] = ()
+    """Where the largest |Δ| is; ``worst_index`` is the element furthest beyond (or
+    nearest to) its own tolerance, which may be another one."""
+    worst_allowed: float = 0.0
+    """The tolerance of the element at ``worst_index``."""
+    used: float = 0.0
+    """The largest ``|Δ| / tolerance`` of any element: under 1 passes."""
+    tolerance: str = ""
+    """How the tolerance came about (derived from float32 rounding, or stated)."""
+    regime: str = ""
+    """The input regime compared (empty: the standard inputs)."""
+
+    def label(self) -> str:
+        """``output``, or ``output (large logits)`` for another input regime."""
+        return f"{self.name} ({self.regime})" if self.regime else self.name
 
     def summary(self) -> str:
         """One line saying what differed, in the oracle's dim names."""
-        if self.ok and self.max_abs <= self.atol:
-            return f"{self.name}: max |Δ| = {self.max_abs:.2g} ≤ atol {self.atol:.1g}"
-        if self.ok:  # within the relative part of each element's tolerance
+        if self.problem and not self.ok:
+            return f"{self.label()}: {self.problem}"
+        if self.ok:
             return (
-                f"{self.name}: max |Δ| = {self.max_abs:.2g} ≤ atol {self.atol:.1g} "
-                f"+ rtol {self.rtol:.1g} × |expected|"
+                f"{self.label()}: max |Δ| = {self.max_abs:.2g}, within tolerance "
+                f"({self.used:.0%} of it used)"
             )
-        if self.problem:
-            return f"{self.name}: {self.problem}"
-        where = ", ".join(str(i) for i in self.worst_index)
-        return (
-            f"{self.name}: max |Δ| = {self.max_abs:.2g} > atol {self.atol:.1g} at ({where}) "
-            f"[expected {self.worst_expected:.6g}, got {self.worst_actual:.6g}]; "
-            f"{self.n_bad} of {self.n_total} elements out of tolerance"
-        )
+        at = ", ".join(str(i) for i in self.max_index)
+        worst = ", ".join(str(i) for i in self.worst_index)
+        line = f"{self.label()}: max |Δ| = {self.max_abs:.2g} at ({at})"
+        if worst != at:
+            line += (
+                f"; furthest beyond its tolerance: ({worst}), expected "
+                f"{self.worst_expected:.6g}, got {self.worst_actual:.6g}, tolerance "
+                f"{self.worst_allowed:.2g}"
+            )
+        else:
+            line += (
+                f" [expected {self.worst_expected:.6g}, got {self.worst_actual:.6g}], "
+                f"tolerance there {self.worst_allowed:.2g}"
+            )
+        return f"{line}; {self.n_bad} of {self.n_total} elements out of tolerance"
 
 
 @dataclass(frozen=True)
@@ -325,7 +348,15 @@ class CheckResult:
             return f"{self.failure.type}{self._failure_where()}: {message}"
         if self.message:
             return brief_message(self.message) if brief else self.message
-        return "; ".join(v.summary() for v in self.verdicts)
+        standard = [v.summary() for v in self.verdicts if not v.regime]
+        others = list(dict.fromkeys(v.regime for v in self.verdicts if v.regime))
+        if others:
+            standard.append(f"also within tolerance on {', '.join(others)} inputs")
+        return "; ".join(standard)
+
+    def regimes(self) -> tuple[str, ...]:
+        """The input regimes compared besides the standard inputs, in order."""
+        return tuple(dict.fromkeys(v.regime for v in self.verdicts if v.regime))
 
     def _failure_where(self) -> str:
         """`` (line 5)`` on the block's own page; `` (model/layers.py:5)`` in another file,

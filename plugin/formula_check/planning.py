@@ -17,9 +17,22 @@ from . import masks
 from .errors import FormulaCheckError, OracleError, SpecError
 from .model import Array, CheckSpec, Scalar
 from .oracles import Oracle, get_oracle
-from .presets import apply_preset
+from .oracles.base import KEEP_PARAM
+from .presets import apply_preset, init_sources
 
 _LITERALS: dict[str, Scalar] = {"true": True, "false": False, "none": "__none__"}
+
+
+@dataclass(frozen=True)
+class PlannedRegime:
+    """One input regime of a check: its name and its own sizes and float64 inputs (the
+    weights and the mask are the standard inputs')."""
+
+    name: str
+    says: str
+    sizes: Mapping[str, int]
+    inputs: Mapping[str, Array]
+    prefix: str
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,7 @@ class Plan:
     keep: Array | None  # the logical mask for the oracle
     header: Mapping[str, Any]
     arrays: Mapping[str, Array]
+    regimes: tuple[PlannedRegime, ...] = ()
 
 
 def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
@@ -43,10 +57,10 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     A custom oracle whose sizes or inputs raise (its ``derive`` or ``generate``) fails its
     block with an :class:`OracleError`, as its ``compute`` does when judged; a builtin one
     raising is a bug of ours, and stays loud."""
-    spec = apply_preset(spec)
+    block, spec = spec, apply_preset(spec)
     oracle = get_oracle(spec.oracle)
     try:
-        return _planned(spec, oracle, root, with_timing)
+        return _planned(spec, oracle, root, with_timing, block)
     except MemoryError:
         raise SpecError(
             "not enough memory to make this check's inputs: use smaller dims", spec.location
@@ -63,7 +77,10 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
         ) from None
 
 
-def _planned(spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool) -> Plan:
+def _planned(
+    spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool, block: CheckSpec
+) -> Plan:
+    """``block`` is the spec as written, before its preset was applied."""
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
     params.update(sizes)
@@ -90,16 +107,71 @@ def _planned(spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool) -> P
         "entry": spec.snippet.entry,
         "kind": spec.kind,
         "init": resolve_init(spec.init, sizes),
+        "init_sources": init_sources(block, sizes),
         "weights": dict(spec.weights) if spec.weights else None,
         "perturb": spec.perturb_weights,
         "seed": spec.seed,
         "page_folder": _page_folder(spec),
         **call_plans(spec, oracle, sizes, has_mask=keep is not None),
     }
+    regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep)
+    header["regimes"] = [
+        {
+            "name": regime.name,
+            "prefix": regime.prefix,
+            "resized": dict(regime.sizes) != dict(sizes),
+            **call_plans(spec, oracle, regime.sizes, has_mask=keep is not None),
+        }
+        for regime in regimes
+    ]
+    for regime in regimes:
+        arrays.update(
+            {f"{regime.prefix}in/{k}": v.astype(np.float32) for k, v in regime.inputs.items()}
+        )
     if with_timing and spec.timing.enabled:
         header["timing"], timing_arrays = _timing_runs(spec, oracle, header, params)
         arrays.update(timing_arrays)
-    return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays)
+    return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays, regimes)
+
+
+def _regimes(
+    spec: CheckSpec,
+    oracle: Oracle,
+    sizes: Mapping[str, int],
+    params: Mapping[str, Any],
+    inputs: Mapping[str, Array],
+    numbers: int,
+    keep: Array | None,
+) -> tuple[PlannedRegime, ...]:
+    """The oracle's input regimes for this block, each seeded from the block's seed and its
+    place: the same spec always gives the same inputs."""
+    planned = []
+    for index, regime in enumerate(oracle.input_regimes(), start=1):
+        rng = np.random.default_rng([spec.seed, index])
+        resized = regime.sizes(sizes) if regime.sizes is not None else dict(sizes)
+        if resized != dict(sizes):
+            numbers += _numbers(
+                spec,
+                oracle,
+                resized,
+                f"the {regime.name} regime",
+                MAX_NUMBERS - numbers,
+                outputs=True,
+            )
+        if regime.inputs is not None:
+            given = {**params, KEEP_PARAM: keep} if keep is not None else params
+            found = regime.inputs(inputs, resized, rng, given)
+            if found is None:  # not for this block (a regime of masked keys, and no mask)
+                continue
+            made = found
+        elif resized != dict(sizes):  # new sizes, and no word on inputs: fresh ones
+            made = oracle.make_inputs(resized, rng, params)
+        else:
+            made = dict(inputs)
+        planned.append(
+            PlannedRegime(regime.name, regime.says, resized, _round32(made), f"r{index}/")
+        )
+    return tuple(planned)
 
 
 def _page_folder(spec: CheckSpec) -> str:

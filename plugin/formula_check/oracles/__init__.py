@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .base import Oracle, TensorSpec
+from .base import Oracle, Regime, TensorSpec, scaled
 from .registry import all_oracles, get_oracle, load_oracle, register
 
-__all__ = ["Oracle", "TensorSpec", "all_oracles", "get_oracle", "load_oracle", "register"]
+__all__ = [
+    "Oracle",
+    "Regime",
+    "TensorSpec",
+    "all_oracles",
+    "get_oracle",
+    "load_oracle",
+    "register",
+    "scaled",
+]

@@ -20,6 +20,14 @@ intermediate worth a heatmap (e.g. FFN ``hidden``).
 """
 
 Generator = Callable[[Mapping[str, int], np.random.Generator, Mapping[str, Any]], dict[str, Array]]
+Reshape = Callable[
+    [Mapping[str, Array], Mapping[str, int], np.random.Generator, Mapping[str, Any]],
+    "dict[str, Array] | None",
+]
+
+KEEP_PARAM = "_keep"
+"""The parameter through which a regime's ``inputs`` sees the block's mask: the boolean keep
+array, ``(b, n, m)``, True where a query may attend; absent when the block has no mask."""
 Tolerance = Callable[[str, Mapping[str, int], float], "float | Array"]
 
 
@@ -45,6 +53,45 @@ class TensorSpec:
     def signature(self) -> str:
         """``q: (b, n, d_k)``."""
         return f"{self.name}: ({', '.join(self.dims)})"
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A second set of inputs a block's code is also checked on, chosen where a formula is
+    sensitive: large logits, where a weak mask constant leaks; wide activations, where a
+    ReLU6 or a clip shows; rows of variance near ε. Judged with a tolerance derived for its
+    own values.
+
+    ``inputs(standard, sizes, rng, params)`` makes the regime's float64 inputs from the
+    standard ones (same names and shapes), or returns ``None`` where the regime does not
+    apply to the block (``params[KEEP_PARAM]`` is the block's mask, if it has one); ``sizes``
+    maps the standard sizes to the regime's, for an oracle that computes from sizes alone
+    (positions far along a sequence).
+    """
+
+    name: str
+    says: str
+    """What it is, for the card: ``logits of about ±64``."""
+    inputs: Reshape | None = None
+    sizes: Callable[[Mapping[str, int]], dict[str, int]] | None = None
+
+
+def scaled(factor: float, says: str = "", name: str = "wide") -> Regime:
+    """Every input multiplied by ``factor``: the wide regime."""
+
+    def inputs(
+        standard: Mapping[str, Array],
+        sizes: Mapping[str, int],
+        rng: np.random.Generator,
+        params: Mapping[str, Any],
+    ) -> dict[str, Array]:
+        return {key: value * factor for key, value in standard.items()}
+
+    return Regime(name, says or f"inputs × {factor:g}", inputs)
+
+
+WIDE = scaled(10.0)
+"""The regime of an oracle that declares none: every input ten times wider."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +124,15 @@ class Oracle:
     generate: Generator | None = None
     tolerance: Tolerance | None = None
     source: str = "builtin"
+    regimes: tuple[Regime, ...] | None = None
+    """Input regimes checked after the standard one; ``None``: :data:`WIDE` for an oracle
+    with inputs, none for one that computes from sizes alone; ``()``: the standard only."""
+
+    def input_regimes(self) -> tuple[Regime, ...]:
+        """The regimes a block of this oracle is checked on besides the standard inputs."""
+        if self.regimes is not None:
+            return self.regimes
+        return (WIDE,) if self.inputs else ()
 
     def tensor(self, name: str) -> TensorSpec:
         """The input, weight or output called ``name``."""

@@ -6,6 +6,7 @@ math allows, so a layer's real weights go through the same code as generated one
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,20 +14,12 @@ import numpy as np
 
 from ..errors import OracleError
 from ..model import Array
-from .base import Oracle, TensorSpec
+from ..tolerance import DTYPE_PARAM
+from .base import KEEP_PARAM, Oracle, Regime, TensorSpec, scaled
 from .registry import register
 
 MASKED_LOGIT = -1e9
 """The logit a masked-out position gets, as in the TensorFlow tutorial code."""
-
-PE_DRIFT_PER_POSITION = 2e-7
-"""Extra positional-encoding tolerance per position.
-
-TensorFlow computes ``pos * 10000^(-2i/d)`` in float32, so the angle (and its sine) is off by
-about one float32 ulp of the angle, i.e. ~1.2e-7 * pos at worst; measured drift is 3e-6 at
-pos 50, 1.7e-4 at 2048 and 8.4e-4 at 10000 (~8.4e-8 * pos). 2e-7 per position keeps a 2x
-margin, while a wrong base, exponent or sin/cos order is off by O(1).
-"""
 
 
 # Shared math --------------------------------------------------------------------------------
@@ -41,7 +34,7 @@ def softmax(x: Array, axis: int = -1) -> Array:
 
 def scaled_dot_product(q: Array, k: Array, v: Array, keep: Array | None) -> tuple[Array, Array]:
     """``softmax(q k^T / sqrt(d_k)) v`` over any leading batch axes; returns (output, weights)."""
-    logits = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    logits = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
     if keep is not None:
         # Replace rather than add: in float32, -1e9 + logit rounds to -1e9 exactly, so TF
         # turns a fully masked row uniform; in float64 an addition would keep the logits'
@@ -65,15 +58,119 @@ def relu_ffn(x: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> tuple[Arra
     return hidden @ w2 + b2, hidden
 
 
-def positional_encoding(n: int, d_model: int, base: float = 10000.0) -> Array:
-    """Sinusoidal encoding, sines in even columns and cosines in odd ones (interleaved)."""
-    positions = np.arange(n, dtype=np.float64)[:, np.newaxis]
-    two_i = np.arange(0, d_model, 2, dtype=np.float64)[np.newaxis, :]
-    angles = positions / np.power(base, two_i / d_model)
-    encoding = np.empty((n, d_model), dtype=np.float64)
+def positional_encoding(
+    n: int, d_model: int, base: float = 10000.0, dtype: type[np.floating[Any]] = np.float64
+) -> Array:
+    """Sinusoidal encoding, sines in even columns and cosines in odd ones (interleaved),
+    computed in ``dtype``."""
+    positions = np.arange(n, dtype=dtype)[:, np.newaxis]
+    two_i = np.arange(0, d_model, 2, dtype=dtype)[np.newaxis, :]
+    angles = positions / np.power(dtype(base), two_i / dtype(d_model))
+    encoding = np.empty((n, d_model), dtype=dtype)
     encoding[:, 0::2] = np.sin(angles)
     encoding[:, 1::2] = np.cos(angles)
     return encoding
+
+
+# Input regimes ------------------------------------------------------------------------------
+
+LOGIT_SCALE = 8.0
+"""Queries and keys grow by this in the large-logits regime, so logits of about ±1 become
+about ±64: a masked key with a constant of -100 instead of -1e9 then takes visible weight
+(where queries and keys go through the layer's own projections, the one way to reach its
+logits), and the softmax is nearly one-hot, as in a trained model."""
+
+
+def _large_logits(names: tuple[str, ...]) -> Regime:
+    def inputs(
+        standard: Mapping[str, Array],
+        sizes: Mapping[str, int],
+        rng: np.random.Generator,
+        params: Mapping[str, Any],
+    ) -> dict[str, Array]:
+        # self-attention's one sequence is its queries, keys and values alike
+        every = params.get("variant") == "self"
+        return {
+            key: value * LOGIT_SCALE if every or key in names else value
+            for key, value in standard.items()
+        }
+
+    says = f"{', '.join(names)} × {LOGIT_SCALE:g}: logits of about ±64"
+    return Regime("large logits", says, inputs)
+
+
+MASKED_SCORE = 100.0
+"""In the masked-keys regime, the logit a key gains from being masked for every query (and
+loses from being masked for none): a masked key then outscores the row's kept ones by up to
+about 200, and a key no query may skip sits near -100. So code whose mask constant is weak
+lets masked keys take weight whether it adds the constant (``scores - 100 * mask``) or puts
+it in their place (``tf.where(keep, scores, -100.0)``). Logits stay within about ±110: code
+that exponentiates them without subtracting the row's maximum overflows here, as it would
+on a trained model's logits."""
+
+
+def _masked_keys_score_high(
+    standard: Mapping[str, Array],
+    sizes: Mapping[str, int],
+    rng: np.random.Generator,
+    params: Mapping[str, Any],
+) -> dict[str, Array] | None:
+    """Queries and keys that share one direction, along which a key lies as far as the
+    share of queries that must not see it: the keys a mask hides are those the queries like
+    best. Needs a mask (in ``params``); for the ``attention`` oracle's raw q and k."""
+    keep = params.get(KEEP_PARAM)
+    if keep is None or "q" not in standard or "k" not in standard:
+        return None
+    q, k = standard["q"], standard["k"]
+    hidden = 2.0 * np.mean(~np.asarray(keep, dtype=bool), axis=1) - 1.0  # (b, m) in [-1, 1]
+    drawn = rng.standard_normal(q.shape[-1])
+    direction = drawn / float(np.linalg.norm(drawn))
+    reach = math.sqrt(MASKED_SCORE * math.sqrt(q.shape[-1]))
+    return {
+        **standard,
+        "q": q + reach * direction,
+        "k": k + reach * hidden[..., np.newaxis] * direction,
+    }
+
+
+MASKED_KEYS = Regime(
+    "masked keys score high",
+    f"the keys a mask hides score up to {2 * MASKED_SCORE:g} above the kept ones",
+    _masked_keys_score_high,
+)
+
+
+def _near_epsilon(
+    standard: Mapping[str, Array],
+    sizes: Mapping[str, int],
+    rng: np.random.Generator,
+    params: Mapping[str, Any],
+) -> dict[str, Array]:
+    """Rows whose variance is between ε/4 and 4ε, where ε decides the result."""
+    epsilon = float(params.get("epsilon", 1e-6))
+    result = {}
+    for key, value in standard.items():
+        spread = rng.uniform(0.5, 2.0, size=(*value.shape[:-1], 1))
+        result[key] = math.sqrt(epsilon) * spread * rng.standard_normal(value.shape)
+    return result
+
+
+NEAR_EPSILON = Regime("variance near ε", "rows whose variance is ε/4 to 4ε", _near_epsilon)
+WIDE_OFFSET = Regime(
+    "wide",
+    "inputs × 10, shifted by 3",
+    lambda standard, sizes, rng, params: {k: 10 * v + 3 for k, v in standard.items()},
+)
+
+
+def _far_positions(sizes: Mapping[str, int]) -> dict[str, int]:
+    return {**sizes, "n": max(int(sizes["n"]), FAR_POSITIONS)}
+
+
+FAR_POSITIONS = 2048
+"""Positions checked in the far regime: where float32 angles lose digits and code that
+builds positions in a narrow type or wraps them shows."""
+FAR = Regime("far positions", f"positions 0 to {FAR_POSITIONS - 1}", sizes=_far_positions)
 
 
 # Reading arguments --------------------------------------------------------------------------
@@ -93,11 +190,14 @@ def _spec(
 
 
 def _get(arrays: Mapping[str, Array], spec: TensorSpec) -> Array:
-    """The array for ``spec``, or its default when an optional weight was left out."""
+    """The array for ``spec`` in the precision it was given (float64 for the reference,
+    float32 for the rounding sample), or its default when an optional weight was left out."""
     if spec.name in arrays:
-        return np.asarray(arrays[spec.name], dtype=np.float64)
+        value = np.asarray(arrays[spec.name])
+        return value if value.dtype in (np.float32, np.float64) else value.astype(np.float64)
     if spec.optional:
-        return np.asarray(spec.default, dtype=np.float64)
+        dtype = next((a.dtype for a in arrays.values() if a.dtype == np.float32), np.float64)
+        return np.asarray(spec.default, dtype=dtype)
     raise OracleError(f"missing tensor {spec.name!r}")
 
 
@@ -149,6 +249,7 @@ ATTENTION = register(
         heatmaps=("weights",),
         mask_dims=("b", "n", "m"),
         derive=_positive_sizes,
+        regimes=(_large_logits(("q", "k")), MASKED_KEYS),
     )
 )
 
@@ -234,6 +335,7 @@ MULTIHEAD = register(
         mask_dims=("b", "1", "n", "m"),
         derive=_derive_multihead,
         generate=_generate_multihead,
+        regimes=(_large_logits(("q", "k")),),
     )
 )
 
@@ -276,6 +378,7 @@ SELF_ATTENTION = register(
         heatmaps=("weights",),
         mask_dims=("b", "n", "n"),
         derive=_positive_sizes,
+        regimes=(_large_logits(("x",)),),
     )
 )
 
@@ -287,7 +390,8 @@ def _positional_encoding(
     arrays: Mapping[str, Array], params: Mapping[str, Any]
 ) -> dict[str, Array]:
     base = float(params.get("base", 10000.0))
-    return {"output": positional_encoding(int(params["n"]), int(params["d_model"]), base)}
+    dtype = params.get(DTYPE_PARAM, np.float64)
+    return {"output": positional_encoding(int(params["n"]), int(params["d_model"]), base, dtype)}
 
 
 def _derive_positional(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
@@ -298,14 +402,6 @@ def _derive_positional(sizes: dict[str, int], params: Mapping[str, Any]) -> dict
     if isinstance(base, bool) or not isinstance(base, int | float) or base <= 0:
         raise OracleError(f"param base must be a positive number, got {base!r}")
     return sizes
-
-
-def _positional_tolerance(output: str, sizes: Mapping[str, int], atol: float) -> float | Array:
-    if output != "output":
-        return atol
-    positions = np.arange(sizes["n"], dtype=np.float64)[:, np.newaxis]
-    result: Array = atol + PE_DRIFT_PER_POSITION * positions
-    return result
 
 
 POSITIONAL_ENCODING = register(
@@ -324,7 +420,7 @@ POSITIONAL_ENCODING = register(
         params={"base": 10000.0},
         heatmaps=("output",),
         derive=_derive_positional,
-        tolerance=_positional_tolerance,
+        regimes=(FAR,),
     )
 )
 
@@ -422,6 +518,7 @@ LAYER_NORM = register(
         dims={"b": 2, "n": 5, "d_model": 6},
         params={"epsilon": 1e-6},
         derive=_positive_sizes,
+        regimes=(WIDE_OFFSET, NEAR_EPSILON),
     )
 )
 
@@ -488,5 +585,6 @@ SUBLAYER = register(
         params={"norm": "post", "epsilon": 1e-6},
         heatmaps=("hidden",),
         derive=_derive_sublayer,
+        regimes=(scaled(10.0), NEAR_EPSILON),
     )
 )

@@ -188,7 +188,8 @@ def _verdicts(verdicts: Iterable[Verdict], labels: Labels) -> str:
 
 def _verdict_row(verdict: Verdict, labels: Labels) -> str:
     css = "fc-ok" if verdict.ok else "fc-bad"
-    name = f"<td><code>{_esc(verdict.name)}</code></td>"
+    regime = f"<br><small>{_esc(verdict.regime)}</small>" if verdict.regime else ""
+    name = f"<td><code>{_esc(verdict.name)}</code>{regime}</td>"
     if verdict.problem:
         return f'<tr class="{css}">{name}<td colspan="4">{_esc(verdict.problem)}</td></tr>'
     if verdict.ok:
@@ -206,7 +207,10 @@ def _verdict_row(verdict: Verdict, labels: Labels) -> str:
     if verdict.rtol:  # an element passes within atol + rtol × |expected|
         relative = labels.relative_part.format(rtol=f"{verdict.rtol:.1g}")
         tolerance += f"<br><small>{_esc(relative)}</small>"
-    cells = [f"{verdict.max_abs:.2g}", tolerance]
+    largest = f"{verdict.max_abs:.2g}"
+    if not verdict.ok and verdict.max_index != verdict.worst_index:  # both named: see worst
+        largest += f"<br><small>({_esc(', '.join(str(i) for i in verdict.max_index))})</small>"
+    cells = [largest, tolerance]
     numbers = "".join(f'<td class="fc-num">{cell}</td>' for cell in cells)
     return f'<tr class="{css}">{name}{numbers}<td>{worst}</td><td class="fc-num">{bad}</td></tr>'
 

@@ -9,11 +9,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import CheckResult, format_seconds
+from ..model import CheckResult, Verdict, format_seconds
 from .card import status_class, strip_ansi
 from .labels import OUTCOME_KEYS, Labels, outcome_key
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 """Bumped whenever a field of :func:`report_json` changes meaning."""
 
 # The timing a reader cares about first: how fast the code runs as written.
@@ -47,7 +47,32 @@ def _block(result: CheckResult) -> dict[str, Any]:
         "notes": list(result.notes),
         "formula": None
         if result.formula is None
-        else {"state": result.formula.state, "max_abs": _finite(result.formula.max_abs)},
+        else {
+            "state": result.formula.state,
+            "max_abs": _finite(result.formula.max_abs),
+            "compiled": strip_ansi(result.formula.compiled),
+            "message": strip_ansi(result.formula.message),
+        },
+        "regimes": ["standard", *result.regimes()],
+        "verdicts": [_verdict(verdict) for verdict in result.verdicts],
+    }
+
+
+def _verdict(verdict: Verdict) -> dict[str, Any]:
+    """One compared output on one input regime: where it differed most, and by how much of
+    its tolerance."""
+    return {
+        "name": verdict.name,
+        "regime": verdict.regime or "standard",
+        "ok": verdict.ok,
+        "max_abs": _finite(verdict.max_abs),
+        "max_index": list(verdict.max_index),
+        "worst_index": list(verdict.worst_index),
+        "tolerance_used": _finite(verdict.used),
+        "tolerance": verdict.tolerance,
+        "out_of_tolerance": verdict.n_bad,
+        "elements": verdict.n_total,
+        "problem": verdict.problem,
     }
 
 

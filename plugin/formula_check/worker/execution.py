@@ -350,21 +350,32 @@ def _run(
 
 def _run_regimes(
     runner: _Runner, kind: str, request: dict[str, Any], arrays: dict[str, Any]
-) -> tuple[dict[str, Any], list[str]]:
-    """The same code (the same layer, with the same weights) on each input regime's arrays;
-    a regime at other sizes is skipped for a layer, which was built for the check's."""
+) -> tuple[dict[str, Any], list[list[str]]]:
+    """The same code (the same layer, with the same weights) on each input regime's arrays.
+    A regime at other sizes is skipped for a layer, which was built for the check's, and
+    where the code cannot run at its sizes (a table precomputed up to a maximum length):
+    ``[name, why]`` for each skipped."""
     outputs: dict[str, Any] = {}
-    skipped: list[str] = []
+    skipped: list[list[str]] = []
     for regime in request.get("regimes") or []:
+        name = str(regime["name"])
         if kind != "function" and regime.get("resized"):
-            skipped.append(str(regime["name"]))
+            skipped.append([name, "a layer is built for the check's sizes"])
             continue
         plan = regime["function_call" if kind == "function" else "layer_call"]
         prefix = str(regime["prefix"])
         args = [_value(ref, arrays, prefix) for ref in plan["args"]]
         kwargs = {key: _value(ref, arrays, prefix) for key, ref in plan["kwargs"].items()}
-        with _phase(f"regime:{regime['name']}"):
-            result = runner.target(*args, **kwargs)
+        try:
+            with _phase(f"regime:{name}"):
+                result = runner.target(*args, **kwargs)
+        except SnippetRaised as raised:
+            if not regime.get("resized"):
+                raise  # at the check's own sizes, an error is the code's
+            error = raised.error
+            said = (_said(error).strip().splitlines() or [""])[0]
+            skipped.append([name, _clean(f"{type(error).__name__}: {said}")[:200]])
+            continue
         got, _ = _outputs(result)
         outputs.update({f"{prefix}out/{i}": value for i, value in enumerate(got)})
     return outputs, skipped
@@ -418,8 +429,8 @@ def _last_definition(module: types.ModuleType) -> Any:
     defined = [
         value
         for value in vars(module).values()
-        if (inspect.isfunction(value) or inspect.isclass(value))
-        and getattr(value, "__module__", None) == module.__name__
+        if (inspect.isfunction(value) or inspect.isclass(value) or _traced(value))
+        and getattr(_traced(value) or value, "__module__", None) == module.__name__
     ]
     if not defined:
         with _phase("entry"):
@@ -428,6 +439,13 @@ def _last_definition(module: types.ModuleType) -> Any:
                 'imports or names (MHA = tf.keras.layers.MultiHeadAttention), say entry="MHA"'
             )
     return defined[-1]
+
+
+def _traced(value: Any) -> Any:
+    """The Python function behind a ``@tf.function``, or ``None``: such an entry is as much
+    the snippet's own definition as the function it wraps."""
+    wrapped = getattr(value, "python_function", None)
+    return wrapped if inspect.isfunction(wrapped) else None
 
 
 def _resolve_kind(entry: Any, request: dict[str, Any]) -> str:

@@ -1,0 +1,195 @@
+"""How far float32 code may be from the float64 oracle: a tolerance derived per element.
+
+Correct float32 code differs from the exact result by its rounding, and how much depends on
+the computation: the length of each sum, the size of the values that meet in it, how far
+along a sequence a position is. No fixed ``atol`` fits every size: 1e-5 lets an ε moved
+outside a square root pass on small blocks and flags a correct tutorial-sized multi-head
+layer. So the checker *measures* the rounding of the formula at hand:
+
+1. the oracle runs in float64 (the reference) and in float32, the precision the code
+   computes in, on the block's own arrays, and again on :data:`SAMPLES` - 1 copies of them
+   moved by about one float32 ulp: each pair is a fresh draw of float32 rounding at (all but)
+   the same point;
+2. the root mean square of an element's errors over those draws is its own rounding scale
+   ``s``: it follows the element's size (an attention weight's error is the weight times its
+   logit's) and its row (a sum that cancels keeps its terms' error). It is kept at least half
+   of the row's scale (the RMS of the row's errors over that of its magnitudes, times the
+   element's magnitude), so that a few lucky draws cannot make one element's tolerance tiny;
+3. an element passes when ``|code - oracle| <= SPREAD * s + EPS32 * (|oracle| + mean)``:
+   the second term is the rounding of the output itself, which no float32 code avoids.
+
+``SPREAD`` covers what the draws cannot: the code sums in another order, uses other kernels
+(oneDNN, Eigen, fused Keras einsums) or another formulation of the same formula (``exp`` of
+a log instead of a power), and the largest of a million errors lies several scales out. Its
+value is measured, not tuned per case: ``python bench/tolerance_model.py`` prints the largest
+share of its tolerance that correct code used, over every builtin oracle, other formulations,
+sizes up to n = 2048, d_model = 1024, d_ff = 4096 and ten seeds.
+
+An oracle of sizes alone (positional encoding) has no inputs to move: its one draw is used,
+with the whole row's scale as floor. An oracle that computes in float64 whatever it is given
+(a user's ``astype(np.float64)``) gives no float32 sample; its blocks are judged with the
+fixed ``atol``/``rtol`` instead, and the card says why. A block's own ``atol=`` or ``rtol=`` always wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .model import Array
+
+EPS32 = float(np.finfo(np.float32).eps)
+"""The float32 machine epsilon, 2^-23: twice the largest relative rounding of one result."""
+
+SPREAD = 64.0
+"""How many rounding scales correct code may be off by; see the module's text for how it is
+measured (``bench/tolerance_model.py``)."""
+
+DTYPE_PARAM = "_dtype"
+"""The parameter that tells an oracle computing from sizes alone (positional encoding) which
+float type to compute in: float64 for the reference, float32 for the rounding sample."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """What an output's elements may differ by: ``|Δ| <= allowed + rtol * |expected|``."""
+
+    allowed: Array | float
+    rtol: float
+    how: str
+    """One line for the card: how the tolerance came about."""
+    derived: bool
+
+
+def fixed(atol: float, rtol: float, why: str) -> Tolerance:
+    """The tolerance a block states (or the oracle's fallback), as given."""
+    return Tolerance(atol, rtol, f"atol {atol:.1g}, rtol {rtol:.1g} ({why})", derived=False)
+
+
+SAMPLES = 4
+"""How many float32 runs of the oracle measure its rounding: the first on the block's own
+inputs, the others on inputs moved by about one float32 ulp, each a fresh draw of rounding
+at (all but) the same point. Their root mean square is each element's own rounding scale."""
+
+Pair = tuple[Mapping[str, Array], Mapping[str, Array]]
+"""One rounding sample: the oracle's outputs in float64 and in float32 on the same inputs."""
+
+
+def rounding_samples(
+    compute: Any,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    expected: Mapping[str, Array],
+    seed: int,
+    count: int = SAMPLES,
+) -> list[Pair]:
+    """Up to ``count`` rounding samples of the oracle on ``arrays`` (float32-exact float64
+    arrays), the first on those very arrays; none where its float32 run raises."""
+    rng = np.random.default_rng([seed, 32])
+    samples: list[Pair] = []
+    for index in range(count):
+        exact: Mapping[str, Array] | None = expected
+        moved = arrays
+        if index:
+            moved = {name: _moved(value, rng) for name, value in arrays.items()}
+            if all(moved[n] is arrays[n] for n in arrays):
+                break  # nothing to move (an oracle of sizes alone): one sample is all
+            exact = _run(compute, moved, params, np.float64)
+        single = _run(compute, moved, params, np.float32)
+        if exact is None or single is None:
+            break
+        samples.append((exact, single))
+    return samples
+
+
+def _moved(value: Array, rng: np.random.Generator) -> Array:
+    """A float array moved by about one float32 ulp, still exact in float32."""
+    if not _is_float(value):
+        return value
+    step = 1 + EPS32 * rng.standard_normal(np.shape(value))
+    result: Array = (value * step).astype(np.float32).astype(np.float64)
+    return result
+
+
+def _run(
+    compute: Any, arrays: Mapping[str, Array], params: Mapping[str, Any], dtype: type
+) -> Mapping[str, Array] | None:
+    cast = {
+        name: (value.astype(dtype) if _is_float(value) else value) for name, value in arrays.items()
+    }
+    try:
+        with np.errstate(all="ignore"):
+            return dict(compute(cast, {**params, DTYPE_PARAM: dtype}))
+    except Exception:  # the reference itself ran; a failure here only loses a sample
+        return None
+
+
+def derive(name: str, expected: Array, samples: Sequence[Pair]) -> Tolerance | None:
+    """The derived tolerance of output ``name``; ``None`` when the samples cannot give one
+    (none was taken, or the oracle's float32 run gave float64: it upcasts somewhere)."""
+    errors = []
+    for reference, single in samples:
+        if name not in single or name not in reference:
+            return None
+        value = np.asarray(single[name])
+        if value.dtype != np.float32 or value.shape != np.shape(expected):
+            return None
+        with np.errstate(all="ignore"):
+            errors.append(
+                np.abs(value.astype(np.float64) - np.asarray(reference[name], np.float64))
+            )
+    if not errors:
+        return None
+    exact = np.asarray(expected, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        stacked = np.stack(errors)
+        if not (np.all(np.isfinite(stacked)) and np.all(np.isfinite(exact))):
+            return None
+        magnitude = _magnitude(exact)
+        own = np.sqrt(np.mean(stacked**2, axis=0))
+        # one draw (an oracle of sizes alone) says little of any one element: lean on its row
+        floor = _row_scale(own, magnitude) * magnitude / (2 if len(errors) > 1 else 1)
+        scale = np.maximum(own, floor)
+        allowed = SPREAD * scale + EPS32 * (np.abs(exact) + np.mean(np.abs(exact)))
+    low, high = float(np.min(scale)), float(np.max(scale))
+    spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
+    how = (
+        f"derived: {SPREAD:g} × float32 rounding ({spread}, measured on {len(errors)} float32 "
+        "runs of the oracle) + float32 ulp"
+    )
+    return Tolerance(allowed, 0.0, how, derived=True)
+
+
+def _magnitude(exact: Array) -> Array:
+    """How large each element is against its row: ``|y| + mean |y|`` over the last axis. The
+    rounding of an element grows with it (the error of an attention weight is the weight
+    times that of its logit), and with the row (a sum that cancels keeps its terms' error)."""
+    size = np.abs(exact)
+    if exact.ndim == 0:
+        return size
+    result: Array = size + np.mean(size, axis=-1, keepdims=True)
+    return result
+
+
+def _row_scale(error: Array, magnitude: Array) -> Array:
+    """The relative rounding of each row: the root mean square of its errors over that of
+    its magnitudes (so the many negligible weights of a nearly one-hot softmax row do not
+    dilute the error of the few that matter), at least half the whole array's; broadcastable
+    to ``error``'s shape."""
+    with np.errstate(all="ignore"):
+        if error.ndim == 0:
+            single: Array = np.nan_to_num(error / magnitude, nan=0.0, posinf=0.0)
+            return single
+        whole = float(np.nan_to_num(np.sqrt(np.sum(error**2) / np.sum(magnitude**2))))
+        rows = np.sqrt(
+            np.sum(error**2, axis=-1, keepdims=True) / np.sum(magnitude**2, axis=-1, keepdims=True)
+        )
+        result: Array = np.maximum(np.nan_to_num(rows, nan=0.0, posinf=0.0), whole / 2)
+        return result
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
