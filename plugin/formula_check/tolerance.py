@@ -28,7 +28,8 @@ sizes up to n = 2048, d_model = 1024, d_ff = 4096 and ten seeds.
 An oracle of sizes alone (positional encoding) has no inputs to move: its one draw is used,
 with the whole row's scale as floor. An oracle that computes in float64 whatever it is given
 (a user's ``astype(np.float64)``) gives no float32 sample; its blocks are judged with the
-fixed ``atol``/``rtol`` instead, and the card says why. A block's own ``atol=`` or ``rtol=`` always wins.
+fixed ``atol``/``rtol`` instead, and the card says why. A block's own ``atol=`` or ``rtol=``
+always wins.
 """
 
 from __future__ import annotations
