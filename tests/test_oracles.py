@@ -412,7 +412,7 @@ def _pe_float32_exp(n: int, d_model: int) -> np.ndarray:
 
 def test_positional_tolerance_grows_with_position() -> None:
     expected, allowed = _pe_tolerance(10001, 16)
-    assert allowed[10000].max() > 20 * allowed[10].max()
+    assert allowed[10000].max() > 4 * allowed[10].max()
     # another float32 formulation of the same formula passes at every position
     error = np.abs(_pe_float32_exp(10001, 16) - expected)
     assert np.all(error <= allowed)

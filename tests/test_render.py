@@ -919,8 +919,12 @@ def test_report_json_round_trips() -> None:
         "cached",
         "notes",
         "formula",
+        "regimes",
+        "verdicts",
     }
     assert first["notes"] == ["mask convention: additive (-1e9)"]
+    assert first["regimes"] == ["standard"]
+    assert [v["name"] for v in first["verdicts"]] == ["output"]
     assert first["formula"] is None  # no LaTeX was compiled for this hand-made result
     assert first["status"] == "verified" and first["outcome_ok"] is True
     assert first["max_abs_error"] == pytest.approx(7.2e-7)

@@ -204,12 +204,18 @@ def _verdict_row(verdict: Verdict, labels: Labels) -> str:
     if verdict.nonfinite:
         bad += f"<br><small>{_esc(labels.nonfinite.format(count=verdict.nonfinite))}</small>"
     tolerance = f"{verdict.atol:.1g}"
+    if verdict.tolerance.startswith("derived"):  # each element its own: the largest is shown
+        tolerance = _esc(labels.derived_tolerance.format(largest=f"{verdict.atol:.1g}"))
+    if verdict.ok and verdict.tolerance:
+        used = labels.share_used.format(share=f"{verdict.used:.0%}")
+        tolerance += f"<br><small>{_esc(used)}</small>"
     if verdict.rtol:  # an element passes within atol + rtol × |expected|
         relative = labels.relative_part.format(rtol=f"{verdict.rtol:.1g}")
         tolerance += f"<br><small>{_esc(relative)}</small>"
     largest = f"{verdict.max_abs:.2g}"
-    if not verdict.ok and verdict.max_index != verdict.worst_index:  # both named: see worst
-        largest += f"<br><small>({_esc(', '.join(str(i) for i in verdict.max_index))})</small>"
+    if not verdict.ok and verdict.max_index and verdict.max_index != verdict.worst_index:
+        index = f"({', '.join(str(i) for i in verdict.max_index)})"  # the worst is in its column
+        largest += f"<br><small>{_esc(labels.largest_at.format(index=index))}</small>"
     cells = [largest, tolerance]
     numbers = "".join(f'<td class="fc-num">{cell}</td>' for cell in cells)
     return f'<tr class="{css}">{name}{numbers}<td>{worst}</td><td class="fc-num">{bad}</td></tr>'

@@ -57,6 +57,12 @@ class Labels:
     expected_got: str
     relative_part: str
     """The relative part of a tolerance, under its atol: ``+ {rtol} × |expected|``."""
+    derived_tolerance: str
+    """A tolerance derived per element from float32 rounding: ``up to {largest}``."""
+    share_used: str
+    """How much of its tolerance the code used at most: ``{share} used``."""
+    largest_at: str
+    """Where the largest difference is, when another element is the worst: ``at {index}``."""
     timed_out: str
     """A timeout card's message: ``{seconds}`` is the block's timeout."""
     ok_mark: str
@@ -151,6 +157,9 @@ ENGLISH = Labels(
     bad_column="Out of tolerance",
     expected_got="expected {expected}, got {actual}",
     relative_part="+ {rtol} × |expected|",
+    derived_tolerance="float32 rounding, up to {largest}",
+    share_used="{share} of it used",
+    largest_at="at {index}",
     timed_out="No answer within {seconds} s: the worker was stopped, and a fresh one takes the "
     "next block.",
     ok_mark="✓",
@@ -225,6 +234,9 @@ CHINESE = Labels(
     bad_column="超出容差",
     expected_got="预期 {expected}，实际 {actual}",
     relative_part="+ {rtol} × |预期值|",
+    derived_tolerance="按 float32 舍入误差推导，最大 {largest}",
+    share_used="已用 {share}",
+    largest_at="位于 {index}",
     timed_out="{seconds} 秒内没有结果：工作进程已被终止，下一个代码块由新的工作进程检查。",
     ok_mark="✓",
     line="第 {line} 行",
