@@ -75,13 +75,18 @@ def positional_encoding(
 # Input regimes ------------------------------------------------------------------------------
 
 LOGIT_SCALE = 8.0
-"""Queries and keys grow by this in the large-logits regime, so logits of about ±1 become
-about ±64: a masked key with a constant of -100 instead of -1e9 then takes visible weight
-(where queries and keys go through the layer's own projections, the one way to reach its
-logits), and the softmax is nearly one-hot, as in a trained model."""
+"""Queries and keys grow by this in the attention oracle's large-logits regime, so logits of
+about ±1 become about ±64 and the softmax is nearly one-hot, as in a trained model (its weak
+mask constants are the masked-keys regime's to show)."""
+
+PROJECTED_LOGIT_SCALE = 16.0
+"""The same for layers whose queries and keys go through their own projections, the one way
+to reach their logits: about ±256, so that across the rows and heads of a block some masked
+key outscores its row's kept ones by more than 100, and a constant of -100 instead of -1e9
+lets it take visible weight."""
 
 
-def _large_logits(names: tuple[str, ...]) -> Regime:
+def _large_logits(names: tuple[str, ...], scale: float) -> Regime:
     def inputs(
         standard: Mapping[str, Array],
         sizes: Mapping[str, int],
@@ -91,11 +96,11 @@ def _large_logits(names: tuple[str, ...]) -> Regime:
         # self-attention's one sequence is its queries, keys and values alike
         every = params.get("variant") == "self"
         return {
-            key: value * LOGIT_SCALE if every or key in names else value
+            key: value * scale if every or key in names else value
             for key, value in standard.items()
         }
 
-    says = f"{', '.join(names)} × {LOGIT_SCALE:g}: logits of about ±64"
+    says = f"{', '.join(names)} × {scale:g}: logits of about ±{round(scale * scale)}"
     return Regime("large logits", says, inputs)
 
 
@@ -249,7 +254,7 @@ ATTENTION = register(
         heatmaps=("weights",),
         mask_dims=("b", "n", "m"),
         derive=_positive_sizes,
-        regimes=(_large_logits(("q", "k")), MASKED_KEYS),
+        regimes=(_large_logits(("q", "k"), LOGIT_SCALE), MASKED_KEYS),
     )
 )
 
@@ -335,7 +340,7 @@ MULTIHEAD = register(
         mask_dims=("b", "1", "n", "m"),
         derive=_derive_multihead,
         generate=_generate_multihead,
-        regimes=(_large_logits(("q", "k")),),
+        regimes=(_large_logits(("q", "k"), PROJECTED_LOGIT_SCALE),),
     )
 )
 
@@ -378,7 +383,7 @@ SELF_ATTENTION = register(
         heatmaps=("weights",),
         mask_dims=("b", "n", "n"),
         derive=_positive_sizes,
-        regimes=(_large_logits(("x",)),),
+        regimes=(_large_logits(("x",), PROJECTED_LOGIT_SCALE),),
     )
 )
 
