@@ -10,6 +10,7 @@ tolerance any element used (``used``: under 1 passes) on every input regime. The
 
     python bench/tolerance_model.py            # default and large sizes, seeds 0-9 / 0-2
     python bench/tolerance_model.py --quick    # default sizes, seeds 0-2
+    python bench/tolerance_model.py --drifts   # the drift matrix at the large sizes
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from drifts import DRIFTS  # noqa: E402  (the test suite's drift matrix)
 from formula_check.tolerance import SPREAD  # noqa: E402
 from implementations import CORRECT  # noqa: E402  (the test suite's correct code)
 from support import run  # noqa: E402
@@ -71,8 +74,8 @@ EXTRA = {
 }
 
 LARGE = {
-    "attention": {"b": 1, "n": 2048, "m": 2048, "d_k": 64, "d_v": 64},
-    "multihead": {"b": 1, "n": 256, "m": 256, "d_model": 1024, "h": 8},
+    "attention": {"b": 1, "n": 2048, "m": 1536, "d_k": 64, "d_v": 48},
+    "multihead": {"b": 1, "n": 256, "m": 192, "d_model": 1024, "h": 8},
     "self_attention": {"b": 1, "n": 512, "d_model": 1024, "d_k": 64, "d_v": 64},
     "positional_encoding": {"n": 2048, "d_model": 1024},
     "ffn": {"b": 1, "n": 64, "d_model": 1024, "d_ff": 4096},
@@ -96,6 +99,8 @@ def measure(seeds: range, sizes: str) -> list[tuple[str, str, int, float, str]]:
         if sizes != "default" and oracle not in table:
             continue
         dims = {**options.get("dims", {}), **table.get(oracle, {})}
+        if sizes == "large":
+            dims = _large(oracle, options)
         for seed in seeds:
             result = run(oracle, source, **{**options, "dims": dims, "seed": seed, "timing": False})
             for verdict in result.verdicts:
@@ -116,6 +121,35 @@ def measure(seeds: range, sizes: str) -> list[tuple[str, str, int, float, str]]:
     ]
 
 
+def _large(oracle: str, options: dict[str, Any]) -> dict[str, int]:
+    """The large sizes for a case: a causal mask asks for as many keys as queries."""
+    dims = {**options.get("dims", {}), **LARGE.get(oracle, {})}
+    if (
+        options.get("mask") in {"causal", "both"}
+        or options.get("params", {}).get("variant") == "self"
+    ):
+        dims["m"] = dims["n"]
+    return dims
+
+
+def drifts() -> int:
+    """Every drift of the test suite's matrix at the large sizes: each must be caught. The
+    number missed."""
+    missed = 0
+    for name, (case, old, new, extra) in sorted(DRIFTS.items()):
+        oracle, source, options = CORRECT[case]
+        dims = _large(oracle, {**options, **extra})
+        result = run(
+            oracle,
+            source.replace(old, new, 1),
+            **{**options, **extra, "dims": dims, "timing": False},
+        )
+        caught = result.status.value != "verified"
+        missed += not caught
+        print(f"{'caught' if caught else 'MISSED':7} {name:60} {result.status.value}")
+    return missed
+
+
 def _count(values: list[str]) -> str:
     counts: dict[str, int] = defaultdict(int)
     for value in values:
@@ -126,7 +160,12 @@ def _count(values: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="default sizes, seeds 0-2")
+    parser.add_argument("--drifts", action="store_true", help="the drift matrix, large sizes")
     args = parser.parse_args()
+    if args.drifts:
+        missed = drifts()
+        print(f"drifts missed at the large sizes: {missed} of {len(DRIFTS)}")
+        return
     plans = [("default", range(3 if args.quick else 10))]
     if not args.quick:
         plans += [("tutorial", range(3)), ("large", range(3))]

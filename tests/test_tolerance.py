@@ -269,3 +269,17 @@ def test_regimes_are_part_of_the_request_and_deterministic() -> None:
     assert np.array_equal(first.arrays["r1/in/v"], first.arrays["in/v"])
     other = plan_check(dataclasses.replace(spec, seed=1, location=Location("docs/x.md", 3)), ".")
     assert not np.array_equal(other.arrays["r1/in/q"], first.arrays["r1/in/q"])
+
+
+def test_positional_encoding_in_halves_is_told_so() -> None:
+    halves = PE.replace(
+        "pe = tf.sin(angles) * even + tf.cos(angles) * (1 - even)",
+        "pe = tf.concat([tf.sin(angles[:, 0::2]), tf.cos(angles[:, 1::2])], axis=-1)",
+    )
+    assert halves != PE
+    result = run("positional_encoding", halves)
+    assert result.status is Status.MISMATCH
+    assert "the halves layout" in result.headline()
+    wrong_base = run("positional_encoding", PE.replace("10000.0", "1000.0"))
+    assert wrong_base.status is Status.MISMATCH
+    assert "halves" not in wrong_base.headline()

@@ -5,6 +5,7 @@ Pure NumPy: runs in the calling process, never touches TensorFlow.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -393,18 +394,19 @@ def _verdicts(
         got = squeeze_leading(np.asarray(actual), np.ndim(want))
         dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
         tolerance = _tolerance(plan, name, want, samples, params)
-        verdicts.append(
-            compare(
-                name,
-                got,
-                want,
-                dims,
-                tolerance.allowed,
-                tolerance.rtol,
-                how=tolerance.how,
-                regime=regime,
-            )
+        verdict = compare(
+            name,
+            got,
+            want,
+            dims,
+            tolerance.allowed,
+            tolerance.rtol,
+            how=tolerance.how,
+            regime=regime,
         )
+        if not verdict.ok and not verdict.problem:
+            verdict = dataclasses.replace(verdict, hint=_hint(plan, name, got, want))
+        verdicts.append(verdict)
         shown[name] = got
     return verdicts, shown
 
@@ -495,6 +497,24 @@ def _skipped(said: Sequence[Any]) -> dict[str, str]:
         name, why = (entry, "") if isinstance(entry, str) else (entry[0], entry[1])
         skipped[str(name)] = str(why)
     return skipped
+
+
+HALVES = (
+    "the code's values are the formula's with every sine first and every cosine after (the "
+    "halves layout, concatenated, as the TensorFlow tutorial builds it); the formula "
+    "interleaves them, sines in even columns and cosines in odd ones: interleave them in the "
+    "code, or state the halves layout in the formula and its own oracle"
+)
+
+
+def _hint(plan: Plan, name: str, actual: Array, expected: Array) -> str:
+    """Where a known mistake explains the difference, say so."""
+    if plan.oracle.name == "positional_encoding" and np.ndim(expected) >= 2:
+        actual = np.asarray(actual, dtype=np.float64)
+        halves = np.concatenate([expected[..., 0::2], expected[..., 1::2]], axis=-1)
+        if actual.shape == halves.shape and np.max(np.abs(actual - halves), initial=0.0) < 1e-3:
+            return HALVES
+    return ""
 
 
 def _regime_notes(plan: Plan, skipped: Mapping[str, str]) -> list[str]:

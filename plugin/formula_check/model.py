@@ -153,6 +153,8 @@ class Verdict:
     """How the tolerance came about (derived from float32 rounding, or stated)."""
     regime: str = ""
     """The input regime compared (empty: the standard inputs)."""
+    hint: str = ""
+    """What the difference looks like, where its cause is known (sines and cosines in halves)."""
 
     def label(self) -> str:
         """``output``, or ``output (large logits)`` for another input regime."""
@@ -181,7 +183,8 @@ class Verdict:
                 f" [expected {self.worst_expected:.6g}, got {self.worst_actual:.6g}], "
                 f"tolerance there {self.worst_allowed:.2g}"
             )
-        return f"{line}; {self.n_bad} of {self.n_total} elements out of tolerance"
+        line += f"; {self.n_bad} of {self.n_total} elements out of tolerance"
+        return f"{line}; {self.hint}" if self.hint else line
 
 
 @dataclass(frozen=True)
