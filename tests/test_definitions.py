@@ -9,13 +9,17 @@ them and their blocks checked on the shared engine; one real build asserts the l
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from formula_check.model import CheckResult, Status
+from formula_check.formula import judge_formula
+from formula_check.model import Array, CheckResult, Status
+from formula_check.oracles import get_oracle
 from formula_check.pages import Settings, source_blocks
 from implementations import MHA_WEIGHTS, SDPA, TUTORIAL_MHA
-from support import PROJECT, mkdocs_build, shared_engine
+from support import PROJECT, mkdocs_build, shared_engine, spec_for
 
 pytestmark = pytest.mark.tf
 
@@ -159,6 +163,53 @@ def test_a_masked_block_with_a_mask_term_gets_no_mask_hint() -> None:
     (result,) = check_page(text)
     assert result.formula is not None and result.formula.state == "differs"
     assert "mask term" not in result.formula.message
+
+
+# A definition whose left side carries the output's indices -----------------------------------
+
+SCORES = r"s_{ij} = \frac{1}{\sqrt{d_k}} \sum_l Q_{il} K_{jl}"
+WEIGHTS = r"\alpha_{ij} = \frac{e^{s_{ij}}}{\sum_k e^{s_{ik}}}"
+BY_ELEMENT = r"\text{Attention}(Q, K, V)_{il} = \sum_j \alpha_{ij} V_{jl}"
+
+
+def by_element(output: str = BY_ELEMENT, scores: str = SCORES) -> str:
+    """Attention written element by element, its output statement last."""
+    return f"{scores}, \\quad {WEIGHTS}, \\quad {output}"
+
+
+def multihead_arrays() -> tuple[dict[str, Array], dict[str, Any]]:
+    """The multi-head oracle's arrays and params at its default sizes."""
+    oracle = get_oracle("multihead")
+    params = dict(oracle.params)
+    sizes = oracle.resolve_dims(dict(oracle.dims), params)
+    rng = np.random.default_rng(5)
+    arrays = {**oracle.make_inputs(sizes, rng, params), **oracle.make_weights(sizes, rng)}
+    return arrays, {**params, **sizes}
+
+
+@pytest.mark.parametrize("subscript", ["_{il}", "_{i,l}", " _ {il} "])
+def test_a_definition_with_an_output_subscript_is_the_one_called(subscript: str) -> None:
+    """``\\text{Attention}(Q, K, V)_{il} = ...`` defines Attention, as ``(Q, K, V) =`` does."""
+    written = by_element(BY_ELEMENT.replace("_{il}", subscript, 1))
+    definitions = (("attention", written, "docs/page.md:6"),)
+    spec = spec_for("multihead", TUTORIAL_MHA, latex=MULTIHEAD, definitions=definitions)
+    verdict = judge_formula(spec, *multihead_arrays())
+    assert verdict is not None and verdict.state == "agrees", verdict
+    assert verdict.compiled.endswith("\n(Attention from docs/page.md:6)")
+
+
+def test_a_wrong_definition_with_an_output_subscript_is_set_aside_visibly() -> None:
+    unscaled = by_element(scores=SCORES.replace(r"\frac{1}{\sqrt{d_k}} ", ""))
+    definitions = (("attention", unscaled, "docs/page.md:6"),)
+    spec = spec_for("multihead", TUTORIAL_MHA, latex=MULTIHEAD, definitions=definitions)
+    verdict = judge_formula(spec, *multihead_arrays())
+    assert verdict is not None and verdict.state == "agrees", verdict
+    note = verdict.compiled.split("\n")[-1]
+    assert note.startswith(
+        "(Attention from docs/page.md:6 was not used: its formula differs from its oracle "
+        "'attention' on this block's arrays (max |Δ| = "
+    ), note
+    assert note.endswith("; the oracle's own Attention was used instead)")
 
 
 SITE = """\

@@ -357,7 +357,7 @@ def test_a_superscript_digit_is_an_unexpected_character() -> None:
         (r"\int_0^1 x\,dx", r"\int is outside the executable subset"),
         (
             r"\frac{e^{x_i}}{\sum_{j \in S} e^{x_j}}",
-            r"a sum under a condition (\in) is outside the executable subset",
+            r"\sum under a condition (\in) is outside the executable subset",
         ),
         (r"\sqrt[3]{x}", r"\sqrt[n]{…}: only square roots are executable"),
         (r"\max(x)", r"\max over a set; \max(a, b) and \max_j over an index are executable"),

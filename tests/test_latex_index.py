@@ -135,6 +135,94 @@ def test_a_page_softmax_with_a_sum_is_the_one_an_attention_formula_calls() -> No
     assert not agreement("attention", attention, definitions={"softmax": wrong}).ok
 
 
+# Softmax along a block's axis ---------------------------------------------------------------
+
+BY_ROWS_AND_COLUMNS = r"\text{softmax}(x)_{ij} = \frac{e^{x_{ij}}}{\sum_k e^{x_{kj}}}"
+"""A softmax whose indices name the axis it runs along: n, the columns of each (n, m) slice."""
+
+
+def along(axis: int, latex: str, **kw: Any) -> FormulaAgreement:
+    arrays, params = oracle_case("softmax")
+    return check_against_oracle(latex, "softmax", arrays, {**params, "axis": axis}, **kw)
+
+
+@pytest.mark.parametrize("axis", [-1, 2])
+def test_a_softmax_over_the_last_axis_is_compiled_as_written(axis: int) -> None:
+    result = along(axis, SOFTMAX)
+    assert result.ok, result.message
+    assert "along" not in result.compiled
+
+
+@pytest.mark.parametrize(
+    ("axis", "dim"), [(1, "n"), (-2, "n"), (0, "b"), (-3, "b")], ids=["1", "-2", "0", "-3"]
+)
+@pytest.mark.parametrize(
+    "latex",
+    [
+        SOFTMAX,
+        STABLE,
+        r"\text{softmax}(x)",
+        get_oracle("softmax").latex,
+    ],
+    ids=["textbook", "stable", "builtin", "catalog"],
+)
+def test_a_softmax_whose_indices_name_no_axis_runs_along_the_blocks_axis(
+    axis: int, dim: str, latex: str
+) -> None:
+    """Not a false "differs": the formula is a function of a vector, the block says where."""
+    result = along(axis, latex)
+    assert result.ok, result.message
+    line = f"(along {dim}, the block's axis={axis}, which the formula's indices do not name)"
+    assert result.compiled.splitlines()[-1] == line
+
+
+@pytest.mark.parametrize(
+    ("edit", "latex"),
+    [
+        ("exp dropped in the denominator", SOFTMAX.replace("e^{x_j}", "x_j")),
+        ("product for sum", SOFTMAX.replace(r"\sum", r"\prod")),
+        ("summing the wrong index", SOFTMAX.replace(r"\sum_j e^{x_j}", r"\sum_{j=1}^{m} e^{x_i}")),
+    ],
+)
+def test_a_wrong_softmax_along_the_blocks_axis_still_differs(edit: str, latex: str) -> None:
+    result = along(1, latex)
+    assert not result.ok, edit
+    assert result.max_abs > 1e-3
+
+
+def test_a_softmax_whose_indices_name_the_axis_is_taken_as_written() -> None:
+    result = along(1, BY_ROWS_AND_COLUMNS)
+    assert result.ok, result.message
+    assert result.compiled == "softmax(x)[i, j] = exp(x[..., i, j]) / sum_k(exp(x[..., k, j]))"
+    assert not along(-1, BY_ROWS_AND_COLUMNS).ok, "it sums over n, not m"
+    assert not along(0, BY_ROWS_AND_COLUMNS).ok, "it sums over n, not b"
+
+
+def test_a_sum_whose_upper_limit_names_the_last_axis_is_taken_as_written() -> None:
+    latex = SOFTMAX.replace(r"\sum_j", r"\sum_{j=1}^{m}")
+    assert along(-1, latex).ok
+    result = along(1, latex)
+    assert not result.ok, "its limit says m: the formula sums over m, the block over n"
+    assert "along" not in result.compiled
+
+
+def test_a_sum_whose_upper_limit_names_the_blocks_axis_runs_along_it() -> None:
+    latex = SOFTMAX.replace(r"\sum_j", r"\sum_{j=1}^{n}")
+    assert along(1, latex).ok
+    for axis in (-1, 0):  # j runs along m (or b), and its limit says n: the error as written
+        with pytest.raises(LatexError) as caught:
+            along(axis, latex)
+        message = "index j ranges over m here but over n at its sum's upper limit"
+        assert caught.value.message == message
+
+
+def test_declared_symbols_run_along_the_blocks_axis_too() -> None:
+    table = parse_symbols("z: [b, n, m] = x")
+    latex = r"\text{softmax}(z)_i = \frac{e^{z_i}}{\sum_j e^{z_j}}"
+    assert along(1, latex, symbols=table).ok
+    assert along(-1, latex, symbols=table).ok
+
+
 # LayerNorm over several statements ----------------------------------------------------------
 
 MU = r"\mu = \frac{1}{d}\sum_{i=1}^{d} x_i"
@@ -383,7 +471,7 @@ def test_an_index_mistake_in_a_later_row_points_into_that_row() -> None:
             r"\sum over part of a dim (limits other than 1 .. m or 0 .. m-1) "
             "is outside the executable subset",
         ),
-        (r"\sum_{j \le m} x_j", r"a sum under a condition (\le) is outside the executable subset"),
+        (r"\sum_{j \le m} x_j", r"\sum under a condition (\le) is outside the executable subset"),
         (r"\begin{cases} x \end{cases}", r"\begin{cases} is outside the executable subset"),
     ],
 )

@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard, get_args
+from typing import Any
 
 from .latex import (
     CompiledFormula,
@@ -25,12 +25,10 @@ from .latex import (
     NotExecutable,
     SymbolTable,
     compare_with_oracle,
-    compile_formula,
-    default_definitions,
-    default_symbols,
+    compile_for_oracle,
     parse_symbols,
 )
-from .latex.ir import Named, Op
+from .latex.ir import Named, walk
 from .latex.limits import within_stack
 from .model import Array, CheckSpec, FormulaVerdict
 from .oracles import get_oracle
@@ -149,11 +147,7 @@ def _compared(
 ) -> tuple[CompiledFormula, FormulaAgreement]:
     """What :func:`~.latex.check_against_oracle` does, keeping the compiled formula: its
     calls name the definitions used, its keys tell whether it has a mask term."""
-    table = symbols or default_symbols(oracle, params)
-    if table is None:
-        raise NotExecutable(f"no symbols are declared for oracle {oracle!r}")
-    known = {**default_definitions(oracle, params), **definitions}
-    compiled = compile_formula(latex, table, definitions=known)
+    compiled = compile_for_oracle(latex, oracle, params, symbols=symbols, definitions=definitions)
     with within_stack(latex):
         return compiled, compare_with_oracle(compiled, get_oracle(oracle), arrays, params)
 
@@ -215,8 +209,11 @@ def _checked_definition(
     return PageDefinition(compiled.definition.name, where, oracle, compiled)
 
 
-_DEFINED = re.compile(r"\\(?:text|mathrm|operatorname)\{(\w+)\}\s*\([^)]*\)\s*=")
-"""``\\text{Attention}(Q, K, V) =``: the function a definition block defines."""
+_DEFINED = re.compile(
+    r"\\(?:text|mathrm|operatorname)\{(\w+)\}\s*\([^)]*\)\s*(?:_\s*(?:\{[^{}]*\}|\w)\s*)?="
+)
+"""``\\text{Attention}(Q, K, V) =``, or with the output's indices, ``\\text{softmax}(x)_i =``:
+the function a definition block defines."""
 
 
 def _defined_name(latex: str) -> str:
@@ -242,22 +239,10 @@ def _needed(spec: CheckSpec) -> set[str]:
 
 
 def calls(compiled: CompiledFormula) -> set[str]:
-    """The functions ``compiled`` inlined, at any depth (``Attention`` in ``head_i``). Every
-    operation's fields are walked, so a kind of operation added later is walked too."""
-    found: set[str] = set()
-    stack: list[Op] = [op for out in compiled.outputs for op in (out.op, *out.index)]
-    while stack:
-        op = stack.pop()
-        if isinstance(op, Named) and op.args is not None:  # a family (head_i) has no args
-            found.add(op.label)
-        for part in dataclasses.fields(op):
-            value = getattr(op, part.name)
-            stack += [v for v in (value if isinstance(value, tuple) else (value,)) if _is_op(v)]
-    return found
-
-
-def _is_op(value: object) -> TypeGuard[Op]:
-    return isinstance(value, get_args(Op))
+    """The functions ``compiled`` inlined, at any depth (``Attention`` in ``head_i``)."""
+    roots = [op for out in compiled.outputs for op in (out.op, *out.index)]
+    # a family (head_i) is Named too, but has no args
+    return {op.label for op in walk(*roots) if isinstance(op, Named) and op.args is not None}
 
 
 def _sources(used: Iterable[PageDefinition]) -> str:

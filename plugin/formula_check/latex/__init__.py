@@ -3,13 +3,19 @@
 A hand-written recursive-descent compiler: lexer -> parser (syntax tree) -> lowering (names,
 types with named dims) -> NumPy evaluation. Index notation (``x_i``, ``\\sum_j``, ``y_i = …``)
 lowers to reductions over named axes (see :mod:`.indices`), and a formula may be split into
-statements that use one another (see :mod:`.where`). Anything outside the executable subset
+statements that use one another (see :mod:`.where`). An oracle's ``axis`` param places a
+formula whose indices name no axis (see :mod:`.along`). Anything outside the executable subset
 raises :class:`NotExecutable`; mistakes raise :class:`LatexError` with a column and a caret.
 """
 
 from __future__ import annotations
 
-from .agreement import FormulaAgreement, check_against_oracle, compare_with_oracle
+from .agreement import (
+    FormulaAgreement,
+    check_against_oracle,
+    compare_with_oracle,
+    compile_for_oracle,
+)
 from .compiler import CompiledFormula, compile_formula
 from .defaults import default_definitions, default_symbols
 from .errors import NOT_EXECUTABLE, EvaluationError, LatexError, NotExecutable
@@ -25,6 +31,7 @@ __all__ = [
     "SymbolTable",
     "check_against_oracle",
     "compare_with_oracle",
+    "compile_for_oracle",
     "compile_formula",
     "default_definitions",
     "default_symbols",

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..model import Array, frozen_map
 from ..oracles import Oracle, get_oracle
-from .compiler import CompiledFormula, compile_formula
+from .along import compile_along
+from .compiler import CompiledFormula
 from .defaults import default_definitions, default_symbols
 from .errors import NotExecutable
 from .limits import within_stack
@@ -103,6 +104,24 @@ def compare_with_oracle(
     return max(agreements, key=lambda a: (not a.ok, a.max_abs))
 
 
+def compile_for_oracle(
+    latex: str,
+    oracle_name: str,
+    params: Mapping[str, Any],
+    *,
+    symbols: SymbolTable | None = None,
+    definitions: Mapping[str, CompiledFormula] = frozen_map(),
+) -> CompiledFormula:
+    """Compile ``latex`` against ``symbols`` (default: the oracle's own table), with the
+    oracle's own definitions under the page's, along the oracle's ``axis`` where the formula's
+    indices name none (see :mod:`.along`). Raises ``LatexError`` or ``NotExecutable``."""
+    table = symbols or default_symbols(oracle_name, params)
+    if table is None:
+        raise NotExecutable(f"no symbols are declared for oracle {oracle_name!r}")
+    known = {**default_definitions(oracle_name, params), **definitions}
+    return compile_along(latex, table, known, get_oracle(oracle_name), params)
+
+
 def check_against_oracle(
     latex: str,
     oracle_name: str,
@@ -112,13 +131,10 @@ def check_against_oracle(
     symbols: SymbolTable | None = None,
     definitions: Mapping[str, CompiledFormula] = frozen_map(),
 ) -> FormulaAgreement:
-    """Compile ``latex`` (default symbols for the oracle unless ``symbols`` is given) and
-    compare it with the oracle. Raises ``LatexError`` or ``NotExecutable``."""
-    oracle = get_oracle(oracle_name)
-    table = symbols or default_symbols(oracle_name, params)
-    if table is None:
-        raise NotExecutable(f"no symbols are declared for oracle {oracle_name!r}")
-    known = {**default_definitions(oracle_name, params), **definitions}
-    compiled = compile_formula(latex, table, definitions=known)
+    """Compile ``latex`` (see :func:`compile_for_oracle`) and compare it with the oracle.
+    Raises ``LatexError`` or ``NotExecutable``."""
+    compiled = compile_for_oracle(
+        latex, oracle_name, params, symbols=symbols, definitions=definitions
+    )
     with within_stack(latex):  # evaluating and describing recurse over the compiled form
-        return compare_with_oracle(compiled, oracle, arrays, params)
+        return compare_with_oracle(compiled, get_oracle(oracle_name), arrays, params)

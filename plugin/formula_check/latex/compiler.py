@@ -35,6 +35,9 @@ class CompiledFormula:
     table: SymbolTable
     aliases: Mapping[str, str] = field(default_factory=frozen_map)
     """The sizes upper limits name (``@d`` of ``\\sum_{i=1}^{d}``), by the dim each is."""
+    along: str = ""
+    """When the formula was compiled along an oracle's ``axis`` (see :mod:`.along`), a line
+    saying which dim its last axis was taken to be; the compiled form ends with it."""
 
     @property
     def output_dims(self) -> dict[str, tuple[str, ...]]:
@@ -78,6 +81,7 @@ class CompiledFormula:
             for out in self.outputs
         ]
         lines += [f"where {where_line(named)} = {describe(named.body)}" for named in self.where]
+        lines += [f"({self.along})"] if self.along else []
         return capped("\n".join(lines))  # it is quoted on the card and in messages
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeGuard, get_args
 
 from .shapes import SCALAR, Type
 from .symbols import Symbol, TableFunction
@@ -136,6 +139,24 @@ Op = (
     | Relabel
     | Reduce
 )
+
+
+def is_op(value: object) -> TypeGuard[Op]:
+    """Whether ``value`` is one of the operations above."""
+    return isinstance(value, get_args(Op))
+
+
+def walk(*roots: Op) -> Iterator[Op]:
+    """Every operation under ``roots``, inlined bodies included. Each operation's fields are
+    walked, so a kind of operation added later is walked too."""
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        yield op
+        for part in dataclasses.fields(op):
+            value = getattr(op, part.name)
+            stack += [v for v in (value if isinstance(value, tuple) else (value,)) if is_op(v)]
+
 
 INFIX = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
 

@@ -318,7 +318,7 @@ class Parser:
         while self.at("_", "^"):
             mark = self.advance()
             if mark.text == "_" and not indices:
-                indices, lower = self.sum_index()
+                indices, lower = self.sum_index(token.text)
             elif mark.text == "^" and upper is None:
                 upper = self.script()
             else:
@@ -328,8 +328,9 @@ class Parser:
             raise LatexError(message, self.source, token.col)
         return BigOp(token.text, indices, lower, upper, self.term(), token.col)
 
-    def sum_index(self) -> tuple[tuple[Word, ...], Expr | None]:
-        """``j``, ``{j}``, ``{i,j}``, ``{ij}`` or ``{j=1}``: the indices, and the lower limit."""
+    def sum_index(self, op: str) -> tuple[tuple[Word, ...], Expr | None]:
+        """``j``, ``{j}``, ``{i,j}``, ``{ij}`` or ``{j=1}``: the indices, and the lower limit,
+        of ``\\op`` (``sum``, ``max``, ...)."""
         if self.peek().kind == "letter":  # _jx: the subscript is j alone, as TeX reads it
             token = self.advance()
             return (Word(token.text, token.col),), None
@@ -346,7 +347,7 @@ class Parser:
         relation = f"\\{token.text}" if token.kind == "command" else token.text
         if relation in RELATIONS:
             raise NotExecutable(
-                f"a sum under a condition ({relation}) is outside the executable subset"
+                f"\\{op} under a condition ({relation}) is outside the executable subset"
             )
         self.expect("}")
         return indices, lower
