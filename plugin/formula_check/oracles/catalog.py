@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import OracleError
 from ..model import Array
-from ..tolerance import DTYPE_PARAM
+from ..tolerance import DRAW_PARAM, DTYPE_PARAM
 from .base import KEEP_PARAM, Oracle, Regime, TensorSpec, scaled
 from .registry import register
 
@@ -25,14 +25,27 @@ MASKED_LOGIT = -1e9
 # Shared math --------------------------------------------------------------------------------
 
 
-def softmax(x: Array, axis: int = -1) -> Array:
-    """Numerically stable softmax: the max is subtracted before exponentiating."""
-    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
+def softmax(x: Array, axis: int = -1, *, through_logsumexp: bool = False) -> Array:
+    """Numerically stable softmax: the max is subtracted before exponentiating, or (as code
+    also writes it) the log of the sum of exponentials is."""
+    top = np.max(x, axis=axis, keepdims=True)
+    if through_logsumexp:
+        total = top + np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True))
+        logs: Array = np.exp(x - total)
+        return logs
+    exps = np.exp(x - top)
     result: Array = exps / np.sum(exps, axis=axis, keepdims=True)
     return result
 
 
-def scaled_dot_product(q: Array, k: Array, v: Array, keep: Array | None) -> tuple[Array, Array]:
+def _second_way(params: Mapping[str, Any]) -> bool:
+    """Whether this rounding draw computes the formula its second usual way."""
+    return int(params.get(DRAW_PARAM, 0)) % 2 == 1
+
+
+def scaled_dot_product(
+    q: Array, k: Array, v: Array, keep: Array | None, *, through_logsumexp: bool = False
+) -> tuple[Array, Array]:
     """``softmax(q k^T / sqrt(d_k)) v`` over any leading batch axes; returns (output, weights)."""
     logits = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
     if keep is not None:
@@ -40,7 +53,7 @@ def scaled_dot_product(q: Array, k: Array, v: Array, keep: Array | None) -> tupl
         # turns a fully masked row uniform; in float64 an addition would keep the logits'
         # differences and disagree with every TF implementation on such rows.
         logits = np.where(keep, logits, MASKED_LOGIT)
-    weights = softmax(logits)
+    weights = softmax(logits, through_logsumexp=through_logsumexp)
     return weights @ v, weights
 
 
@@ -59,13 +72,22 @@ def relu_ffn(x: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> tuple[Arra
 
 
 def positional_encoding(
-    n: int, d_model: int, base: float = 10000.0, dtype: type[np.floating[Any]] = np.float64
+    n: int,
+    d_model: int,
+    base: float = 10000.0,
+    dtype: type[np.floating[Any]] = np.float64,
+    *,
+    through_exp: bool = False,
 ) -> Array:
     """Sinusoidal encoding, sines in even columns and cosines in odd ones (interleaved),
-    computed in ``dtype``."""
+    computed in ``dtype``; the frequencies as powers of ``base``, or (as code also writes
+    them) through ``exp`` of a log."""
     positions = np.arange(n, dtype=dtype)[:, np.newaxis]
     two_i = np.arange(0, d_model, 2, dtype=dtype)[np.newaxis, :]
-    angles = positions / np.power(dtype(base), two_i / dtype(d_model))
+    if through_exp:
+        angles = positions * np.exp(two_i * dtype(-math.log(base) / d_model))
+    else:
+        angles = positions / np.power(dtype(base), two_i / dtype(d_model))
     encoding = np.empty((n, d_model), dtype=dtype)
     encoding[:, 0::2] = np.sin(angles)
     encoding[:, 1::2] = np.cos(angles)
@@ -235,7 +257,11 @@ Q, K, V = _spec("q", "b n d_k", "queries"), _spec("k", "b m d_k", "keys"), _spec
 
 def _attention(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
     output, weights = scaled_dot_product(
-        _get(arrays, Q), _get(arrays, K), _get(arrays, V), _keep(arrays)
+        _get(arrays, Q),
+        _get(arrays, K),
+        _get(arrays, V),
+        _keep(arrays),
+        through_logsumexp=_second_way(params),
     )
     return {"output": output, "weights": weights}
 
@@ -298,6 +324,7 @@ def _multihead(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[s
         _split_heads(k @ W_k + b_k, h),
         _split_heads(v @ W_v + b_v, h),
         keep,
+        through_logsumexp=_second_way(params),
     )
     return {"output": _merge_heads(heads) @ W_o + b_o, "weights": weights}
 
@@ -363,7 +390,13 @@ SA_WEIGHTS = (
 def _self_attention(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
     W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o = (_get(arrays, s) for s in SA_WEIGHTS)
     x = _get(arrays, X)
-    heads, weights = scaled_dot_product(x @ W_q + b_q, x @ W_k + b_k, x @ W_v + b_v, _keep(arrays))
+    heads, weights = scaled_dot_product(
+        x @ W_q + b_q,
+        x @ W_k + b_k,
+        x @ W_v + b_v,
+        _keep(arrays),
+        through_logsumexp=_second_way(params),
+    )
     return {"output": heads @ W_o + b_o, "weights": weights}
 
 
@@ -396,7 +429,8 @@ def _positional_encoding(
 ) -> dict[str, Array]:
     base = float(params.get("base", 10000.0))
     dtype = params.get(DTYPE_PARAM, np.float64)
-    return {"output": positional_encoding(int(params["n"]), int(params["d_model"]), base, dtype)}
+    size = int(params["n"]), int(params["d_model"])
+    return {"output": positional_encoding(*size, base, dtype, through_exp=_second_way(params))}
 
 
 def _derive_positional(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
@@ -468,7 +502,8 @@ SOFTMAX_X = _spec("x", "b n m")
 
 
 def _softmax(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
-    return {"output": softmax(_get(arrays, SOFTMAX_X), int(params.get("axis", -1)))}
+    axis = int(params.get("axis", -1))
+    return {"output": softmax(_get(arrays, SOFTMAX_X), axis, through_logsumexp=_second_way(params))}
 
 
 def _derive_softmax(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
