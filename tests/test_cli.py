@@ -405,8 +405,15 @@ def test_show_a_drift_exits_1_with_its_numbers(first_runs, monkeypatch, capsys) 
     assert cli.main(["show", "--no-timing", "docs/index.md:13"]) == 1
     out = capsys.readouterr().out
     assert "FAIL output (b, n, d_v)" in out
-    assert re.search(r"worst at \(\d+, \d+, \d+\): expected -?[\d.]+, got -?[\d.]+", out)
+    assert re.search(r"max \|Δ\| = [\d.e-]+ at \(\d+, \d+, \d+\)", out)
+    assert re.search(
+        r"worst against its tolerance at \(\d+, \d+, \d+\): expected -?[\d.]+, got -?[\d.]+, "
+        r"tolerance there [\d.e-]+",
+        out,
+    )
+    assert "tolerance: derived: 64 × float32 rounding" in out
     assert "40 of 40 elements out of tolerance" in out
+    assert "FAIL output (b, n, d_v) on the large logits inputs" in out
 
 
 @pytest.mark.tf

@@ -63,7 +63,7 @@ def test_compare_is_absolute_dominated() -> None:
 
 def test_a_pass_says_how_much_of_its_tolerance_it_used() -> None:
     """|Δ| above atol passes on a large expected value; the line says the share of each
-    element's whole tolerance (atol + rtol × |expected|) used, never that |Δ| <= atol."""
+    element's whole tolerance (atol + rtol * |expected|) used, never that |Δ| <= atol."""
     within_atol = compare("y", np.array([1.0 + 5e-7]), np.array([1.0]), ("n",), 1e-6, 1e-5)
     assert within_atol.ok and within_atol.summary() == (
         "y: max |Δ| = 5e-07, within tolerance (5% of it used)"

@@ -21,17 +21,23 @@ FailurePredicate = Callable[[CheckResult], bool]
 def verdict_lines(verdict: Verdict) -> list[str]:
     """A verdict's numbers, one fact per line (the card's table, as text)."""
     dims = f" ({', '.join(verdict.dims)})" if verdict.dims else ""
-    lines = [f"{'ok  ' if verdict.ok else 'FAIL'} {verdict.name}{dims}"]
+    regime = f" on the {verdict.regime} inputs" if verdict.regime else ""
+    lines = [f"{'ok  ' if verdict.ok else 'FAIL'} {verdict.name}{dims}{regime}"]
     if verdict.problem:
         return [*lines, f"     {verdict.problem}"]
     where = ", ".join(str(i) for i in verdict.worst_index)
+    largest = ", ".join(str(i) for i in verdict.max_index)
+    at = f" at ({largest})" if verdict.max_index else ""
+    tolerance = verdict.tolerance or f"atol {verdict.atol:.1g}, rtol {verdict.rtol:.1g}"
     lines += [
-        f"     max |Δ| = {verdict.max_abs:.3g}  (atol {verdict.atol:.1g}, rtol {verdict.rtol:.1g})"
-        f"  max rel = {relative_error(verdict)}",
-        f"     worst at ({where}): expected {verdict.worst_expected:.6g}, "
-        f"got {verdict.worst_actual:.6g}",
+        f"     max |Δ| = {verdict.max_abs:.3g}{at}  max rel = {relative_error(verdict)}",
+        f"     tolerance: {tolerance}; {verdict.used:.0%} of it used at most",
+        f"     worst against its tolerance at ({where}): expected {verdict.worst_expected:.6g}, "
+        f"got {verdict.worst_actual:.6g}, tolerance there {verdict.worst_allowed:.2g}",
         f"     {verdict.n_bad} of {verdict.n_total} elements out of tolerance",
     ]
+    if verdict.hint:
+        lines.append(f"     {verdict.hint}")
     if verdict.nonfinite:
         lines.append(f"     {verdict.nonfinite} non-finite values")
     return lines

@@ -338,8 +338,11 @@ def page_blocks(
     return blocks
 
 
-_DEFINES = re.compile(r"\\(?:text|mathrm|operatorname)\{\w+\}\s*\([^)]*\)\s*=")
-"""``\text{Attention}(Q, K, V) =``: a formula that defines a function later blocks may call.
+_DEFINES = re.compile(
+    r"\\(?:text|mathrm|operatorname)\{\w+\}\s*\([^)]*\)\s*(?:_\s*(?:\{[^{}]*\}|\w)\s*)?="
+)
+"""``\text{Attention}(Q, K, V) =`` (or with the output's indices, ``\text{softmax}(x)_i =``): a
+formula that defines a function later blocks may call.
 Only those are passed on, so editing any other formula does not invalidate later blocks."""
 
 
