@@ -167,8 +167,10 @@ def derive(name: str, expected: Array, samples: Sequence[Pair]) -> Tolerance | N
             return None
         magnitude = _magnitude(exact)
         own = np.sqrt(np.mean(stacked**2, axis=0))
-        # one draw (an oracle of sizes alone) says little of any one element: lean on its row
-        floor = _row_scale(own, magnitude) * magnitude / (2 if len(errors) > 1 else 1)
+        # draws at one and the same point (an oracle of sizes alone: only its formulations
+        # differ) say little of any one element: lean on its whole row
+        moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
+        floor = _row_scale(own, magnitude) * magnitude / (2 if moved else 1)
         scale = np.maximum(own, floor)
         allowed = SPREAD * scale + EPS32 * (np.abs(exact) + np.mean(np.abs(exact)))
     low, high = float(np.min(scale)), float(np.max(scale))
