@@ -271,8 +271,20 @@ def test_an_edit_to_the_latex_alone_is_caught(
 def test_a_cell_covered_twice_is_an_error_under_the_second_statement() -> None:
     with pytest.raises(LatexError) as caught:
         agreement("positional_encoding", PE.replace("2i+1", "2i"))
-    assert caught.value.message == "PE covers cell (0, 0) more than once: every cell exactly once"
+    assert caught.value.message == (
+        "the formula gives PE at (0, 0) more than one value: its statements together must give "
+        "each element exactly one (for instance one for even columns, 2i, and one for odd ones, "
+        "2i+1)"
+    )
     assert caught.value.caret().splitlines()[1] == " " * PE.index("PE_{(pos, 2i+1)}") + "^"
+
+
+def test_a_cell_never_given_a_value_is_said_plainly() -> None:
+    only_even = PE.split(r", \quad")[0]
+    assert only_even != PE
+    with pytest.raises(LatexError) as caught:
+        agreement("positional_encoding", only_even)
+    assert caught.value.message.startswith("the formula gives PE no value at (0, 1): ")
 
 
 def test_a_mismatch_reports_its_size_and_place() -> None:

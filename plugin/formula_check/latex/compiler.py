@@ -218,7 +218,12 @@ def compile_formula(
     locals_ = compiler.lowerer.scope.locals
     outputs = tuple(out for out in outputs if out.name not in locals_.used)
     if not outputs:
-        raise compiler.lowerer.fail("the formula defines only family members", 0)
+        raise compiler.lowerer.fail(
+            "the formula defines only the members of a family (such as head_i = ...) and no "
+            "result made of them: add the statement that combines them, for instance "
+            "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O",
+            0,
+        )
     seen = [out.name for out in outputs if not out.index]
     if len(seen) != len(set(seen)):
         raise compiler.lowerer.fail("two statements assign the same name", outputs[-1].col)

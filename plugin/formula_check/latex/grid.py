@@ -58,12 +58,18 @@ def scatter(outputs: Sequence[Output], dims: tuple[str, ...], env: Env, source: 
         if hits.max() > 1:
             cell = tuple(int(c) for c in np.argwhere(hits > 1)[0])
             raise LatexError(
-                f"{out.name} covers cell {cell} more than once: every cell exactly once",
+                f"the formula gives {out.name} at {cell} more than one value: its statements "
+                "together must give each element exactly one (for instance one for even "
+                "columns, 2i, and one for odd ones, 2i+1)",
                 source,
                 out.col,
             )
     if hits.min() == 0:
         cell = tuple(int(c) for c in np.argwhere(hits == 0)[0])
-        message = f"{outputs[0].name} never covers cell {cell}: every cell exactly once"
+        message = (
+            f"the formula gives {outputs[0].name} no value at {cell}: its statements together "
+            "must give each element exactly one (for instance one for even columns, 2i, and one "
+            "for odd ones, 2i+1)"
+        )
         raise LatexError(message, source, outputs[0].col)
     return result
