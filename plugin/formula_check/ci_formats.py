@@ -31,7 +31,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     tolerance = verdict.tolerance or f"atol {verdict.atol:.1g}, rtol {verdict.rtol:.1g}"
     lines += [
         f"     max |Δ| = {verdict.max_abs:.3g}{at}  max rel = {relative_error(verdict)}",
-        f"     tolerance: {tolerance}; {verdict.used:.0%} of it used at most",
+        f"     tolerance: {tolerance}; {_share(verdict)}",
         f"     worst against its tolerance at ({where}): expected {verdict.worst_expected:.6g}, "
         f"got {verdict.worst_actual:.6g}, tolerance there {verdict.worst_allowed:.2g}",
         f"     {verdict.n_bad} of {verdict.n_total} elements out of tolerance",
@@ -41,6 +41,13 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     if verdict.nonfinite:
         lines.append(f"     {verdict.nonfinite} non-finite values")
     return lines
+
+
+def _share(verdict: Verdict) -> str:
+    """How much of its tolerance the code used: a share when within, a multiple when not."""
+    if verdict.used <= 1:
+        return f"{verdict.used:.0%} of it used at most"
+    return f"up to {verdict.used:.3g} times it"
 
 
 def relative_error(verdict: Verdict) -> str:
