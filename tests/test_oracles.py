@@ -413,7 +413,7 @@ def _pe_float32_exp(n: int, d_model: int) -> np.ndarray:
 def test_positional_tolerance_grows_with_position() -> None:
     expected, allowed = _pe_tolerance(10001, 16)
     assert allowed[10000].max() > 3 * allowed[10].max()
-    assert _pe_tolerance(50, 16)[1].max() < 1e-5  # a short sequence is held far tighter
+    assert _pe_tolerance(50, 16)[1][:10].max() < 1e-5  # early positions are held tighter
     # another float32 formulation of the same formula passes at every position
     error = np.abs(_pe_float32_exp(10001, 16) - expected)
     assert np.all(error <= allowed)
