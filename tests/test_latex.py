@@ -280,7 +280,7 @@ def test_a_cell_covered_twice_is_an_error_under_the_second_statement() -> None:
 
 
 def test_a_cell_never_given_a_value_is_said_plainly() -> None:
-    only_even = PE.split(r", \quad")[0]
+    only_even = PE.split(r", \quad", maxsplit=1)[0]
     assert only_even != PE
     with pytest.raises(LatexError) as caught:
         agreement("positional_encoding", only_even)
