@@ -283,3 +283,26 @@ def test_positional_encoding_in_halves_is_told_so() -> None:
     wrong_base = run("positional_encoding", PE.replace("10000.0", "1000.0"))
     assert wrong_base.status is Status.MISMATCH
     assert "halves" not in wrong_base.headline()
+
+
+@pytest.mark.parametrize("case", ["sublayer-pre", "sublayer-post"])
+def test_a_relu6_behind_a_norm_is_caught_with_wide_weights(case: str) -> None:
+    oracle, source, options = CORRECT[case]
+    capped = source.replace('activation="relu"', 'activation="relu6"')
+    assert capped != source
+    result = run(oracle, capped, **options)
+    assert result.status is Status.MISMATCH, result.headline()
+    assert any(v.regime == "wide weights" and not v.ok for v in result.verdicts)
+    # and the correct layer, its weights scaled in place and restored, verifies
+    right = run(oracle, source, **options)
+    assert right.status is Status.VERIFIED, right.headline()
+    assert "wide weights" in right.regimes()
+
+
+def test_wide_weights_reach_a_function_too() -> None:
+    """A function is given its weights: the wide-weights regime sends them scaled, exactly."""
+    from formula_check.planning import plan_check
+    from support import spec_for
+
+    plan = plan_check(spec_for("sublayer", "def f(x, *w):\n    return x\n"), ".")
+    assert np.array_equal(plan.arrays["r3/wt/W_1"], plan.arrays["wt/W_1"] * 8)

@@ -98,7 +98,8 @@ def evaluate(
     for regime in plan.regimes:
         if regime.name in skipped:
             continue
-        inputs = {**oracle_arrays, **regime.inputs}
+        grown = {k: v * regime.weight_scale for k, v in weights.items()}
+        inputs = {**oracle_arrays, **grown, **regime.inputs}
         sizes = {**params, **regime.sizes}
         got = [arrays.get(f"{regime.prefix}out/{i}") for i in range(len(outputs))]
         wanted = _expected(plan, inputs, sizes)

@@ -33,6 +33,7 @@ class PlannedRegime:
     sizes: Mapping[str, int]
     inputs: Mapping[str, Array]
     prefix: str
+    weight_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,19 @@ def _planned(
             "name": regime.name,
             "prefix": regime.prefix,
             "resized": dict(regime.sizes) != dict(sizes),
+            "weight_scale": regime.weight_scale,
             **call_plans(spec, oracle, regime.sizes, has_mask=keep is not None),
         }
         for regime in regimes
     ]
     for regime in regimes:
+        if regime.weight_scale != 1.0:  # a function is given its weights: scaled, exactly
+            arrays.update(
+                {
+                    f"{regime.prefix}wt/{k}": (v * regime.weight_scale).astype(np.float32)
+                    for k, v in weights.items()
+                }
+            )
         arrays.update(
             {f"{regime.prefix}in/{k}": v.astype(np.float32) for k, v in regime.inputs.items()}
         )
@@ -169,7 +178,9 @@ def _regimes(
         else:
             made = dict(inputs)
         planned.append(
-            PlannedRegime(regime.name, regime.says, resized, _round32(made), f"r{index}/")
+            PlannedRegime(
+                regime.name, regime.says, resized, _round32(made), f"r{index}/", regime.weight_scale
+            )
         )
     return tuple(planned)
 

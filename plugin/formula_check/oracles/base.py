@@ -74,6 +74,9 @@ class Regime:
     """What it is, for the card: ``logits of about ±64``."""
     inputs: Reshape | None = None
     sizes: Callable[[Mapping[str, int]], dict[str, int]] | None = None
+    weight_scale: float = 1.0
+    """Every weight times this (a power of two, so exactly): a layer's own are scaled in place
+    for the regime's call and restored after, a function's are given scaled."""
 
 
 def scaled(factor: float, says: str = "", name: str = "wide") -> Regime:

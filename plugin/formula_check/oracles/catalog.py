@@ -190,6 +190,16 @@ WIDE_OFFSET = Regime(
 )
 
 
+WIDE_WEIGHTS = Regime(
+    "wide weights",
+    "every weight × 8: a normalised sublayer input reaches the activation's far range",
+    weight_scale=8.0,
+)
+"""Inputs alone cannot widen what a pre-norm sublayer's feed-forward network sees: the norm
+brings every row back to unit variance. Its weights can: eight times the gains and kernels
+puts pre-activations far past 6, where a ReLU6 or a clip differs from a ReLU."""
+
+
 def _far_positions(sizes: Mapping[str, int]) -> dict[str, int]:
     return {**sizes, "n": max(int(sizes["n"]), FAR_POSITIONS)}
 
@@ -625,6 +635,6 @@ SUBLAYER = register(
         params={"norm": "post", "epsilon": 1e-6},
         heatmaps=("hidden",),
         derive=_derive_sublayer,
-        regimes=(scaled(10.0), NEAR_EPSILON),
+        regimes=(scaled(10.0), NEAR_EPSILON, WIDE_WEIGHTS),
     )
 )

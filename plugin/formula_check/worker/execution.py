@@ -366,7 +366,13 @@ def _run_regimes(
         prefix = str(regime["prefix"])
         args = [_value(ref, arrays, prefix) for ref in plan["args"]]
         kwargs = {key: _value(ref, arrays, prefix) for key, ref in plan["kwargs"].items()}
+        scale = float(regime.get("weight_scale", 1.0))
+        grown = []
+        if scale != 1.0 and kind != "function":  # the layer's own weights, in place
+            grown = [v for _, v, _ in _variables(runner.layer, request.get("weights") or {})]
         try:
+            for variable in grown:
+                variable.assign(variable.numpy() * scale)
             with _phase(f"regime:{name}"):
                 result = runner.target(*args, **kwargs)
         except SnippetRaised as raised:
@@ -376,6 +382,9 @@ def _run_regimes(
             said = (_said(error).strip().splitlines() or [""])[0]
             skipped.append([name, _clean(f"{type(error).__name__}: {said}")[:200]])
             continue
+        finally:
+            for variable in grown:  # a power of two: exactly the weights they were
+                variable.assign(variable.numpy() / scale)
         got, _ = _outputs(result)
         outputs.update({f"{prefix}out/{i}": value for i, value in enumerate(got)})
     return outputs, skipped
