@@ -25,7 +25,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from drifts import DRIFTS  # noqa: E402  (the test suite's drift matrix)
+from formula_check import evaluate  # noqa: E402
 from formula_check.tolerance import SPREAD  # noqa: E402
+
+evaluate.BOUND_FIRST = False  # every check against its full tolerance: the share it used
 from implementations import CORRECT  # noqa: E402  (the test suite's correct code)
 from support import run  # noqa: E402
 

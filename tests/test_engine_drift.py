@@ -35,7 +35,7 @@ def test_drift_is_caught(name: str) -> None:
         if verdict.problem:
             assert verdict.problem in text
         else:
-            assert verdict.max_abs > verdict.atol
+            assert verdict.used > 1  # some element beyond its own tolerance
             assert verdict.n_bad > 0
             assert f"at ({', '.join(map(str, verdict.max_index))})" in text
             assert f"({', '.join(map(str, verdict.worst_index))})" in text
