@@ -446,3 +446,19 @@ def test_a_layer_norm_without_beta_says_center_false() -> None:
     assert str(raised.value.error) == (
         "beta is None (a LayerNormalization built with center=False has no beta)"
     )
+
+
+@pytest.mark.tf
+def test_a_factory_under_the_multihead_preset_verifies_through_the_engine() -> None:
+    """The planner says where each constructor keyword came from, so the preset's key_dim
+    is not forced on a factory that does not take it."""
+    from support import run
+
+    result = run(
+        "multihead",
+        MAKE_MHA,
+        preset="keras-mha",
+        kind="factory",
+        init={"d_model": "d_model", "num_heads": "h"},
+    )
+    assert result.status is Status.VERIFIED, result.headline()
