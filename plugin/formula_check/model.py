@@ -342,7 +342,13 @@ class CheckResult:
         """What happened, without the location. ``brief``: on one line, an error message
         without the wrapping TensorFlow and Keras add (see :func:`brief_message`)."""
         if self.status is Status.MISMATCH:
-            bad = [v.summary() for v in self.verdicts if not v.ok]
+            failed = [v for v in self.verdicts if not v.ok]
+            # where the standard inputs already differ, the other regimes only repeat it
+            standard = [v for v in failed if not v.regime]
+            bad = [v.summary() for v in standard or failed]
+            others = list(dict.fromkeys(v.regime for v in failed if v.regime))
+            if standard and others:
+                bad.append(f"also differs on the {', '.join(others)} inputs")
             if self.formula is not None and self.formula.failed:
                 bad.append(self.formula.summary())
             return "; ".join(bad) or self.message
@@ -351,11 +357,11 @@ class CheckResult:
             return f"{self.failure.type}{self._failure_where()}: {message}"
         if self.message:
             return brief_message(self.message) if brief else self.message
-        standard = [v.summary() for v in self.verdicts if not v.regime]
-        others = list(dict.fromkeys(v.regime for v in self.verdicts if v.regime))
-        if others:
-            standard.append(f"also within tolerance on {', '.join(others)} inputs")
-        return "; ".join(standard)
+        lines = [v.summary() for v in self.verdicts if not v.regime]
+        ran = list(dict.fromkeys(v.regime for v in self.verdicts if v.regime))
+        if ran:
+            lines.append(f"also within tolerance on {', '.join(ran)} inputs")
+        return "; ".join(lines)
 
     def regimes(self) -> tuple[str, ...]:
         """The input regimes compared besides the standard inputs, in order."""
