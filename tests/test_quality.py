@@ -1,4 +1,5 @@
-"""The package passes its own linters: ruff (broad rule set) and mypy --strict."""
+"""The package passes its own linters (ruff with a broad rule set, mypy --strict), CI runs what
+the README says, and the version is written in one place."""
 
 from __future__ import annotations
 
@@ -52,3 +53,25 @@ def test_importing_the_package_does_not_import_tensorflow() -> None:
         "sys.exit('tensorflow' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
+
+
+def _readme_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = readme.split("```bash\n")[1:]
+    return [block.split("```", 1)[0].strip() for block in blocks]
+
+
+def test_ci_runs_the_readme_test_command_then_the_strict_docs_build() -> None:
+    test_command = next(c for c in _readme_commands() if c.endswith("python -m pytest -n 2"))
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in lines
+    assert "mkdocs build --strict" in lines[lines.index(test_command) + 1 :]
+
+
+def test_the_version_is_written_once() -> None:
+    # Read as text: tomllib is not in Python 3.10, which the package still supports.
+    lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    assert not any(line.startswith("version =") for line in lines)
+    assert 'dynamic = ["version"]' in lines
+    source = lines[lines.index("[tool.hatch.version]") + 1]
+    assert source == 'path = "plugin/formula_check/__init__.py"'
