@@ -47,7 +47,8 @@ def snippet_mask(keep: Array, convention: MaskConvention, dims: Sequence[str]) -
     if convention == "additive":
         return (~reshaped).astype(np.float32)
     if convention == "keep":
-        return reshaped.copy()
+        kept: Array = reshaped.copy()
+        return kept
     if convention == "keep-float":
         return reshaped.astype(np.float32)
     raise SpecError(f"unknown mask convention {convention!r}; use additive, keep or keep-float")

@@ -337,10 +337,11 @@ class ThemeListing:
             self.hits += 1
         if not key:
             return list(listing.names)
-        filtered = self._filtered.get((searchpath, *key))
+        entry = (searchpath, *key)
+        filtered = self._filtered.get(entry)
         if filtered is None:
             filtered = [name for name in listing.names if keep(name)]
-            self._filtered[(searchpath, *key)] = filtered
+            self._filtered[entry] = filtered
         return list(filtered)
 
 

@@ -313,13 +313,15 @@ def _split_heads(x: Array, h: int) -> Array:
     b, n, d_model = x.shape
     if d_model % h:
         raise OracleError(f"d_model ({d_model}) must be divisible by h ({h})")
-    return x.reshape(b, n, h, d_model // h).transpose(0, 2, 1, 3)
+    heads: Array = x.reshape(b, n, h, d_model // h).transpose(0, 2, 1, 3)
+    return heads
 
 
 def _merge_heads(x: Array) -> Array:
     """(b, h, n, depth) -> (b, n, h * depth): the concatenation of the heads."""
     b, h, n, depth = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(b, n, h * depth)
+    merged: Array = x.transpose(0, 2, 1, 3).reshape(b, n, h * depth)
+    return merged
 
 
 def _multihead(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
