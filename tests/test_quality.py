@@ -1,8 +1,10 @@
-"""The package passes its own linters (ruff with a broad rule set, mypy --strict), CI runs what
-the README says, and the version is written in one place."""
+"""The package passes its own linters (ruff with a broad rule set, mypy --strict), keeps its
+import contracts (import-linter), CI runs what the README says, and the version is written in
+one place."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +35,19 @@ def test_ruff_is_clean() -> None:
 def test_mypy_strict_is_clean() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mypy"], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_import_contracts_hold() -> None:
+    # The layers and the nevers of ARCHITECTURE.md, as contracts in pyproject.toml.
+    result = subprocess.run(
+        [*_tool("lint-imports"), "--no-cache"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "plugin")},
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
