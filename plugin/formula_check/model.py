@@ -384,6 +384,17 @@ class CheckResult:
 
 
 _OP_NODE = re.compile(r"\{\{function_node [^{}]*\}\}\s*")
+
+# CSI sequences (colours, bold: Keras 3 puts them in error strings even off a terminal),
+# OSC sequences (terminal hyperlinks) and the two-byte escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences."""
+    return _ANSI.sub("", text)
+
+
 _KERAS_CALL = re.compile(r"^Exception encountered when calling .*$")
 _KERAS_ARGUMENTS = re.compile(r"^(Call a|A)rguments received by ")
 

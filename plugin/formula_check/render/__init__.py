@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .card import ImageUrl, render_card, status_class, strip_ansi
+from ..model import strip_ansi
+from .card import ImageUrl, render_card, status_class
 from .figure import VALUE_HEATMAPS, Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, labels_for, outcome_key
 from .report import report_body, report_json, report_markdown

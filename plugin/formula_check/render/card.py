@@ -8,7 +8,6 @@ piece of text that came from a user, a snippet or TensorFlow is escaped here, on
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable, Iterable
 
 from ..model import (
@@ -20,6 +19,7 @@ from ..model import (
     TimingStats,
     Verdict,
     format_seconds,
+    strip_ansi,
 )
 from .figure import Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, outcome_key
@@ -27,9 +27,6 @@ from .labels import OUTCOME_KEYS, Labels, outcome_key
 ImageUrl = Callable[[Figure], str]
 """Stores a figure somewhere the page can reach and returns its URL (relative to the page)."""
 
-# CSI sequences (colours, bold: Keras 3 puts them in error strings even off a terminal),
-# OSC sequences (terminal hyperlinks) and the two-byte escapes.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 # Material admonition types whose colours match each outcome.
 _ADMONITION = {
@@ -43,11 +40,6 @@ _ADMONITION = {
 }
 _CSS_STATUS = {"expected_failure": "xfail", "unexpected_pass": "xpass"}
 _ROLES = ("input", "weight", "output")
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without terminal escape sequences."""
-    return _ANSI.sub("", text)
 
 
 def _esc(text: str) -> str:

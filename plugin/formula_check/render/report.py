@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import CheckResult, Verdict, format_seconds
-from .card import status_class, strip_ansi
+from ..model import CheckResult, Verdict, format_seconds, strip_ansi
+from .card import status_class
 from .labels import OUTCOME_KEYS, Labels, outcome_key
 
 REPORT_VERSION = 2

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from ..model import strip_ansi
 from . import isolation, protocol
 from .paths import CHECKER, shown_path
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _MAX_TEXT = 4000
 
 
@@ -884,7 +884,7 @@ def _snippet_line(error: BaseException, filename: str, root: str) -> tuple[str, 
 
 
 def _clean(text: str) -> str:
-    return ANSI.sub("", text)[:_MAX_TEXT]
+    return strip_ansi(text)[:_MAX_TEXT]
 
 
 _AUTOGRAPH_MODULE = "__autograph_generated_file"
