@@ -20,32 +20,8 @@ from formula_check.latex import (
     default_symbols,
     parse_symbols,
 )
-from formula_check.masks import keep_mask
 from formula_check.oracles import get_oracle
-
-SIZES = {
-    "softmax": {"b": 2, "n": 3, "m": 5},
-    "layer_norm": {"b": 2, "n": 3, "d_model": 6},
-    "attention": {"b": 2, "n": 3, "m": 5, "d_k": 4, "d_v": 6},
-    "linear": {"b": 2, "n": 3, "d_model": 5, "d_k": 4},
-    "sublayer": {"b": 2, "n": 3, "d_model": 5, "d_ff": 7},
-}
-
-
-def oracle_case(name: str, *, mask: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    oracle = get_oracle(name)
-    params = dict(oracle.params)
-    sizes = oracle.resolve_dims(SIZES[name], params)
-    rng = np.random.default_rng(11)
-    arrays = {**oracle.make_inputs(sizes, rng, params), **oracle.make_weights(sizes, rng)}
-    if mask:
-        arrays["mask"] = keep_mask("both", sizes["b"], sizes["n"], sizes["m"], rng)
-    return arrays, {**params, **sizes}
-
-
-def agreement(name: str, latex: str, *, mask: bool = False, **kw: Any) -> FormulaAgreement:
-    arrays, params = oracle_case(name, mask=mask)
-    return check_against_oracle(latex, name, arrays, params, **kw)
+from test_latex import agreement, oracle_case  # one way to run a formula against its oracle
 
 
 def error(name: str, latex: str) -> LatexError:
