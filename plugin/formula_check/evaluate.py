@@ -389,8 +389,9 @@ def _verdicts(
         if stated:
             return []
         if count not in draws:
+            taken = draws.get(1)  # the first draw, if the bound already took it
             draws[count] = rounding_samples(
-                oracle.compute, arrays, params, expected, spec.seed, count=count
+                oracle.compute, arrays, params, expected, spec.seed, count, *(taken or [])[:1]
             )
         return draws[count]
 

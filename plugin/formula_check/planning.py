@@ -158,15 +158,15 @@ def _regimes(
     for index, regime in enumerate(oracle.input_regimes(), start=1):
         rng = np.random.default_rng([spec.seed, index])
         resized = regime.sizes(sizes) if regime.sizes is not None else dict(sizes)
-        if resized != dict(sizes):
-            numbers += _numbers(
-                spec,
-                oracle,
-                resized,
-                f"the {regime.name} regime",
-                MAX_NUMBERS - numbers,
-                outputs=True,
-            )
+        # every regime holds inputs and outputs of its own: counted as the check's are
+        numbers += _numbers(
+            spec,
+            oracle,
+            resized,
+            f"the {regime.name} regime",
+            MAX_NUMBERS - numbers,
+            outputs=True,
+        )
         if regime.inputs is not None:
             given = {**params, KEEP_PARAM: keep} if keep is not None else params
             found = regime.inputs(inputs, resized, rng, given)

@@ -100,12 +100,15 @@ def rounding_samples(
     expected: Mapping[str, Array],
     seed: int,
     count: int = SAMPLES,
+    first: Pair | None = None,
 ) -> list[Pair]:
     """Up to ``count`` rounding samples of the oracle on ``arrays`` (float32-exact float64
-    arrays), the first on those very arrays; none where its float32 run raises."""
+    arrays), the first on those very arrays (``first``, when already taken: it draws nothing
+    from the generator, so the others are the same either way); none where its float32 run
+    raises."""
     rng = np.random.default_rng([seed, 32])
-    samples: list[Pair] = []
-    for index in range(count):
+    samples: list[Pair] = [first] if first is not None else []
+    for index in range(len(samples), count):
         exact: Mapping[str, Array] | None = expected
         moved = arrays
         drawn = {**params, DRAW_PARAM: index}
