@@ -170,7 +170,7 @@ def test_positions_far_along_a_sequence_are_checked() -> None:
     assert narrow != PE
     result = run("positional_encoding", narrow)
     _only_on(result, "far positions")
-    assert any("far positions (positions 0 to 2047)" in note for note in result.notes)
+    assert any("far positions (positions 0 to 4095)" in note for note in result.notes)
 
 
 def test_a_card_says_which_regimes_ran() -> None:
@@ -305,3 +305,36 @@ def test_wide_weights_reach_a_function_too() -> None:
 
     plan = plan_check(spec_for("sublayer", "def f(x, *w):\n    return x\n"), ".")
     assert np.array_equal(plan.arrays["r3/wt/W_1"], plan.arrays["wt/W_1"] * 8)
+
+
+def test_a_softmax_that_never_subtracts_the_maximum_is_caught_on_large_values() -> None:
+    naive = (
+        "import tensorflow as tf\n\n"
+        "def softmax(x):\n"
+        "    e = tf.exp(x)\n"
+        "    return e / tf.reduce_sum(e, axis=-1, keepdims=True)\n"
+    )
+    result = run("softmax", naive)
+    assert result.status is Status.MISMATCH, result.headline()
+    assert [v.regime for v in result.verdicts if not v.ok] == ["large values"]
+    assert "output (large values): " in result.headline()
+    assert "NaN/Inf values in the result" in result.headline()
+
+
+def test_positions_built_in_float16_are_caught_far_along() -> None:
+    half = PE.replace(
+        "pos = tf.range(position, dtype=tf.float32)",
+        "pos = tf.cast(tf.range(position, dtype=tf.float16), tf.float32)",
+    )
+    assert half != PE
+    _only_on(run("positional_encoding", half), "far positions")
+
+
+def test_a_numpy_or_keras_upgrade_re_checks_every_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formula_check import cache
+    from support import spec_for
+
+    spec = spec_for("attention", SDPA)
+    before = cache.cache_key(spec, "tensorflow==2.21.0")
+    monkeypatch.setattr(cache, "numerics_versions", lambda: "numpy==9.0 keras==9.0")
+    assert cache.cache_key(spec, "tensorflow==2.21.0") != before

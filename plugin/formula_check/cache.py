@@ -53,6 +53,17 @@ _TF_DISTRIBUTIONS = (
 )
 
 
+@functools.cache
+def numerics_versions() -> str:
+    """NumPy's version (the oracles and the derived tolerance compute in it) and Keras' (its
+    layers are what many blocks check): an upgrade of either re-checks every block."""
+    found = []
+    for name in ("numpy", "keras"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found.append(f"{name}=={metadata.version(name)}")
+    return " ".join(found)
+
+
 def tensorflow_version() -> str:
     """The installed TensorFlow version, read from package metadata (TensorFlow not imported)."""
     for name in _TF_DISTRIBUTIONS:
@@ -84,7 +95,14 @@ def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:
     fields["snippet"].pop("location")
     fields["snippet"].pop("line_offset")
     fields["oracle_version"] = [oracle.name, oracle.version, oracle.source]
-    fields["tool"] = [__version__, SCHEMA, protocol.VERSION, tf_version, checker_digest()]
+    fields["tool"] = [
+        __version__,
+        SCHEMA,
+        protocol.VERSION,
+        tf_version,
+        numerics_versions(),
+        checker_digest(),
+    ]
     if env_digest:
         fields["env"] = env_digest
     text = json.dumps(fields, sort_keys=True, default=_jsonable)

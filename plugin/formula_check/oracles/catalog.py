@@ -204,9 +204,11 @@ def _far_positions(sizes: Mapping[str, int]) -> dict[str, int]:
     return {**sizes, "n": max(int(sizes["n"]), FAR_POSITIONS)}
 
 
-FAR_POSITIONS = 2048
+FAR_POSITIONS = 4096
 """Positions checked in the far regime: where float32 angles lose digits and code that
-builds positions in a narrow type or wraps them shows."""
+builds positions in a narrow type or wraps them shows. Past 2048 on purpose: float16 holds
+every whole number up to 2048, so positions built in float16 (a mixed-precision layer's
+``compute_dtype``) are exact until there."""
 FAR = Regime("far positions", f"positions 0 to {FAR_POSITIONS - 1}", sizes=_far_positions)
 
 
@@ -508,6 +510,16 @@ FFN = register(
 )
 
 
+LARGE_VALUES = scaled(
+    64.0,
+    "inputs × 64: values of about ±150, where exp overflows float32 unless the largest is "
+    "subtracted first",
+    name="large values",
+)
+"""A softmax's own trap: logits as large as a trained model's. Code that exponentiates
+without subtracting the row's maximum (or subtracts its minimum) overflows here."""
+
+
 # softmax ------------------------------------------------------------------------------------
 
 SOFTMAX_X = _spec("x", "b n m")
@@ -537,6 +549,7 @@ SOFTMAX = register(
         dims={"b": 2, "n": 5, "m": 7},
         params={"axis": -1},
         derive=_derive_softmax,
+        regimes=(LARGE_VALUES,),
     )
 )
 
