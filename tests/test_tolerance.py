@@ -33,6 +33,8 @@ def test_tutorial_sized_multihead_attention_verifies_with_no_tolerance_option(ca
     # the derived tolerance is not a loose one: correct code uses a real share of it
     assert max(v.used for v in result.verdicts) > 0.01
     assert any(note.startswith("tolerance: derived") for note in result.notes)
+    # judged against the one-draw bound, the share it reports is an upper one, and says so
+    assert "within tolerance (at most " in result.headline()
 
 
 @pytest.mark.parametrize(

@@ -121,6 +121,11 @@ class CheckSpec:
     functions)."""
 
 
+BOUND_WORDS = "its least"
+"""How a tolerance from the one-draw bound describes itself (see :mod:`.tolerance`): a share
+of it is at most the share of the full tolerance the same code would use."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """How one compared array (e.g. attention ``output``) measured up against the oracle."""
@@ -156,6 +161,12 @@ class Verdict:
     hint: str = ""
     """What the difference looks like, where its cause is known (sines and cosines in halves)."""
 
+    def share(self) -> str:
+        """``23%`` of the tolerance used; ``at most 23%`` against the one-draw bound, which is
+        never above the full tolerance."""
+        share = f"{self.used:.0%}"
+        return f"at most {share}" if BOUND_WORDS in self.tolerance else share
+
     def label(self) -> str:
         """``output``, or ``output (large logits)`` for another input regime."""
         return f"{self.name} ({self.regime})" if self.regime else self.name
@@ -167,7 +178,7 @@ class Verdict:
         if self.ok:
             return (
                 f"{self.label()}: max |Δ| = {self.max_abs:.2g}, within tolerance "
-                f"({self.used:.0%} of it used)"
+                f"({self.share()} of it used)"
             )
         at = ", ".join(str(i) for i in self.max_index)
         worst = ", ".join(str(i) for i in self.worst_index)

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import Array
+from .model import BOUND_WORDS, Array
 
 EPS32 = float(np.finfo(np.float32).eps)
 """The float32 machine epsilon, 2^-23: twice the largest relative rounding of one result."""
@@ -197,7 +197,7 @@ def derive(
     low, high = float(np.min(scale)), float(np.max(scale))
     spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
     runs = (
-        "its least, from one float32 run of the oracle"
+        f"{BOUND_WORDS}, from one float32 run of the oracle"
         if bound
         else f"measured on {len(errors)} float32 runs of the oracle"
     )

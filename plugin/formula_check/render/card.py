@@ -199,7 +199,8 @@ def _verdict_row(verdict: Verdict, labels: Labels) -> str:
     if verdict.tolerance.startswith("derived"):  # each element its own: the largest is shown
         tolerance = _esc(labels.derived_tolerance.format(largest=f"{verdict.atol:.1g}"))
     if verdict.ok and verdict.tolerance:
-        used = labels.share_used.format(share=f"{verdict.used:.0%}")
+        share = f"{verdict.used:.0%}"
+        used = labels.share_used.format(share=f"≤ {share}" if share != verdict.share() else share)
         tolerance += f"<br><small>{_esc(used)}</small>"
     if verdict.rtol:  # an element passes within atol + rtol × |expected|
         relative = labels.relative_part.format(rtol=f"{verdict.rtol:.1g}")
