@@ -17,9 +17,10 @@ from .agreement import (
     compile_for_oracle,
 )
 from .compiler import CompiledFormula, compile_formula
+from .declarations import parse_symbols
 from .defaults import default_definitions, default_symbols
 from .errors import NOT_EXECUTABLE, EvaluationError, LatexError, NotExecutable
-from .symbols import SymbolTable, parse_symbols
+from .symbols import SymbolTable
 
 __all__ = [
     "NOT_EXECUTABLE",

@@ -5,14 +5,27 @@ from __future__ import annotations
 from .errors import NotExecutable
 from .indices import alias_names, assigned
 from .ir import Call, Concat, Map, Named, Op
-from .lower import ROW_WISE, UNARY, Definition, Lowerer, Scope
 from .names import script_text
 from .nodes import Apply, Dots, Expr, Num, Script, Word
+from .scope import Definition, Locals, Lowering, Scope
 from .shapes import Type, base, concat_type, is_index_axis
-from .where import Locals
+
+UNARY = {
+    "softmax": "softmax",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "exp": "exp",
+    "log": "log",
+    "ln": "log",
+    "tanh": "tanh",
+    "relu": "relu",
+}
+ROW_WISE = frozenset({"softmax"})
 
 
-def call(lowerer: Lowerer, node: Apply) -> Op:
+def call(lowerer: Lowering, node: Apply) -> Op:
     """The value of ``node``: the first of definition, table function, builtin that matches."""
     name = node.func.text
     scope = lowerer.scope
@@ -43,20 +56,20 @@ def _definition(scope: Scope, name: str) -> Definition | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def _single(lowerer: Lowerer, node: Apply) -> Op:
+def _single(lowerer: Lowering, node: Apply) -> Op:
     if len(node.args) != 1:
         raise lowerer.fail(f"{node.func.text} takes one argument", node.col)
     return lowerer.lower(node.args[0])
 
 
-def _unary(lowerer: Lowerer, fn: str, node: Apply) -> Op:
+def _unary(lowerer: Lowering, fn: str, node: Apply) -> Op:
     value = _single(lowerer, node)
     if fn in ROW_WISE and value.type.core == 0:
         raise lowerer.fail(f"{fn} needs a vector or a matrix, got {value.type}", node.col)
     return Map(fn, value, value.type)
 
 
-def _extremum(lowerer: Lowerer, fn: str, node: Apply) -> Op:
+def _extremum(lowerer: Lowering, fn: str, node: Apply) -> Op:
     if len(node.args) != 2:
         raise NotExecutable(
             f"\\{fn} over a set; \\{fn}(a, b) and \\{fn}_j over an index are executable"
@@ -65,7 +78,7 @@ def _extremum(lowerer: Lowerer, fn: str, node: Apply) -> Op:
     return lowerer.elementwise(fn, left, right, node.col)
 
 
-def inline(lowerer: Lowerer, definition: Definition, node: Apply) -> Op:
+def inline(lowerer: Lowering, definition: Definition, node: Apply) -> Op:
     """``definition``'s body with its parameters bound to the arguments' values and dims."""
     if len(node.args) != len(definition.params):
         count = len(definition.params)
@@ -100,7 +113,7 @@ def inline(lowerer: Lowerer, definition: Definition, node: Apply) -> Op:
         aliases=lowerer.scope.aliases,
         alias_names=alias_names(roots, taken | set(definition.params)),
     )
-    inner_lowerer = Lowerer(inner)
+    inner_lowerer = lowerer.nested(inner)
     body = inner_lowerer.lower(definition.body)
     body = assigned(inner_lowerer, body, definition.indices, definition.body.col)
     return Named(definition.name, body, values, body.type)
@@ -112,7 +125,7 @@ def _member(node: Expr) -> tuple[str, Expr] | None:
     return None
 
 
-def concat(lowerer: Lowerer, node: Apply) -> Op:
+def concat(lowerer: Lowering, node: Apply) -> Op:
     """``Concat(head_1, \\dots, head_h)``: the family ``head_i`` side by side, head 1 first."""
     args = node.args
     first, last = (_member(args[0]), _member(args[-1])) if len(args) == 3 else (None, None)

@@ -13,13 +13,14 @@ from .grid import Output, scatter
 from .indices import alias_names, assigned, index_letters
 from .ir import Call, Named, Op, describe, leaves
 from .limits import within_stack
-from .lower import Definition, Lowerer, Scope
+from .lower import Lowerer
 from .names import canonical_name
 from .nodes import Apply, Expr, Script, Statement, Tuple, Word
 from .parser import parse
+from .scope import Definition, Local, Locals, Scope
 from .shapes import base
 from .symbols import SymbolTable
-from .where import Local, Locals, as_local, lower_local, where_line
+from .where import as_local, lower_local, where_line
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Collect parsed declaration lines into a :class:`SymbolTable` (syntax: see ``symbols``)."""
+"""Declarations read into a :class:`SymbolTable` (the syntax: see :mod:`.symbols`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import re
 
 from ..model import frozen_map
 from .errors import LatexError
+from .names import canonical_name
+from .parser import Parser
 from .symbols import (
-    _DECLARATIONS,
     Symbol,
     SymbolTable,
     additive_mask_loader,
@@ -15,8 +16,42 @@ from .symbols import (
     constant_loader,
     family_loader,
     grid_loader,
-    parse_name,
 )
+
+_NAME = r"(?P<name>[^:=]+?)\s*:\s*"
+_DIMS = r"\[(?P<dims>[^\]]*)\]"
+_DECLARATIONS: dict[str, re.Pattern[str]] = {
+    "tensor": re.compile(
+        _NAME + _DIMS + r"(?:\s*for\s+(?P<index>\w+)\s*<\s*(?P<count>\w+))?"
+        r"(?:\s*=\s*(?P<additive>additive\()?(?P<key>\w+)\)?)?$"
+    ),
+    "range": re.compile(_NAME + r"range\(\s*(?P<dim>\w+)\s*(?:/\s*(?P<divisor>\d+)\s*)?\)$"),
+    "output": re.compile(_NAME + r"output\s*" + _DIMS + "$"),
+    "scalar": re.compile(_NAME + r"scalar\s*=\s*(?P<value>[-+0-9.eE]+)$"),
+    "product": re.compile(r"(?P<whole>\w+)\s*=\s*(?P<count>\w+)\s*\*\s*(?P<part>\w+)$"),
+}
+
+
+def parse_symbols(text: str) -> SymbolTable:
+    """A :class:`SymbolTable` from declarations; errors carry the column in ``text``."""
+    collected = Declarations(text)
+    for match in re.finditer(r"[^;\n]+", text):
+        line = match.group().strip()
+        if line and not line.startswith("#"):
+            collected.add(line, match.start() + len(match.group()) - len(match.group().lstrip()))
+    return collected.table()
+
+
+def parse_name(text: str, source: str, col: int) -> str:
+    """The canonical spelling of a declared name written in LaTeX (``W_i^Q``, ``d_{model}``)."""
+    try:
+        statements = Parser(text).document()
+    except LatexError as error:
+        raise LatexError(f"bad name {text!r}: {error.message}", source, col) from None
+    name = canonical_name(statements[0].rhs) if len(statements) == 1 else None
+    if name is None or statements[0].lhs is not None:
+        raise LatexError(f"{text!r} is not a single name", source, col)
+    return name
 
 
 class Declarations:

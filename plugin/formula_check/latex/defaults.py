@@ -9,13 +9,13 @@ import numpy as np
 
 from ..model import Array, frozen_map
 from .compiler import CompiledFormula, compile_formula
+from .declarations import parse_symbols
 from .symbols import (
     Symbol,
     SymbolTable,
     TableFunction,
     array_loader,
     constant_loader,
-    parse_symbols,
 )
 
 _FFN = "x: [b, n, d_model]; W_1: [d_model, d_ff]; b_1: [d_ff]; W_2: [d_ff, d_model]; b_2: [d_model]"

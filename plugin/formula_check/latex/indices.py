@@ -11,42 +11,16 @@ declared (the ``d`` of ``\\sum_{i=1}^{d}``) is that dim's size for the whole for
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .errors import NotExecutable
 from .ir import Op, Reduce, Relabel, Size
 from .limits import children
 from .nodes import BigOp, Binary, Expr, Num, Tuple, Word
+from .scope import Binding, Lowering
 from .shapes import Type, base, fresh, index_axis, is_index_axis
-
-if TYPE_CHECKING:
-    from .lower import Lowerer
 
 ALIAS = "@"
 """The prefix of a size named by an upper limit alone (``@d``); no declared dim has it."""
-
-
-@dataclass
-class Binding:
-    """What one index ranges over: ``dim`` once known, first seen at ``col``; ``limit`` when
-    the dim came from the upper limit of its sum."""
-
-    dim: str | None
-    col: int
-    limit: bool = False
-
-
-@dataclass
-class Bindings:
-    """The indices of one statement: the free ones, and a stack for each index a sum binds."""
-
-    free: dict[str, Binding] = field(default_factory=dict)
-    bound: dict[str, list[Binding]] = field(default_factory=dict)
-
-    def get(self, letter: str, col: int) -> Binding:
-        stack = self.bound.get(letter)
-        return stack[-1] if stack else self.free.setdefault(letter, Binding(None, col))
 
 
 def index_letters(sub: Expr, taken: Collection[str]) -> tuple[Word, ...] | None:
@@ -91,7 +65,7 @@ def _written(letters: tuple[Word, ...]) -> str:
     return "".join(letter.text for letter in letters)
 
 
-def _bind(lowerer: Lowerer, letter: Word, dim: str) -> None:
+def _bind(lowerer: Lowering, letter: Word, dim: str) -> None:
     binding = lowerer.bindings.get(letter.text, letter.col)
     if binding.dim is None:
         binding.dim, binding.col = dim, letter.col
@@ -101,7 +75,7 @@ def _bind(lowerer: Lowerer, letter: Word, dim: str) -> None:
         raise lowerer.fail(message, letter.col)
 
 
-def element(lowerer: Lowerer, value: Op, letters: tuple[Word, ...], col: int) -> Op:
+def element(lowerer: Lowering, value: Op, letters: tuple[Word, ...], col: int) -> Op:
     """``value_{ij}``: its last dims become the axes of ``i`` and ``j``, in that order."""
     seen: set[str] = set()
     for letter in letters:
@@ -120,7 +94,7 @@ def element(lowerer: Lowerer, value: Op, letters: tuple[Word, ...], col: int) ->
     return Relabel(value, tuple(_written(letters)), dims, Type(dims, 0), element=True)
 
 
-def reduction(lowerer: Lowerer, node: BigOp) -> Op:
+def reduction(lowerer: Lowering, node: BigOp) -> Op:
     """``\\sum_j body``: the body with the axis of ``j`` summed away (or multiplied, or its
     largest or smallest kept); a ``j`` the body does not use repeats it ``m`` times, which
     needs the limit ``\\sum_{j=1}^{m}`` to say how many."""
@@ -147,7 +121,7 @@ def reduction(lowerer: Lowerer, node: BigOp) -> Op:
     return body
 
 
-def _limit(lowerer: Lowerer, node: BigOp) -> Size | None:
+def _limit(lowerer: Lowering, node: BigOp) -> Size | None:
     """The size the limits name, or None for none (the whole dim the index ranges over)."""
     if node.lower is None and node.upper is None:
         return None
@@ -172,7 +146,7 @@ def _col(node: Expr) -> int:
 
 
 def _reduce_one(
-    lowerer: Lowerer, node: BigOp, letter: Word, binding: Binding, body: Op, limit: Size | None
+    lowerer: Lowering, node: BigOp, letter: Word, binding: Binding, body: Op, limit: Size | None
 ) -> Op:
     if limit is not None and limit.dim.startswith(ALIAS) and binding.dim is not None:
         size = lowerer.scope.aliases.setdefault(limit.dim, binding.dim)
@@ -194,7 +168,7 @@ def _reduce_one(
     return body
 
 
-def assigned(lowerer: Lowerer, value: Op, letters: tuple[Word, ...] | None, col: int) -> Op:
+def assigned(lowerer: Lowering, value: Op, letters: tuple[Word, ...] | None, col: int) -> Op:
     """The right side of ``y_{ij} = value``: each index's axis takes back the dim it ranged
     over, last, in the left side's order; the last two dims are its matrix dims, as for a
     declared tensor. ``letters`` None (a definition or bare expression writes no index): the

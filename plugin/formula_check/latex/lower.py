@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
-from ..model import frozen_map
+from .calls import call
 from .errors import LatexError, NotExecutable
-from .indices import ALIAS, Bindings, element, index_letters, reduction
+from .indices import ALIAS, element, index_letters, reduction
 from .ir import Binary as BinaryOp
-from .ir import Const, Leaf, Map, MatMul, Named, Op, Size, Transpose
+from .ir import Const, Leaf, Map, MatMul, Op, Size, Transpose
 from .names import TRANSPOSE_MARKS, Reading, readings, script_text, spell, stuck_at
 from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Tuple, Word
+from .scope import Bindings, Scope
 from .shapes import (
     ShapeMismatch,
     Type,
@@ -20,63 +20,20 @@ from .shapes import (
     matmul_type,
     transpose_type,
 )
-from .symbols import SymbolTable
-from .where import Local, Locals, use_local
-
-UNARY = {
-    "softmax": "softmax",
-    "sqrt": "sqrt",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "exp": "exp",
-    "log": "log",
-    "ln": "log",
-    "tanh": "tanh",
-    "relu": "relu",
-}
-ROW_WISE = frozenset({"softmax"})
-
-
-@dataclass(frozen=True)
-class Definition:
-    """``Name(params)_{indices} = body`` from an earlier block, inlined wherever
-    ``Name(...)`` is called, with the block's other assignments (``where``) it may use."""
-
-    name: str
-    params: tuple[str, ...]
-    body: Expr
-    table: SymbolTable
-    source: str
-    where: tuple[Local, ...] = ()
-    indices: tuple[Word, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What names mean while lowering one formula, or one inlined definition's body."""
-
-    source: str
-    table: SymbolTable
-    definitions: Mapping[str, Definition] = field(default_factory=frozen_map)
-    families: dict[str, Named] = field(default_factory=dict)
-    params: Mapping[str, Op] = field(default_factory=frozen_map)
-    renames: Mapping[str, str] = field(default_factory=frozen_map)
-    caller: SymbolTable | None = None
-    label: str = ""
-    locals: Locals = field(default_factory=Locals)
-    aliases: dict[str, str] = field(default_factory=dict)
-    alias_names: frozenset[str] = frozenset()
-    """``aliases``: what each upper limit's size (``@d``) turned out to be, shared by every
-    scope of one compilation; ``alias_names``: the names that are such sizes here."""
+from .where import use_local
 
 
 class Lowerer:
-    """Lowers expressions in one :class:`Scope`; every error carries a column."""
+    """Lowers expressions in one :class:`.scope.Scope`; every error carries a column.
+
+    It is the :class:`.scope.Lowering` that index notation, assignments and calls use."""
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.bindings = Bindings()
+
+    def nested(self, scope: Scope) -> Lowerer:
+        return Lowerer(scope)
 
     @contextmanager
     def statement(self) -> Iterator[None]:
@@ -238,6 +195,4 @@ class Lowerer:
     # Functions ----------------------------------------------------------------------------
 
     def apply(self, node: Apply) -> Op:
-        from .calls import call
-
         return call(self, node)

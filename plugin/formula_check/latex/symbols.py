@@ -1,6 +1,7 @@
 """The symbol table: what each written name means, its named dims, and where its values live.
 
-Declarations are short and readable, one per line or separated by ``;``::
+Declarations (read by :func:`.declarations.parse_symbols`) are short and readable, one per
+line or separated by ``;``::
 
     Q: [b, n, d_k] = q                       a tensor read from the array "q"
     M: [b, n, m] = additive(mask)            a boolean keep mask as 0 / -1e9 logits
@@ -16,15 +17,13 @@ Every named dim also reads as its size: ``d_k`` in a formula is the size of dim 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..model import Array, frozen_map
-from .errors import EvaluationError, LatexError
-from .parser import Parser
+from .errors import EvaluationError
 
 Loader = Callable[[Mapping[str, Array], Mapping[str, int]], Array]
 MASKED_LOGIT = -1e9
@@ -143,45 +142,3 @@ def constant_loader(value: float) -> Loader:
         return np.asarray(value)
 
     return load
-
-
-# Declarations -----------------------------------------------------------------------------
-
-_NAME = r"(?P<name>[^:=]+?)\s*:\s*"
-_DIMS = r"\[(?P<dims>[^\]]*)\]"
-_DECLARATIONS: dict[str, re.Pattern[str]] = {
-    "tensor": re.compile(
-        _NAME + _DIMS + r"(?:\s*for\s+(?P<index>\w+)\s*<\s*(?P<count>\w+))?"
-        r"(?:\s*=\s*(?P<additive>additive\()?(?P<key>\w+)\)?)?$"
-    ),
-    "range": re.compile(_NAME + r"range\(\s*(?P<dim>\w+)\s*(?:/\s*(?P<divisor>\d+)\s*)?\)$"),
-    "output": re.compile(_NAME + r"output\s*" + _DIMS + "$"),
-    "scalar": re.compile(_NAME + r"scalar\s*=\s*(?P<value>[-+0-9.eE]+)$"),
-    "product": re.compile(r"(?P<whole>\w+)\s*=\s*(?P<count>\w+)\s*\*\s*(?P<part>\w+)$"),
-}
-
-
-def parse_name(text: str, source: str, col: int) -> str:
-    """The canonical spelling of a declared name written in LaTeX (``W_i^Q``, ``d_{model}``)."""
-    from .names import canonical_name
-
-    try:
-        statements = Parser(text).document()
-    except LatexError as error:
-        raise LatexError(f"bad name {text!r}: {error.message}", source, col) from None
-    name = canonical_name(statements[0].rhs) if len(statements) == 1 else None
-    if name is None or statements[0].lhs is not None:
-        raise LatexError(f"{text!r} is not a single name", source, col)
-    return name
-
-
-def parse_symbols(text: str) -> SymbolTable:
-    """A :class:`SymbolTable` from declarations; errors carry the column in ``text``."""
-    from .declarations import Declarations
-
-    collected = Declarations(text)
-    for match in re.finditer(r"[^;\n]+", text):
-        line = match.group().strip()
-        if line and not line.startswith("#"):
-            collected.add(line, match.start() + len(match.group()) - len(match.group().lstrip()))
-    return collected.table()

@@ -9,45 +9,13 @@ within its own right side a name means what the symbol table declares (``x = x +
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .indices import assigned, index_letters
 from .ir import Named, Op, Relabel, subscript
 from .names import canonical_name
-from .nodes import Apply, Expr, Script, Statement, Word
+from .nodes import Apply, Script, Statement, Word
+from .scope import Local, Lowering
 from .symbols import SymbolTable
-
-if TYPE_CHECKING:
-    from .lower import Lowerer
-
-
-@dataclass(frozen=True)
-class Local:
-    """``name_{indices} = rhs``: a statement that may be an intermediate."""
-
-    name: str
-    indices: tuple[Word, ...]
-    rhs: Expr
-    col: int
-
-    @property
-    def label(self) -> str:
-        return self.name.lstrip("\\")
-
-
-@dataclass
-class Locals:
-    """The assignments of one formula (or one inlined definition), each lowered once."""
-
-    statements: dict[str, Local] = field(default_factory=dict)
-    lowered: dict[str, Named] = field(default_factory=dict)
-    running: list[str] = field(default_factory=list)
-    used: list[str] = field(default_factory=list)
-
-    def visible(self) -> set[str]:
-        """The names that mean an assignment here (not the one being lowered)."""
-        return set(self.statements) - set(self.running)
 
 
 def as_local(statement: Statement, table: SymbolTable, taken: Collection[str]) -> Local | None:
@@ -69,7 +37,7 @@ def as_local(statement: Statement, table: SymbolTable, taken: Collection[str]) -
     return Local(name, (), statement.rhs, statement.col)
 
 
-def lower_local(lowerer: Lowerer, name: str) -> Named:
+def lower_local(lowerer: Lowering, name: str) -> Named:
     """The value of assignment ``name`` (lowered on first use, then kept)."""
     found = lowerer.scope.locals
     if name not in found.lowered:
@@ -85,7 +53,7 @@ def lower_local(lowerer: Lowerer, name: str) -> Named:
     return found.lowered[name]
 
 
-def use_local(lowerer: Lowerer, name: str) -> Op | None:
+def use_local(lowerer: Lowering, name: str) -> Op | None:
     """``name``'s assignment used by another statement, or None if nothing assigns it here."""
     found = lowerer.scope.locals
     if name not in found.visible():
