@@ -1,7 +1,8 @@
 """The builtin oracles: float64 NumPy references of the Transformer's formulas.
 
-Importing this module registers every oracle. Sizes are read off the arrays wherever the
-math allows, so a layer's real weights go through the same code as generated ones.
+:data:`BUILTINS` lists them for the registry, which adds them on first use. Sizes are read
+off the arrays wherever the math allows, so a layer's real weights go through the same code as
+generated ones.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from ..errors import OracleError
 from ..model import Array
 from ..tolerance import DRAW_PARAM, DTYPE_PARAM
 from .base import KEEP_PARAM, Oracle, Regime, TensorSpec, scaled
-from .registry import register
 
 MASKED_LOGIT = -1e9
 """The logit a masked-out position gets, as in the TensorFlow tutorial code."""
@@ -278,22 +278,20 @@ def _attention(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[s
     return {"output": output, "weights": weights}
 
 
-ATTENTION = register(
-    Oracle(
-        name="attention",
-        title="Scaled dot-product attention",
-        summary="Each query takes a softmax-weighted average of the values, weighted by its "
-        "scaled dot products with the keys.",
-        latex=r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
-        compute=_attention,
-        inputs=(Q, K, V),
-        outputs=(_spec("output", "b n d_v"), _spec("weights", "b n m")),
-        dims={"b": 2, "n": 5, "m": 7, "d_k": 6, "d_v": 4},
-        heatmaps=("weights",),
-        mask_dims=("b", "n", "m"),
-        derive=_positive_sizes,
-        regimes=(_large_logits(("q", "k"), LOGIT_SCALE), MASKED_KEYS),
-    )
+ATTENTION = Oracle(
+    name="attention",
+    title="Scaled dot-product attention",
+    summary="Each query takes a softmax-weighted average of the values, weighted by its "
+    "scaled dot products with the keys.",
+    latex=r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
+    compute=_attention,
+    inputs=(Q, K, V),
+    outputs=(_spec("output", "b n d_v"), _spec("weights", "b n m")),
+    dims={"b": 2, "n": 5, "m": 7, "d_k": 6, "d_v": 4},
+    heatmaps=("weights",),
+    mask_dims=("b", "n", "m"),
+    derive=_positive_sizes,
+    regimes=(_large_logits(("q", "k"), LOGIT_SCALE), MASKED_KEYS),
 )
 
 
@@ -363,26 +361,24 @@ def _generate_multihead(
     return {spec.name: rng.standard_normal(spec.shape(sizes)) for spec in MH_INPUTS}
 
 
-MULTIHEAD = register(
-    Oracle(
-        name="multihead",
-        title="Multi-head attention",
-        summary="Projects queries, keys and values, attends in h heads of size d_model/h, "
-        "concatenates the heads and projects the result.",
-        latex=r"\text{MultiHead}(Q, K, V) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)W^O,"
-        r" \quad \text{head}_i = \text{Attention}(QW_i^Q, KW_i^K, VW_i^V)",
-        compute=_multihead,
-        inputs=MH_INPUTS,
-        outputs=(_spec("output", "b n d_model"), _spec("weights", "b h n m")),
-        weights=MH_WEIGHTS,
-        dims={"b": 2, "n": 5, "m": 7, "d_model": 12, "h": 3, "depth": 4},
-        params={"variant": "cross"},
-        heatmaps=("weights",),
-        mask_dims=("b", "1", "n", "m"),
-        derive=_derive_multihead,
-        generate=_generate_multihead,
-        regimes=(_large_logits(("q", "k"), PROJECTED_LOGIT_SCALE),),
-    )
+MULTIHEAD = Oracle(
+    name="multihead",
+    title="Multi-head attention",
+    summary="Projects queries, keys and values, attends in h heads of size d_model/h, "
+    "concatenates the heads and projects the result.",
+    latex=r"\text{MultiHead}(Q, K, V) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)W^O,"
+    r" \quad \text{head}_i = \text{Attention}(QW_i^Q, KW_i^K, VW_i^V)",
+    compute=_multihead,
+    inputs=MH_INPUTS,
+    outputs=(_spec("output", "b n d_model"), _spec("weights", "b h n m")),
+    weights=MH_WEIGHTS,
+    dims={"b": 2, "n": 5, "m": 7, "d_model": 12, "h": 3, "depth": 4},
+    params={"variant": "cross"},
+    heatmaps=("weights",),
+    mask_dims=("b", "1", "n", "m"),
+    derive=_derive_multihead,
+    generate=_generate_multihead,
+    regimes=(_large_logits(("q", "k"), PROJECTED_LOGIT_SCALE),),
 )
 
 
@@ -414,24 +410,22 @@ def _self_attention(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> d
     return {"output": heads @ W_o + b_o, "weights": weights}
 
 
-SELF_ATTENTION = register(
-    Oracle(
-        name="self_attention",
-        title="Single-head self-attention",
-        summary="One sequence attends to itself through query, key and value projections, "
-        "followed by an output projection.",
-        latex=r"\text{SelfAttention}(X) = \text{softmax}\left(\frac{(XW_Q)(XW_K)^T}{\sqrt{d_k}}"
-        r"\right)(XW_V)W_O",
-        compute=_self_attention,
-        inputs=(X,),
-        outputs=(_spec("output", "b n d_model"), _spec("weights", "b n n")),
-        weights=SA_WEIGHTS,
-        dims={"b": 2, "n": 5, "d_model": 8, "d_k": 6, "d_v": 4},
-        heatmaps=("weights",),
-        mask_dims=("b", "n", "n"),
-        derive=_positive_sizes,
-        regimes=(_large_logits(("x",), PROJECTED_LOGIT_SCALE),),
-    )
+SELF_ATTENTION = Oracle(
+    name="self_attention",
+    title="Single-head self-attention",
+    summary="One sequence attends to itself through query, key and value projections, "
+    "followed by an output projection.",
+    latex=r"\text{SelfAttention}(X) = \text{softmax}\left(\frac{(XW_Q)(XW_K)^T}{\sqrt{d_k}}"
+    r"\right)(XW_V)W_O",
+    compute=_self_attention,
+    inputs=(X,),
+    outputs=(_spec("output", "b n d_model"), _spec("weights", "b n n")),
+    weights=SA_WEIGHTS,
+    dims={"b": 2, "n": 5, "d_model": 8, "d_k": 6, "d_v": 4},
+    heatmaps=("weights",),
+    mask_dims=("b", "n", "n"),
+    derive=_positive_sizes,
+    regimes=(_large_logits(("x",), PROJECTED_LOGIT_SCALE),),
 )
 
 
@@ -457,24 +451,22 @@ def _derive_positional(sizes: dict[str, int], params: Mapping[str, Any]) -> dict
     return sizes
 
 
-POSITIONAL_ENCODING = register(
-    Oracle(
-        name="positional_encoding",
-        title="Sinusoidal positional encoding",
-        summary="Each position gets sines and cosines of geometrically spaced frequencies, "
-        "interleaved across the model dimension.",
-        latex=r"PE_{(pos, 2i)} = \sin\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \quad "
-        r"PE_{(pos, 2i+1)} = \cos\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)",
-        compute=_positional_encoding,
-        inputs=(),
-        outputs=(_spec("output", "n d_model"),),
-        size_args=("n", "d_model"),
-        dims={"n": 50, "d_model": 16},
-        params={"base": 10000.0},
-        heatmaps=("output",),
-        derive=_derive_positional,
-        regimes=(FAR,),
-    )
+POSITIONAL_ENCODING = Oracle(
+    name="positional_encoding",
+    title="Sinusoidal positional encoding",
+    summary="Each position gets sines and cosines of geometrically spaced frequencies, "
+    "interleaved across the model dimension.",
+    latex=r"PE_{(pos, 2i)} = \sin\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \quad "
+    r"PE_{(pos, 2i+1)} = \cos\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)",
+    compute=_positional_encoding,
+    inputs=(),
+    outputs=(_spec("output", "n d_model"),),
+    size_args=("n", "d_model"),
+    dims={"n": 50, "d_model": 16},
+    params={"base": 10000.0},
+    heatmaps=("output",),
+    derive=_derive_positional,
+    regimes=(FAR,),
 )
 
 
@@ -493,20 +485,18 @@ def _ffn(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Ar
     return {"output": output, "hidden": hidden}
 
 
-FFN = register(
-    Oracle(
-        name="ffn",
-        title="Position-wise feed-forward network",
-        summary="Two linear maps with a ReLU between them, applied to every position alike.",
-        latex=r"\text{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2",
-        compute=_ffn,
-        inputs=(X,),
-        outputs=(_spec("output", "b n d_model"),),
-        weights=FFN_WEIGHTS,
-        dims={"b": 2, "n": 5, "d_model": 6, "d_ff": 9},
-        heatmaps=("hidden",),
-        derive=_positive_sizes,
-    )
+FFN = Oracle(
+    name="ffn",
+    title="Position-wise feed-forward network",
+    summary="Two linear maps with a ReLU between them, applied to every position alike.",
+    latex=r"\text{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2",
+    compute=_ffn,
+    inputs=(X,),
+    outputs=(_spec("output", "b n d_model"),),
+    weights=FFN_WEIGHTS,
+    dims={"b": 2, "n": 5, "d_model": 6, "d_ff": 9},
+    heatmaps=("hidden",),
+    derive=_positive_sizes,
 )
 
 
@@ -537,20 +527,18 @@ def _derive_softmax(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[st
     return _positive_sizes(sizes, params)
 
 
-SOFTMAX = register(
-    Oracle(
-        name="softmax",
-        title="Softmax",
-        summary="Exponentiates and normalises so that each slice along the axis sums to one.",
-        latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}",
-        compute=_softmax,
-        inputs=(SOFTMAX_X,),
-        outputs=(_spec("output", "b n m"),),
-        dims={"b": 2, "n": 5, "m": 7},
-        params={"axis": -1},
-        derive=_derive_softmax,
-        regimes=(LARGE_VALUES,),
-    )
+SOFTMAX = Oracle(
+    name="softmax",
+    title="Softmax",
+    summary="Exponentiates and normalises so that each slice along the axis sums to one.",
+    latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}",
+    compute=_softmax,
+    inputs=(SOFTMAX_X,),
+    outputs=(_spec("output", "b n m"),),
+    dims={"b": 2, "n": 5, "m": 7},
+    params={"axis": -1},
+    derive=_derive_softmax,
+    regimes=(LARGE_VALUES,),
 )
 
 
@@ -568,23 +556,21 @@ def _layer_norm(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[
     return {"output": layer_norm(_get(arrays, X), gamma, beta, epsilon)}
 
 
-LAYER_NORM = register(
-    Oracle(
-        name="layer_norm",
-        title="Layer normalisation",
-        summary="Normalises each position's features to zero mean and unit variance, then "
-        "scales by gamma and shifts by beta.",
-        latex=r"\text{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}"
-        r" + \beta",
-        compute=_layer_norm,
-        inputs=(X,),
-        outputs=(_spec("output", "b n d_model"),),
-        weights=LN_WEIGHTS,
-        dims={"b": 2, "n": 5, "d_model": 6},
-        params={"epsilon": 1e-6},
-        derive=_positive_sizes,
-        regimes=(WIDE_OFFSET, NEAR_EPSILON),
-    )
+LAYER_NORM = Oracle(
+    name="layer_norm",
+    title="Layer normalisation",
+    summary="Normalises each position's features to zero mean and unit variance, then "
+    "scales by gamma and shifts by beta.",
+    latex=r"\text{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}"
+    r" + \beta",
+    compute=_layer_norm,
+    inputs=(X,),
+    outputs=(_spec("output", "b n d_model"),),
+    weights=LN_WEIGHTS,
+    dims={"b": 2, "n": 5, "d_model": 6},
+    params={"epsilon": 1e-6},
+    derive=_positive_sizes,
+    regimes=(WIDE_OFFSET, NEAR_EPSILON),
 )
 
 
@@ -597,19 +583,17 @@ def _linear(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str,
     return {"output": _get(arrays, X) @ _get(arrays, LINEAR_W)}
 
 
-LINEAR = register(
-    Oracle(
-        name="linear",
-        title="Linear projection (no bias)",
-        summary="Projects every position with one matrix and no bias, as in Q = XW_Q.",
-        latex=r"Q = XW_Q",
-        compute=_linear,
-        inputs=(X,),
-        outputs=(_spec("output", "b n d_k"),),
-        weights=(LINEAR_W,),
-        dims={"b": 2, "n": 5, "d_model": 6, "d_k": 4},
-        derive=_positive_sizes,
-    )
+LINEAR = Oracle(
+    name="linear",
+    title="Linear projection (no bias)",
+    summary="Projects every position with one matrix and no bias, as in Q = XW_Q.",
+    latex=r"Q = XW_Q",
+    compute=_linear,
+    inputs=(X,),
+    outputs=(_spec("output", "b n d_k"),),
+    weights=(LINEAR_W,),
+    dims={"b": 2, "n": 5, "d_model": 6, "d_k": 4},
+    derive=_positive_sizes,
 )
 
 
@@ -635,21 +619,33 @@ def _derive_sublayer(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[s
     return _positive_sizes(sizes, params)
 
 
-SUBLAYER = register(
-    Oracle(
-        name="sublayer",
-        title="Residual sublayer with layer normalisation",
-        summary="Wraps a feed-forward sublayer in a residual connection, normalising after "
-        "the sum (post-LN) or before the sublayer (pre-LN).",
-        latex=r"\text{LayerNorm}(x + \text{Sublayer}(x))",
-        compute=_sublayer,
-        inputs=(X,),
-        outputs=(_spec("output", "b n d_model"),),
-        weights=(*FFN_WEIGHTS, *LN_WEIGHTS),
-        dims={"b": 2, "n": 5, "d_model": 6, "d_ff": 9},
-        params={"norm": "post", "epsilon": 1e-6},
-        heatmaps=("hidden",),
-        derive=_derive_sublayer,
-        regimes=(scaled(10.0), NEAR_EPSILON, WIDE_WEIGHTS),
-    )
+SUBLAYER = Oracle(
+    name="sublayer",
+    title="Residual sublayer with layer normalisation",
+    summary="Wraps a feed-forward sublayer in a residual connection, normalising after "
+    "the sum (post-LN) or before the sublayer (pre-LN).",
+    latex=r"\text{LayerNorm}(x + \text{Sublayer}(x))",
+    compute=_sublayer,
+    inputs=(X,),
+    outputs=(_spec("output", "b n d_model"),),
+    weights=(*FFN_WEIGHTS, *LN_WEIGHTS),
+    dims={"b": 2, "n": 5, "d_model": 6, "d_ff": 9},
+    params={"norm": "post", "epsilon": 1e-6},
+    heatmaps=("hidden",),
+    derive=_derive_sublayer,
+    regimes=(scaled(10.0), NEAR_EPSILON, WIDE_WEIGHTS),
 )
+
+
+BUILTINS: tuple[Oracle, ...] = (
+    ATTENTION,
+    MULTIHEAD,
+    SELF_ATTENTION,
+    POSITIONAL_ENCODING,
+    FFN,
+    SOFTMAX,
+    LAYER_NORM,
+    LINEAR,
+    SUBLAYER,
+)
+"""Every builtin oracle, in the order :func:`.registry.all_oracles` lists them."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import OracleError
 from ..snippets import file_digest
+from . import catalog
 from .base import Oracle
 
 _REGISTRY: dict[str, Oracle] = {}
@@ -29,13 +30,13 @@ def register(oracle: Oracle, *, replace: bool = False) -> Oracle:
 
 
 def _ensure_builtins() -> None:
-    global _BUILTINS_LOADED  # noqa: PLW0603  (the catalog registers itself once, lazily)
+    global _BUILTINS_LOADED  # noqa: PLW0603  (the builtins are registered once, on first use)
     if _BUILTINS_LOADED:
         return
     with _LOCK:  # engine threads may ask for oracles at the same moment
         if not _BUILTINS_LOADED:
-            from . import catalog  # noqa: F401  (registers on import; kept lazy)
-
+            for oracle in catalog.BUILTINS:
+                register(oracle)
             _BUILTINS_LOADED = True
 
 
