@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .model import Array, Verdict
+from .model import Array, Verdict, largest_index
 
 
 def squeeze_leading(actual: Array, expected_ndim: int) -> Array:
@@ -73,8 +73,8 @@ def compare(
         allowed = np.broadcast_to(atol, expected.shape) + rtol * np.abs(expected)
         bad = ~(delta <= allowed) | ~np.isfinite(actual64) | ~np.isfinite(expected)
         excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
-        worst = _argmax(excess)
-        largest = _argmax(delta)
+        worst = largest_index(excess)
+        largest = largest_index(delta)
         # a relative error says nothing where the expected value is 0
         meaningful = np.abs(expected) > 0
         rel = _finite_or_inf(delta[meaningful] / np.abs(expected[meaningful]))
@@ -122,14 +122,6 @@ def delta_array(actual: Array, expected: Array) -> Array | None:
             np.asarray(actual, dtype=np.float64) - np.asarray(expected, dtype=np.float64)
         )
         return _finite_or_inf(delta).astype(np.float32)
-
-
-def _argmax(values: Array) -> tuple[int, ...]:
-    """The index of the largest value (the first, among equals); ``()`` when empty."""
-    if not values.size:
-        return ()
-    flat = int(np.argmax(values))
-    return tuple(int(i) for i in np.unravel_index(flat, values.shape))
 
 
 def _shape_problem(dims: Sequence[str], expected: tuple[int, ...], actual: tuple[int, ...]) -> str:

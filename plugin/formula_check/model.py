@@ -76,6 +76,12 @@ class TimingSpec:
     dims: Mapping[str, int] = field(default_factory=frozen_map)
 
 
+VALUE_HEATMAPS = ("weights", "output", "hidden")
+"""Heatmaps a block may ask for; ``delta`` and the scaling plot appear whenever there is data.
+Each is drawn from the code's values (``NAME`` in the result's arrays), the oracle's
+(``NAME:oracle``), or both side by side, and its title says whose."""
+
+
 @dataclass(frozen=True)
 class CheckSpec:
     """Everything needed to check one formula block; the cache key is derived from it."""
@@ -101,6 +107,7 @@ class CheckSpec:
     perturb_weights: bool = True
     timing: TimingSpec = field(default_factory=TimingSpec)
     heatmaps: tuple[str, ...] | None = None
+    """Which of :data:`VALUE_HEATMAPS` to draw; None: every one the result has data for."""
     sweep: tuple[int, ...] = ()
     sweep_dim: str = "n"
     preset: str | None = None
@@ -213,13 +220,31 @@ class TimingStats:
         return f"{format_seconds(self.median)} ± {format_seconds(self.spread)}"
 
 
-def format_seconds(seconds: float) -> str:
-    """Human units for a duration."""
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.0f} µs"
+_TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6))
+"""Each unit, and how many of it make a second."""
+
+
+def format_seconds(seconds: float, *, tick: bool = False) -> str:
+    """Human units for a duration: ``1.23 ms``, ``12 µs`` (whole microseconds below a
+    millisecond). ``tick``: a label on a time axis, four significant digits at most
+    (``100 µs``, ``2 ms``, ``1 s``; ``ns`` below a microsecond), a value a hair under a round
+    one (rounding error) labelled in the round one's unit."""
+    slack = 1 - 1e-9 if tick else 1.0
+    for unit, per_second in _TIME_UNITS:
+        size = 1 / per_second
+        if tick and seconds >= size * slack:
+            return f"{seconds / size:.4g} {unit}"
+        if not tick and (seconds >= size or unit == "µs"):
+            return f"{seconds * per_second:{'.0f' if unit == 'µs' else '.2f'}} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+def largest_index(values: Array) -> tuple[int, ...]:
+    """The index of the largest value (the first, among equals); ``()`` when empty."""
+    if not values.size:
+        return ()
+    flat = int(np.argmax(values))
+    return tuple(int(i) for i in np.unravel_index(flat, values.shape))
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import FormulaCheckError, SpecError
-from .model import Location, Scalar, TimingSpec
+from .model import VALUE_HEATMAPS, Location, Scalar, TimingSpec
 from .oracles import all_oracles, get_oracle
 from .presets import PRESETS
-from .render.figure import VALUE_HEATMAPS
 
 Validator = Callable[[str], Any]
 

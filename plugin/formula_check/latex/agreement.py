@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Array, frozen_map
+from ..model import Array, frozen_map, largest_index
 from ..oracles import Oracle, get_oracle
 from .along import compile_along
 from .compiler import CompiledFormula
@@ -63,9 +63,7 @@ def _agreement(
         message = f"{name}: the formula gives shape {value.shape}, the oracle {expected.shape}"
         return FormulaAgreement(False, float("inf"), float("inf"), compiled, message, name)
     diff = np.abs(value - expected)
-    worst = (
-        tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape)) if diff.size else ()
-    )
+    worst = largest_index(diff)
     max_abs = float(diff.max(initial=0.0))
     max_rel = float((diff / np.maximum(np.abs(expected), 1e-300)).max(initial=0.0))
     ok = bool(np.all(diff <= atol + rtol * np.abs(expected)))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import strip_ansi
+from ..model import VALUE_HEATMAPS, strip_ansi
 from .card import ImageUrl, render_card, status_class
-from .figure import VALUE_HEATMAPS, Figure, figures_for
+from .figure import Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, labels_for, outcome_key
 from .report import report_body, report_json, report_markdown
 

@@ -31,9 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Array, CheckResult, SweepPoint, Verdict
-from .figure import VALUE_HEATMAPS, Figure
+from ..model import (
+    VALUE_HEATMAPS,
+    Array,
+    CheckResult,
+    SweepPoint,
+    Verdict,
+    format_seconds,
+    largest_index,
+)
 from .labels import Labels
+from .picture import Figure
 from .svg import (
     AXIS_COLOUR,
     COLORMAPS,
@@ -473,8 +481,7 @@ def _delta_verdict(result: CheckResult, shape: tuple[int, ...]) -> Verdict | Non
 def _worst_index(result: CheckResult, delta: Array) -> tuple[int, ...]:
     if "delta_worst" not in result.arrays:
         # No index given: the largest finite |Δ| is the worst by definition.
-        finite = np.where(np.isfinite(delta), delta, -np.inf)
-        return tuple(int(i) for i in np.unravel_index(int(np.argmax(finite)), delta.shape))
+        return largest_index(np.where(np.isfinite(delta), delta, -np.inf))
     worst = tuple(int(i) for i in np.asarray(result.arrays["delta_worst"]).ravel())
     if len(worst) != delta.ndim or any(
         not 0 <= i < n for i, n in zip(worst, delta.shape, strict=True)
@@ -562,14 +569,6 @@ def _log_ticks(start: float, stop: float) -> list[float]:
     return ticks[:: max(1, math.ceil(len(ticks) / 8))]
 
 
-def _duration(seconds: float) -> str:
-    """A tick label for a duration: ``100 µs``, ``2 ms``, ``1 s``."""
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= size * (1 - 1e-9):
-            return f"{seconds / size:.4g} {unit}"
-    return f"{seconds / 1e-9:.4g} ns"
-
-
 @dataclass(frozen=True)
 class _LogPlot:
     """A log-log plot area: ``box`` on screen, decade exponents ``xs`` and ``ys`` it spans."""
@@ -600,7 +599,7 @@ def _sweep_figure(points: Sequence[SweepPoint], labels: Labels, sweep_dim: str) 
     guide = medians[-1] * (sizes / sizes[-1]) ** 2
 
     ys = _log_range(float(min(lower.min(), guide.min())), float(max(upper.max(), guide.max())))
-    y_ticks = [(value, _duration(value)) for value in _log_ticks(*ys)]
+    y_ticks = [(value, format_seconds(value, tick=True)) for value in _log_ticks(*ys)]
     x_ticks = sorted({p.size for p in usable})
     svg = Svg(*_SWEEP_SIZE)
     widest = max(text_width(text, _TICK_SIZE) for _, text in y_ticks)

@@ -8,7 +8,6 @@ is derived from what it names, so the same input always gives the same bytes.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import html
 import itertools
@@ -23,6 +22,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..model import Array
+from .picture import data_uri
 
 FONT_FAMILY = (
     "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'Noto Sans CJK SC', "
@@ -298,12 +298,11 @@ class Svg:
 
     def image(self, x: float, y: float, width: float, height: float, data: bytes) -> None:
         """An embedded PNG stretched over the box, drawn with hard pixel edges."""
-        encoded = base64.b64encode(data).decode("ascii")
         self._body.append(
             f'<image x="{num(x)}" y="{num(y)}" width="{num(width)}" height="{num(height)}" '
             'preserveAspectRatio="none" image-rendering="optimizeSpeed" '
             'style="image-rendering:pixelated" '
-            f'xlink:href="data:image/png;base64,{encoded}"/>'
+            f'xlink:href="{data_uri("image/png", data)}"/>'
         )
 
     def gradient(self, colours: Sequence[str]) -> str:
