@@ -17,11 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from mkdocs.utils.meta import get_data
-
 from . import parsing
 from .errors import FormulaCheckError, OracleError, PageError, SpecError
+
+# front_matter's helpers are also read from here, by the faces written before it existed.
+from .front_matter import front_matter as front_matter  # noqa: PLC0414
+from .front_matter import front_matter_lines as front_matter_lines  # noqa: PLC0414
+from .front_matter import front_matter_problem as front_matter_problem  # noqa: PLC0414
+from .front_matter import front_matter_text as front_matter_text  # noqa: PLC0414
+from .front_matter import split_front_matter
 from .model import (
     CheckResult,
     CheckSpec,
@@ -386,38 +390,6 @@ def _declared_id(formula: FormulaFence) -> str | None:
     return match.group(2) if match else None
 
 
-_FRONT_MATTER_END = frozenset({"---", "..."})
-
-
-def front_matter_text(lines: Sequence[str]) -> str | None:
-    """The YAML between a page's opening ``---`` and its closing ``---`` or ``...``."""
-    if not lines or lines[0].strip() != "---":
-        return None
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() in _FRONT_MATTER_END), None)
-    return None if end is None else "\n".join(lines[1:end])
-
-
-_DEFAULTS_KEY = re.compile(r"^formula_check[ \t]*:", re.MULTILINE)
-
-
-def front_matter_problem(lines: Sequence[str]) -> str:
-    """Why front matter that sets ``formula_check`` defaults cannot be read, or nothing.
-
-    MkDocs keeps front matter it cannot parse as page text, silently: the page's defaults
-    would be dropped and its blocks checked without them."""
-    text = front_matter_text(lines)
-    if text is None or not _DEFAULTS_KEY.search(text):
-        return ""  # not front matter of ours, or two rules around prose
-    try:
-        yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1  # below the opening ---
-        what = getattr(exc, "problem", None) or str(exc).split("\n")[0]
-        return f"not valid YAML at line {line} ({what}), so none of its defaults apply"
-    return ""
-
-
 @dataclass(frozen=True)
 class PageText:
     """A page's text as MkDocs reads it; ``problem`` says why some of it could not be read."""
@@ -451,7 +423,7 @@ def source_blocks(raw: str | PageText, *, page: str, settings: Settings) -> list
     be checked (and reported) twice. A page not read whole (:func:`decode_page`) starts with
     an error block of its own, ``encoding``, at the line it names."""
     source = raw if isinstance(raw, PageText) else PageText(raw)
-    markdown, meta = get_data(source.text)
+    markdown, meta = split_front_matter(source.text)
     blocks = page_blocks(
         as_markdown_reads(markdown).split("\n"),
         page=page,
@@ -483,10 +455,3 @@ def as_markdown_reads(text: str, tab_length: int = 4) -> str:
 
 
 _SPACES_ONLY = re.compile(r"(?<=\n) +(?=\n)")
-
-
-def front_matter_lines(raw: str, markdown: str) -> int:
-    """How many lines MkDocs stripped from the top of ``raw`` to get ``markdown``."""
-    if not markdown or not raw.endswith(markdown):
-        return 0 if not markdown else raw.count("\n") - markdown.count("\n")
-    return raw[: len(raw) - len(markdown)].count("\n")
