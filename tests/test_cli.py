@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fakes import FakeMaker
 from formula_check import ci_formats, cli
 from formula_check.ci_formats import github_annotation, github_safe
 from formula_check.errors import MissingTensorFlowError
@@ -340,15 +341,16 @@ def test_bad_command_line_exits_2(capsys) -> None:
     assert "unknown status drift" in capsys.readouterr().err
 
 
-@pytest.mark.tf
-def test_missing_tensorflow_names_the_extra(first_runs, monkeypatch, capsys) -> None:
-    def no_tensorflow(self, specs):
+def test_missing_tensorflow_names_the_extra(tmp_path, monkeypatch, capsys) -> None:
+    def no_tensorflow(spec):
         raise MissingTensorFlowError("python3")
 
-    monkeypatch.setattr(cli.Engine, "iter_check", no_tensorflow)
-    run = check(first_runs, "good", monkeypatch, capsys)
-    assert run.code == 2
-    assert "pip install 'mkdocs-formula-check[cpu]'" in run.err
+    project = tmp_path / "good"
+    shutil.copytree(FIXTURE_SITES / "good", project, ignore=shutil.ignore_patterns(".cache"))
+    monkeypatch.chdir(project)
+    code = cli.main(["check", "--no-cache"], make_engine=FakeMaker(no_tensorflow))
+    assert code == 2
+    assert "pip install 'mkdocs-formula-check[cpu]'" in capsys.readouterr().err
 
 
 def test_mkdocs_yml_with_python_and_env_tags(tmp_path, monkeypatch) -> None:

@@ -19,10 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from . import ci_formats, sealed
-from .config import STATUSES
-from .engine import Engine
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
+from .options import STATUSES, Options
 from .oracles import all_oracles
 from .pages import PageBlock, Settings
 from .progress import Progress, summary
@@ -38,7 +37,7 @@ from .project import (
     target_pages,
 )
 from .render import report_json
-from .session import is_failure
+from .session import Checker, EngineMaker, checked_in_order, is_failure, open_engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -125,9 +124,11 @@ def _stop(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (see the module docstring)."""
+def main(argv: Sequence[str] | None = None, *, make_engine: EngineMaker = open_engine) -> int:
+    """Run the command line; returns the exit code (see the module docstring). ``make_engine``
+    makes the engine from the settings (the faces' tests give one making a fake)."""
     args = build_parser().parse_args(argv)
+    args.make_engine = make_engine
     commands = {"check": _check, "show": _show, "oracles": _list_oracles, "stop": _stop}
     command = commands[args.command]
     try:
@@ -198,18 +199,22 @@ def _no_site_here() -> Path:
     )
 
 
-def _engine(project: Project, args: argparse.Namespace, workers: int | None = None) -> Engine:
+def _options(project: Project, args: argparse.Namespace, workers: int | None) -> Options:
+    """The project's options with the command line's over them."""
     options = project.options
-    return Engine(
-        project.root,
+    return options.but(
         workers=workers or options.workers,
-        cache_dir=project.cache_path(),
-        use_cache=options.cache and not args.no_cache,
-        memory_limit_mb=options.memory_limit_mb,
-        fork=options.fork_workers,
+        cache=options.cache and not args.no_cache,
         keep_alive=options.keep_alive if args.keep_alive is None else args.keep_alive,
-        env=options.env,
     )
+
+
+def _engine(
+    options: Options, project: Project, args: argparse.Namespace
+) -> contextlib.closing[Checker]:
+    """The engine of this run, closed with it."""
+    maker: EngineMaker = args.make_engine
+    return contextlib.closing(maker(options.engine(project.root)))
 
 
 def _label(where: Location, block_id: str) -> str:
@@ -217,22 +222,19 @@ def _label(where: Location, block_id: str) -> str:
 
 
 def run_blocks(
-    engine: Engine, blocks: Sequence[PageBlock], progress: Progress
+    engine: Checker, blocks: Sequence[PageBlock], progress: Progress
 ) -> list[CheckResult]:
     """Results in block order; broken blocks become ERROR results without reaching a worker."""
-    found: dict[Location, CheckResult] = {}
-    for block in blocks:
-        if block.spec is None:
-            found[block.location] = block.error_result()
-            progress.finished(found[block.location])
-    specs = [block.spec for block in blocks if block.spec is not None]
-    labels = [_label(spec.location, spec.block_id) for spec in specs] + [""]
+    labels = [_label(b.location, b.block_id) for b in blocks if b.spec is not None] + [""]
     progress.checking(labels[0])
-    for index, result in enumerate(engine.iter_check(specs)):
-        found[result.location] = result
-        progress.checking(labels[index + 1])
+    results, checked = [], 0
+    for block, result in checked_in_order(engine, blocks):
+        if block.spec is not None:
+            checked += 1
+            progress.checking(labels[checked])
         progress.finished(result)
-    return [found[block.location] for block in blocks]
+        results.append(result)
+    return results
 
 
 # -- check ------------------------------------------------------------------------------------
@@ -276,10 +278,11 @@ def _check(args: argparse.Namespace) -> int:
     def failing(result: CheckResult) -> bool:
         return is_failure(result, fail_on)
 
-    with _engine(project, args, args.workers) as engine, Progress(sys.stderr, len(chosen)) as bar:
+    options = _options(project, args, args.workers)
+    with _engine(options, project, args) as engine, Progress(sys.stderr, len(chosen)) as bar:
         results = run_blocks(engine, chosen, bar)
         seconds = bar.elapsed()
-        startup, starters = engine.startup_seconds, engine.pool.size
+        startup, starters = engine.startup_seconds, options.workers
     if args.json is not None:
         _write(args.json, report_json(results))
     if args.junit_xml is not None:
@@ -349,11 +352,8 @@ def _show(args: argparse.Namespace) -> int:
     if block is None:
         starts = ", ".join(str(b.location.line) for b in blocks) or "none"
         raise UsageError(f"{path}:{line}: no formula block here (blocks open at lines: {starts})")
-    if block.spec is None:
-        result = block.error_result()
-    else:
-        with _engine(project, args, workers=1) as engine:
-            result = engine.check_many([block.spec])[0]
+    with _engine(_options(project, args, 1), project, args) as engine:
+        [(_, result)] = checked_in_order(engine if block.spec else None, [block])
     print(ci_formats.text_card(result, project.root))
     return EXIT_FAILED if is_failure(result, project.options.fail_on) else EXIT_OK
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 
-from .worker.environment import bad_names
-
-STATUSES = ("mismatch", "error", "timeout", "skipped", "verified")
+from .options import DEFAULTS, STATUSES, Options
 
 
 # mkdocs' Config.__init_subclass__ is untyped; the ignore is for that call only.
@@ -19,19 +17,21 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     math and its snippet as code, with no card, and the report page says checks were off
     (a fast preview, e.g. ``enabled: !ENV [FORMULA_CHECK, true]``)."""
 
-    workers = c.Type(int, default=1)
+    workers = c.Type(int, default=DEFAULTS.workers)
     """Worker processes running snippets in parallel (each imports TensorFlow: ~0.5 GB)."""
 
-    timeout = c.Type((int, float), default=60)
+    timeout = c.Type((int, float), default=DEFAULTS.timeout)
     """Seconds a block's snippet may run before it is stopped (a block's ``timeout=`` wins)."""
 
-    cache = c.Type(bool, default=True)
+    cache = c.Type(bool, default=DEFAULTS.cache)
     """Reuse results of checks whose spec, snippet and imported project files are unchanged."""
 
-    cache_dir = c.Type(str, default=".cache/formula-check")
+    cache_dir = c.Type(str, default=DEFAULTS.cache_dir)
     """Result cache folder, relative to the folder holding ``mkdocs.yml``."""
 
-    fail_on = c.ListOfItems(c.Choice(STATUSES), default=["mismatch", "error", "timeout"])
+    fail_on = c.ListOfItems(
+        c.Choice(STATUSES), default=sorted(DEFAULTS.fail_on, key=STATUSES.index)
+    )
     """Statuses logged as warnings (so ``mkdocs build --strict`` fails); others are info."""
 
     oracles = c.ListOfItems(c.Type(str), default=[])
@@ -47,15 +47,15 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     take it out of ``nav`` too, or MkDocs reports a missing page). Left out of a ``nav``, it is
     a page outside the nav, which ``validation: nav: omitted_files`` does not report."""
 
-    timing = c.Type(bool, default=True)
+    timing = c.Type(bool, default=DEFAULTS.timing)
     """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster.
     Off wins over every block and page: no block is timed and no ``sweep=`` is run."""
 
-    memory_limit_mb = c.Type(int, default=0)
+    memory_limit_mb = c.Type(int, default=DEFAULTS.memory_limit_mb)
     """Resident-memory limit per worker in MiB (0: none). The parent polls the worker's RSS
     while a check runs and kills it past the limit; the block is reported as a crash."""
 
-    fork_workers = c.Type(bool, default=True)
+    fork_workers = c.Type(bool, default=DEFAULTS.fork_workers)
     """On Linux, fork workers from one process that has already imported TensorFlow: a second
     worker, or the fresh one replacing a worker stopped on a timeout, starts in milliseconds
     instead of importing TensorFlow again. Off: every worker is a new process."""
@@ -66,7 +66,7 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     core), and compile the theme's templates and list its files once per session instead of on
     every rebuild (again when they change)."""
 
-    keep_alive = c.Type((int, float), default=0)
+    keep_alive = c.Type((int, float), default=DEFAULTS.keep_alive)
     """Seconds to keep the process that imported TensorFlow after a build ends (0: stop it
     with the build). Within that time, the next build, ``formula-check`` run or test session
     of this project forks its workers from it and skips the import. Linux, with
@@ -83,19 +83,23 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""
 
 
+def options_from(config: FormulaCheckConfig) -> Options:
+    """The settings a validated plugin configuration holds."""
+    return Options(
+        workers=config.workers,
+        timeout=float(config.timeout),
+        cache=config.cache,
+        cache_dir=config.cache_dir,
+        fail_on=frozenset(config.fail_on),
+        oracles=tuple(config.oracles),
+        timing=config.timing,
+        memory_limit_mb=config.memory_limit_mb,
+        fork_workers=config.fork_workers,
+        keep_alive=float(config.keep_alive),
+        env=tuple(config.env),
+    )
+
+
 def out_of_range(config: FormulaCheckConfig) -> str:
     """What is wrong with the first number option outside its range, or an empty string."""
-    keep_alive = config.keep_alive
-    rules = [
-        ("workers", config.workers >= 1, "at least 1"),
-        ("timeout", config.timeout > 0, "seconds, more than 0"),
-        ("memory_limit_mb", config.memory_limit_mb >= 0, "MiB, 0 for no limit"),
-        ("keep_alive", 0 <= keep_alive < float("inf"), "seconds, 0 to stop with the run"),
-    ]
-    bad = bad_names(config.env)
-    if bad:
-        return f"option 'env' has a bad name {bad[0]!r} (the name of a variable, like MY_DATA_DIR)"
-    for option, ok, wanted in rules:
-        if not ok:
-            return f"option {option!r} has a bad value {getattr(config, option)!r} ({wanted})"
-    return ""
+    return options_from(config).problem()

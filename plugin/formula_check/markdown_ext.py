@@ -34,29 +34,28 @@ from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 from pymdownx.superfences import SuperFencesCodeExtension, SuperFencesException
 
-from .engine import Engine
 from .errors import FormulaCheckError
 from .model import CheckResult, Location, SnippetFailure, Status
+from .options import DEFAULTS, Options
 from .oracles import load_oracle
 from .pages import (
     FormulaFence,
     PageBlock,
-    Settings,
     find_formulas,
     front_matter_lines,
     front_matter_text,
     page_blocks,
 )
 from .render import labels_for
+from .render.figure_cache import FigureCache
 from .session import (
+    SHARED_ENGINES,
     DataUriImages,
     DirectoryImages,
     FormulaSession,
     PageContext,
     is_failure,
-    shared_engine,
 )
-from .worker.environment import bad_names
 
 FENCE_NAME = "formula"
 _OPENING = re.compile(r"^(?P<indent>[ \t>]*)(?P<fence>`{3,}|~{3,})")
@@ -175,15 +174,15 @@ class FormulaCheckExtension(Extension):
             "fail_on": [[], "Statuses that raise SuperFencesException (fails Zensical builds)"],
             "image_dir": ["", "Folder to write figure files to; default: inline data: URIs"],
             "image_url": ["", "URL prefix of image_dir as seen from the page"],
-            "workers": [1, "Worker processes"],
-            "cache": [True, "Reuse results of unchanged checks"],
-            "cache_dir": ["", "Cache folder (default .cache/formula-check under root)"],
-            "timeout": [60.0, "Default seconds per check"],
-            "timing": [True, "Time snippets (off: faster builds)"],
+            "workers": [DEFAULTS.workers, "Worker processes"],
+            "cache": [DEFAULTS.cache, "Reuse results of unchanged checks"],
+            "cache_dir": ["", f"Cache folder (default {DEFAULTS.cache_dir} under root)"],
+            "timeout": [DEFAULTS.timeout, "Default seconds per check"],
+            "timing": [DEFAULTS.timing, "Time snippets (off: faster builds)"],
             "oracles": [[], "User oracles as package.module:attr"],
-            "memory_limit_mb": [0, "Worker memory limit (0: none)"],
-            "fork_workers": [True, "Fork workers from one TensorFlow import (Linux)"],
-            "keep_alive": [0.0, "Seconds to keep TensorFlow imported for the next run"],
+            "memory_limit_mb": [DEFAULTS.memory_limit_mb, "Worker memory limit (0: none)"],
+            "fork_workers": [DEFAULTS.fork_workers, "Fork workers from one TensorFlow import"],
+            "keep_alive": [DEFAULTS.keep_alive, "Seconds to keep TensorFlow for the next run"],
             "env": [[], "Variables of the build's environment the checks may read, by name"],
             "check": [True, "Check formulas; off: each renders as display math, no card"],
         }
@@ -266,10 +265,11 @@ class FormulaCheckExtension(Extension):
         if isinstance(given, FormulaSession):
             return given
         root = Path(self.getConfig("root") or ".").resolve()
-        for reference in self.getConfig("oracles") if self.check else ():
+        options = self._options()
+        for reference in options.oracles if self.check else ():
             load_oracle(reference, root)
+        settings = options.engine(root)
         engine = self.getConfig("engine")
-        settings = Settings(root, float(self.getConfig("timeout")), bool(self.getConfig("timing")))
         image_dir = self.getConfig("image_dir")
         images = (
             DirectoryImages(Path(image_dir), self.getConfig("image_url") or image_dir)
@@ -277,34 +277,41 @@ class FormulaCheckExtension(Extension):
             else DataUriImages()
         )
         return FormulaSession(
-            settings=settings,
-            engine=engine if isinstance(engine, Engine) else None,
-            engine_factory=lambda: shared_engine(
-                root,
-                workers=int(self.getConfig("workers")),
-                cache=bool(self.getConfig("cache")),
-                cache_dir=self.getConfig("cache_dir") or None,
-                memory_limit_mb=int(self.getConfig("memory_limit_mb")),
-                fork=bool(self.getConfig("fork_workers")),
-                keep_alive=float(self.getConfig("keep_alive")),
-                env=_names(self.getConfig("env")),
-            ),
+            settings=options.pages(root),
+            engine=engine or None,
+            engine_factory=lambda: SHARED_ENGINES.get(settings),
             labels=labels_for(self.getConfig("language")),
             images=images,
-            fail_on=frozenset(self.getConfig("fail_on")),
+            fail_on=options.fail_on,
             page=PageContext(self.getConfig("page")),
+            figure_cache=FigureCache(settings.cache_dir / "figures" if settings.cache else None),
         )
+
+    def _options(self) -> Options:
+        """The extension's keyword options as the checker's settings, checked like the
+        plugin's (an empty ``cache_dir``: the default folder)."""
+        options = Options(
+            workers=int(self.getConfig("workers")),
+            timeout=float(self.getConfig("timeout")),
+            cache=bool(self.getConfig("cache")),
+            cache_dir=str(self.getConfig("cache_dir") or DEFAULTS.cache_dir),
+            fail_on=frozenset(self.getConfig("fail_on")),
+            oracles=tuple(self.getConfig("oracles")),
+            timing=bool(self.getConfig("timing")),
+            memory_limit_mb=int(self.getConfig("memory_limit_mb")),
+            fork_workers=bool(self.getConfig("fork_workers")),
+            keep_alive=float(self.getConfig("keep_alive")),
+            env=_names(self.getConfig("env")),
+        )
+        problem = options.problem()
+        if problem:
+            raise FormulaCheckError(f"formula_check {problem}")
+        return options
 
 
 def _names(value: Any) -> tuple[str, ...]:
-    """The ``env`` option: variable names, or a clear error."""
-    names = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    bad = bad_names(names)
-    if bad:
-        raise FormulaCheckError(
-            f"formula_check option 'env' has a bad name {bad[0]!r} (the name of a variable)"
-        )
-    return names
+    """The ``env`` option as a tuple of names (one name alone will do)."""
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
 def makeExtension(**kwargs: Any) -> FormulaCheckExtension:  # noqa: N802  (Markdown's API name)

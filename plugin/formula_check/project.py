@@ -21,8 +21,9 @@ from mkdocs.exceptions import ConfigurationError
 from mkdocs.structure.files import get_files
 from mkdocs.utils.yaml import get_yaml_loader, yaml_load
 
-from .config import FormulaCheckConfig, out_of_range
+from .config import FormulaCheckConfig, options_from, out_of_range
 from .errors import FormulaCheckError
+from .options import Options
 from .pages import PageBlock, Settings, decode_page, source_blocks
 
 CONFIG_NAME = "mkdocs.yml"
@@ -37,23 +38,6 @@ class ProjectError(FormulaCheckError):
 
 
 @dataclass(frozen=True)
-class Options:
-    """The ``formula-check`` plugin options that matter outside a build."""
-
-    workers: int = 1
-    timeout: float = 60.0
-    cache: bool = True
-    cache_dir: str = ".cache/formula-check"
-    fail_on: frozenset[str] = frozenset({"mismatch", "error", "timeout"})
-    oracles: tuple[str, ...] = ()
-    timing: bool = True
-    memory_limit_mb: int = 0
-    fork_workers: bool = True
-    keep_alive: float = 0.0
-    env: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class Project:
     """A project folder (``root``: snippets, cache and page paths are relative to it)."""
 
@@ -64,7 +48,7 @@ class Project:
 
     def settings(self, timeout: float | None = None) -> Settings:
         """What every block of this project is built with."""
-        return Settings(self.root, timeout or self.options.timeout, self.options.timing)
+        return self.options.pages(self.root, timeout)
 
     def page_name(self, path: Path) -> str:
         """A page as messages name it: relative to the project (``docs/attention.md``)."""
@@ -151,19 +135,7 @@ def validate_options(raw: Mapping[str, Any], where: str) -> Options:
     problem = out_of_range(config)
     if problem:
         raise ProjectError(f"{where}: plugin {PLUGIN_NAME!r}: {problem}")
-    return Options(
-        workers=config.workers,
-        timeout=float(config.timeout),
-        cache=config.cache,
-        cache_dir=config.cache_dir,
-        fail_on=frozenset(config.fail_on),
-        oracles=tuple(config.oracles),
-        timing=config.timing,
-        memory_limit_mb=config.memory_limit_mb,
-        fork_workers=config.fork_workers,
-        keep_alive=float(config.keep_alive),
-        env=tuple(config.env),
-    )
+    return options_from(config)
 
 
 def find_config(start: Path, stop: Path | None = None) -> Path | None:

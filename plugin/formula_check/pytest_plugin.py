@@ -24,12 +24,13 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
     from _pytest.terminal import TerminalReporter
 
-    from .engine import Engine
     from .model import CheckResult
     from .pages import PageBlock
     from .project import Project
 
-_RUN_KEY = pytest.StashKey["FormulaCheckRun"]()
+RUN = pytest.StashKey["FormulaCheckRun"]()
+"""Where the switched-on plugin keeps its run (``config.stash[RUN]``): a conftest may give
+its ``engines`` a maker of fakes."""
 _NOTE = "formula_check_note"
 """The user property of an item whose formula was not executable: the line saying so."""
 
@@ -74,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # to be listed in testpaths too.
         config.args = [*config.args, *(str(path) for path in paths)]
     run = FormulaCheckRun(config, paths, any_page=flag)
-    config.stash[_RUN_KEY] = run
+    config.stash[RUN] = run
     config.pluginmanager.register(run, "formula-check-run")
 
 
@@ -88,7 +89,10 @@ class FormulaCheckRun:
         self.use_cache = not config.getoption("formula_check_no_cache")
         self.projects: dict[Path, Project] = {}
         self.site_pages: dict[Path, frozenset[Path]] = {}
-        self.engines: dict[Path, Engine] = {}
+        from .session import Engines
+
+        self.engines = Engines()
+        """One warm engine per project settings for the whole session."""
         self.unavailable = ""
         self.notes: list[str] = []
 
@@ -117,9 +121,7 @@ class FormulaCheckRun:
 
     def pytest_sessionfinish(self) -> None:
         """Stop the workers."""
-        for engine in self.engines.values():
-            engine.close()
-        self.engines.clear()
+        self.engines.close()
 
     def project_for(self, page: Path) -> Project:
         """The page's project (nearest ``mkdocs.yml`` up to the rootdir), oracles loaded."""
@@ -147,25 +149,18 @@ class FormulaCheckRun:
 
     def check(self, block: PageBlock, project: Project) -> CheckResult:
         """One block's result, on this process's warm engine for the project."""
-        from .engine import Engine
         from .errors import FormulaCheckError
+        from .session import checked_in_order
 
         if block.spec is None:
             return block.error_result()
         if self.unavailable:
             raise BlockFailedError(self.unavailable)
-        if project.root not in self.engines:
-            self.engines[project.root] = Engine(
-                project.root,
-                cache_dir=project.cache_path(),
-                use_cache=self.use_cache and project.options.cache,
-                memory_limit_mb=project.options.memory_limit_mb,
-                fork=project.options.fork_workers,
-                keep_alive=project.options.keep_alive,
-                env=project.options.env,
-            )
+        options = project.options.but(workers=1, cache=self.use_cache and project.options.cache)
         try:
-            return self.engines[project.root].check_many([block.spec])[0]
+            engine = self.engines.get(options.engine(project.root))
+            [(_, result)] = checked_in_order(engine, [block])
+            return result
         except FormulaCheckError as exc:  # no TensorFlow, no worker: every block would fail so
             self.unavailable = f"formula-check cannot run: {exc}"
             raise BlockFailedError(self.unavailable) from None
@@ -178,7 +173,7 @@ class FormulaPage(pytest.File):
         """One item per block, named by its id (a repeated id gets ``@line``)."""
         from .project import read_blocks
 
-        run = self.config.stash[_RUN_KEY]
+        run = self.config.stash[RUN]
         project = run.project_for(self.path)
         if not run.is_built(self.path.resolve(), project):
             return
@@ -214,7 +209,7 @@ class FormulaItem(pytest.Item):
         from .ci_formats import failure_report, formula_lines, formula_note
         from .session import is_failure
 
-        result = self.config.stash[_RUN_KEY].check(self.block, self.project)
+        result = self.config.stash[RUN].check(self.block, self.project)
         self.user_properties.append(("formula_check_status", result.status.value))
         if result.formula is not None:
             self.user_properties.append(("formula_check_formula", result.formula.state))

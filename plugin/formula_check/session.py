@@ -20,7 +20,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as NotYet
 from dataclasses import dataclass, field
@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from .engine import Engine
 from .model import CheckResult, CheckSpec, Location, SnippetFailure, Status
+from .options import EngineSettings
 from .pages import PageBlock, Settings
 from .render import Figure, Labels, labels_for, render_card
 from .render.figure_cache import FigureCache
@@ -100,47 +101,122 @@ def is_failure(result: CheckResult, fail_on: frozenset[str] | set[str]) -> bool:
     return result.status.value in fail_on
 
 
-_ENGINES: dict[tuple[Any, ...], Engine] = {}
+class Checker(Protocol):
+    """What a face needs of an engine (:class:`~formula_check.engine.Engine`, or a fake that
+    answers without TensorFlow in the faces' tests)."""
+
+    @property
+    def startup_seconds(self) -> float:
+        """Time spent starting workers, never counted in a block's own time."""
+
+    def check_many(self, specs: Iterable[CheckSpec]) -> list[CheckResult]:
+        """Every block's result, in input order."""
+
+    def iter_check(
+        self,
+        specs: Iterable[CheckSpec],
+        *,
+        prepared: bool = False,
+        stop: threading.Event | None = None,
+    ) -> Iterator[CheckResult]:
+        """Results in input order, each as soon as it and those before it are done; closing
+        the iterator (when it has ``close``) stops the checks not started yet."""
+
+    def prepare(self, specs: Iterable[CheckSpec]) -> None:
+        """Do on the calling thread what the first check would do before asking a worker."""
+
+    def start_in_background(self) -> object:
+        """Start the workers now, without waiting for them."""
+
+    def close(self) -> None:
+        """Stop the workers."""
 
 
-def shared_engine(
-    root: Path,
-    *,
-    workers: int,
-    cache: bool,
-    cache_dir: str | None,
-    memory_limit_mb: int,
-    fork: bool = True,
-    keep_alive: float = 0.0,
-    env: tuple[str, ...] = (),
-) -> Engine:
-    """One engine per settings for the life of the process (closed at exit).
+EngineMaker = Callable[[EngineSettings], Checker]
 
-    Without the MkDocs plugin nobody owns a build's lifetime, and a new engine per page would
-    import TensorFlow once per page.
+
+def open_engine(settings: EngineSettings) -> Engine:
+    """A new engine for ``settings``: the one place settings become engine arguments."""
+    return Engine(
+        settings.root,
+        workers=settings.workers,
+        cache_dir=settings.cache_dir,
+        use_cache=settings.cache,
+        python=settings.python,
+        memory_limit_mb=settings.memory_limit_mb,
+        fork=settings.fork_workers,
+        keep_alive=settings.keep_alive,
+        env=settings.env,
+    )
+
+
+class Engines:
+    """Engines by their settings: equal settings share one engine (one TensorFlow import).
+
+    ``make`` builds a missing one (:func:`open_engine`; the faces' tests give a fake).
+    :meth:`only` keeps a single engine, as the MkDocs plugin does across ``mkdocs serve``
+    rebuilds: new settings close the engine made for the old ones.
     """
-    key = (root, workers, cache, cache_dir, memory_limit_mb, fork, keep_alive, env)
-    if key not in _ENGINES:
-        if not _ENGINES:
-            atexit.register(_close_engines)
-        directory = Path(cache_dir) if cache_dir else None
-        _ENGINES[key] = Engine(
-            root,
-            workers=workers,
-            cache_dir=directory,
-            use_cache=cache,
-            memory_limit_mb=memory_limit_mb,
-            fork=fork,
-            keep_alive=keep_alive,
-            env=env,
-        )
-    return _ENGINES[key]
+
+    def __init__(self, make: EngineMaker = open_engine) -> None:
+        self.make = make
+        self._made: dict[EngineSettings, Checker] = {}
+        self._lock = threading.Lock()
+
+    def get(self, settings: EngineSettings) -> Checker:
+        """The engine for ``settings``, made on first use."""
+        with self._lock:
+            if settings not in self._made:
+                self._made[settings] = self.make(settings)
+            return self._made[settings]
+
+    def only(self, settings: EngineSettings) -> Checker:
+        """The engine for ``settings``; any engine made for other settings is closed."""
+        with self._lock:
+            stale = [key for key in self._made if key != settings]
+            for key in stale:
+                self._made.pop(key).close()
+        return self.get(settings)
+
+    def close(self) -> None:
+        """Close every engine made so far."""
+        with self._lock:
+            made, self._made = list(self._made.values()), {}
+        for engine in made:
+            engine.close()
 
 
-def _close_engines() -> None:
-    for engine in _ENGINES.values():
-        engine.close()
-    _ENGINES.clear()
+SHARED_ENGINES = Engines()
+"""Engines of faces that own no build lifetime (the Markdown extension alone, Zensical): a new
+engine per page would import TensorFlow once per page. Closed when the process exits."""
+atexit.register(SHARED_ENGINES.close)
+
+
+def checked_in_order(
+    engine: Checker | None, blocks: Sequence[PageBlock]
+) -> Iterator[tuple[PageBlock, CheckResult]]:
+    """Each block with its result, in block order, as soon as it is known: a block that could
+    not be built (no spec) is its error result and reaches no worker (nor needs an engine:
+    ``None`` will do when no block has a spec)."""
+    specs = [block.spec for block in blocks if block.spec is not None]
+    if specs and engine is None:
+        raise ValueError("blocks to check, and no engine to check them")
+    results = engine.iter_check(specs) if engine is not None and specs else None
+    try:
+        for block in blocks:
+            if block.spec is None or results is None:
+                yield block, block.error_result()
+            else:
+                yield block, next(results)
+    finally:
+        _close(results)
+
+
+def _close(results: Iterator[CheckResult] | None) -> None:
+    """Stop the checks of ``results`` not started yet (an engine's generator can)."""
+    close = getattr(results, "close", None)
+    if close is not None:
+        close()
 
 
 _SUPERSEDED_POLL = 0.1
@@ -174,8 +250,8 @@ class FormulaSession:
     settings: Settings
     labels: Labels
     images: ImageSink
-    engine: Engine | None = None
-    engine_factory: Callable[[], Engine] | None = None
+    engine: Checker | None = None
+    engine_factory: Callable[[], Checker] | None = None
     fail_on: frozenset[str] = frozenset()
     page: PageContext = field(default_factory=PageContext)
     on_result: Callable[[CheckResult], None] | None = None
@@ -193,7 +269,34 @@ class FormulaSession:
     _superseded_at: float = 0.0
     _tokens: Iterator[int] = field(default_factory=itertools.count)
 
-    def get_engine(self) -> Engine:
+    # -- what a face's hooks call: a build, a page, what came of them ---------------------------
+
+    def begin_build(self) -> None:
+        """A new build (each ``mkdocs serve`` rebuild): the last batch ends first; its results
+        and the placeholders of pages it never finished are forgotten."""
+        self.wait_all()
+        self.known.clear()
+        self.placeholders.clear()
+
+    def enter_page(self, page: PageContext) -> None:
+        """The page rendered next: its cards' line numbers, front matter and figure links."""
+        self.page = page
+
+    def results(self, blocks: Sequence[PageBlock] | None = None) -> list[CheckResult]:
+        """The results known: of ``blocks``, in their order (a block a stopped batch left out
+        has none), or all of them."""
+        if blocks is None:
+            return [result for _, result in self.known.values()]
+        return [self.known[b.location][1] for b in blocks if b.location in self.known]
+
+    def unfilled_pages(self) -> list[str]:
+        """Pages whose placeholders were never filled (their HTML was rewritten before
+        :meth:`fill_placeholders` saw it); they are forgotten once told."""
+        pages = sorted({waiting.page.path for waiting in self.placeholders.values()})
+        self.placeholders.clear()
+        return pages
+
+    def get_engine(self) -> Checker:
         """The engine, created on first use (pages without formulas never start TensorFlow)."""
         if self.engine is None:
             if self.engine_factory is None:
@@ -203,16 +306,16 @@ class FormulaSession:
 
     def results_for(self, blocks: Sequence[PageBlock]) -> list[CheckResult]:
         """Results in block order: reused when known, the rest checked in one batch."""
-        todo = [b.spec for b in blocks if b.spec is not None and self._reusable(b) is None]
-        fresh = iter(self.get_engine().check_many(todo) if todo else [])
-        results = []
-        for block in blocks:
-            result = self._reusable(block)
-            if result is None:
-                result = block.error_result() if block.spec is None else next(fresh)
-                self._record(block, result)
-            results.append(result)
-        return results
+        todo = [block for block in blocks if self._reusable(block) is None]
+        engine = self.get_engine() if any(block.spec is not None for block in todo) else None
+        for block, result in checked_in_order(engine, todo):
+            self._record(block, result)
+        return [self._known_result(block) for block in blocks]
+
+    def _known_result(self, block: PageBlock) -> CheckResult:
+        result = self._reusable(block)
+        assert result is not None, "recorded just before"
+        return result
 
     def check_in_background(self, blocks: Sequence[PageBlock]) -> None:
         """Start checking every block not known yet, in page order, on a background thread.
@@ -255,7 +358,7 @@ class FormulaSession:
                     if not future.done():
                         future.set_exception(exc)
             finally:
-                results.close()  # stops the queue of checks not started yet
+                _close(results)  # stops the queue of checks not started yet
                 for future in futures.values():
                     future.cancel()  # only those never answered: nobody will answer them
 
@@ -395,9 +498,7 @@ class FormulaSession:
         )
 
     def _figures(self) -> FigureCache:
-        """Figures are cached beside the results (in memory only when the cache is off)."""
+        """Figures are cached where the face says (in memory when it says nothing)."""
         if self.figure_cache is None:
-            engine = self.get_engine()
-            directory = engine.cache.directory / "figures" if engine.use_cache else None
-            self.figure_cache = FigureCache(directory)
+            self.figure_cache = FigureCache(None)
         return self.figure_cache

@@ -1,0 +1,22 @@
+"""The MkDocs face: ``plugins: [formula-check]``.
+
+* :mod:`.plugin`: the hooks, glue between MkDocs' events and the session;
+* :mod:`.site`: what goes into the site (extension, assets, figures, anchors, log lines);
+* :mod:`.report`: the report page and its JSON;
+* :mod:`.watching`: what ``mkdocs serve`` watches beyond the docs folder.
+
+The settings schema is :mod:`formula_check.config`; the speed-ups of ``mkdocs serve`` are
+:mod:`formula_check.serving`.
+"""
+
+from __future__ import annotations
+
+from .plugin import FormulaCheckPlugin
+from .site import log, log_result
+from .watching import snippet_files
+
+__all__ = ["FormulaCheckPlugin", "log", "log_result", "snippet_files"]
+
+# Names the tests used before the face became a package.
+_log_result = log_result
+_snippet_files = snippet_files

@@ -1,0 +1,116 @@
+"""An engine that answers without TensorFlow, for the tests of the faces.
+
+The faces (the Markdown extension, the MkDocs plugin, the CLI, the pytest plugin) only need
+what :class:`formula_check.session.Checker` lists. :class:`FakeEngine` has exactly that: each
+block's result comes from a function of its spec, and the engine records what it was asked.
+A face gets one through its engine seam: ``Engines(make=...)`` (the plugin's ``engines``,
+the pytest run's ``engines``, the extension's ``engine`` option) or ``cli.main(argv,
+make_engine=...)``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from formula_check.model import CheckResult, CheckSpec, Status, Verdict
+from formula_check.options import EngineSettings
+
+Answer = Callable[[CheckSpec], CheckResult]
+
+
+def verified(spec: CheckSpec) -> CheckResult:
+    """A pass with one output verdict well inside its tolerance."""
+    verdict = Verdict("output", True, ("n",), (4,), (4,), n_total=4, atol=1e-5, max_abs=1e-7)
+    return CheckResult(
+        spec.block_id,
+        spec.location,
+        spec.oracle,
+        Status.VERIFIED,
+        expect=spec.expect,
+        verdicts=(verdict,),
+    )
+
+
+def mismatch(spec: CheckSpec) -> CheckResult:
+    """A drift: the output differs from the oracle far beyond its tolerance."""
+    verdict = Verdict(
+        "output", False, ("n",), (4,), (4,), n_total=4, n_bad=4, atol=1e-5, max_abs=0.5
+    )
+    return CheckResult(
+        spec.block_id,
+        spec.location,
+        spec.oracle,
+        Status.MISMATCH,
+        expect=spec.expect,
+        verdicts=(verdict,),
+    )
+
+
+def by_id(answers: dict[str, Answer], default: Answer = verified) -> Answer:
+    """Each block's answer by its id (``default`` for the others)."""
+    return lambda spec: answers.get(spec.block_id, default)(spec)
+
+
+@dataclass
+class FakeEngine:
+    """Answers each spec with ``answer(spec)``; remembers the specs and whether it closed."""
+
+    answer: Answer = verified
+    settings: EngineSettings | None = None
+    checked: list[CheckSpec] = field(default_factory=list)
+    started: bool = False
+    closed: bool = False
+    startup_seconds: float = 0.0
+
+    def check_many(self, specs: Iterable[CheckSpec]) -> list[CheckResult]:
+        return list(self.iter_check(specs))
+
+    def iter_check(
+        self,
+        specs: Iterable[CheckSpec],
+        *,
+        prepared: bool = False,
+        stop: threading.Event | None = None,
+    ) -> Iterator[CheckResult]:
+        for spec in specs:
+            if stop is not None and stop.is_set():
+                yield CheckResult(
+                    spec.block_id, spec.location, spec.oracle, Status.SKIPPED, message="stopped"
+                )
+                continue
+            self.checked.append(spec)
+            yield self.answer(spec) if not spec.skip else _skipped(spec)
+
+    def prepare(self, specs: Iterable[CheckSpec]) -> None:
+        return None
+
+    def start_in_background(self) -> object:
+        self.started = True
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _skipped(spec: CheckSpec) -> CheckResult:
+    return CheckResult(spec.block_id, spec.location, spec.oracle, Status.SKIPPED, message=spec.skip)
+
+
+@dataclass
+class FakeMaker:
+    """Makes :class:`FakeEngine` s answering with ``answer``; keeps every one it made."""
+
+    answer: Answer = verified
+    made: list[FakeEngine] = field(default_factory=list)
+
+    def __call__(self, settings: EngineSettings) -> FakeEngine:
+        engine = FakeEngine(self.answer, settings)
+        self.made.append(engine)
+        return engine
+
+    @property
+    def checked(self) -> list[CheckSpec]:
+        """Every spec any engine made here was asked to check."""
+        return [spec for engine in self.made for spec in engine.checked]
