@@ -24,9 +24,12 @@ from mkdocs.structure.files import Files
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
+from fakes import FakeMaker
 from formula_check import serving
-from formula_check.mkdocs_plugin import FormulaCheckPlugin, _snippet_files
+from formula_check.mkdocs_plugin import FormulaCheckPlugin, snippet_files
+from formula_check.options import EngineSettings
 from formula_check.pages import Settings, source_blocks
+from formula_check.session import Engines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sites"
 MakeServer = Callable[[Path], tuple[LiveReloadServer, Path, Path]]
@@ -582,13 +585,13 @@ def test_files_a_page_starts_using_during_serve_are_watched_from_that_rebuild(
     second.write_text("y = 2\n", encoding="utf-8")
     plugin = plugin_with()
     plugin.on_startup(command="serve", dirty=False)
-    plugin.watch = {first, snippets / "later" / "not-yet.py"}
+    plugin.watcher.add({first, snippets / "later" / "not-yet.py"})
     plugin.on_serve(server, config=MkDocsConfig(), builder=None)
     assert str(first) in server._watched_paths
     assert str(snippets / "later" / "not-yet.py") not in server._watched_paths
     # a file named before it exists: its nearest folder is watched, without subfolders
     assert not server._watch_refs[str(snippets)].is_recursive
-    plugin.watch.add(second)  # a later rebuild finds a page using a new file
+    plugin.watcher.add({second})  # a later rebuild finds a page using a new file
     plugin.on_post_build(config=None)  # type: ignore[arg-type]
     assert server._watched_paths[str(second)] == 1
     assert server._watched_paths[str(first)] == 1, "each file is watched once"
@@ -608,10 +611,10 @@ def test_project_files_a_snippet_imported_are_watched_however_deep(
     result = SimpleNamespace(imports=("utils/scale.py",))
     plugin.session = SimpleNamespace(  # type: ignore[assignment]
         wait_all=lambda: None,
-        placeholders={},
-        known={"docs/index.md:3": (None, result)},
+        results=lambda blocks=None: [result],
+        unfilled_pages=list,
     )
-    plugin.settings = Settings(tmp_path)
+    plugin.root = tmp_path
     plugin.on_serve(server, config=MkDocsConfig(), builder=None)
     config = MkDocsConfig()
     config["site_dir"] = str(tmp_path / "site")
@@ -646,7 +649,7 @@ def test_project_modules_a_snippet_imports_are_watched_before_it_ever_finishes(
     )
     blocks = source_blocks(page, page="docs/index.md", settings=Settings(tmp_path))
     assert [block.block_id for block in blocks if block.spec is not None] == ["a", "b", "c"]
-    watched = _snippet_files(blocks, tmp_path)
+    watched = snippet_files(blocks, tmp_path)
     assert watched == {
         tmp_path / "mymodel",
         tmp_path / "scaling.py",
@@ -661,12 +664,13 @@ def test_turning_the_plugin_off_during_serve_stops_checking(tmp_path: Path) -> N
     plugin.on_startup(command="serve", dirty=False)
     plugin.session = object()  # type: ignore[assignment]
     plugin.blocks = [object()]  # type: ignore[list-item]  # what the last build left
-    closed: list[bool] = []
-    plugin.engine = SimpleNamespace(close=lambda: closed.append(True))  # type: ignore[assignment]
+    maker = FakeMaker()
+    plugin.engines = Engines(maker)
+    plugin.engines.get(EngineSettings(tmp_path))  # the engine of the builds before
     config = mkdocs_config(tmp_path)
     plugin.on_config(config)
     assert plugin.session is None and plugin.blocks == []
-    assert closed == [True] and plugin.engine is None, "its workers do not stay for nothing"
+    assert [engine.closed for engine in maker.made] == [True], "its workers do not stay"
     assert config.mdx_configs["formula_check"] == {"check": False}  # math only, no cards
 
 
@@ -679,8 +683,8 @@ def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -
     plugin.on_startup(command="serve", dirty=False)
     plugin.session = SimpleNamespace(  # type: ignore[assignment]
         wait_all=lambda: None,
-        placeholders={},
-        known={},
+        results=lambda blocks=None: [],
+        unfilled_pages=list,
         get_engine=lambda: engines[-1],
     )
     plugin.blocks = [SimpleNamespace(spec=object())]  # type: ignore[list-item]
@@ -693,7 +697,7 @@ def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -
     plugin.on_post_build(config=config)
     assert started == ["first", "second"]
     plugin.on_startup(command="build", dirty=False)
-    plugin.started_engine = None
+    plugin.started = None
     plugin.on_post_build(config=config)
     assert started == ["first", "second"], "mkdocs build starts nothing ahead"
 

@@ -64,7 +64,11 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     """Under ``mkdocs serve`` only: look for changed files more often than MkDocs' every 0.5 s
     (down to every 0.05 s, slower for large folders so that polling stays under about 5 % of a
     core), and compile the theme's templates and list its files once per session instead of on
-    every rebuild (again when they change)."""
+    every rebuild (again when they change). Each speed-up relies on parts of MkDocs, watchdog or
+    Jinja that no release promises to keep: it is used only with the versions it was written
+    for (MkDocs 1.6, watchdog 2 to 7, Jinja 2.11 to 3) while those parts are as expected;
+    otherwise MkDocs does that step as usual, and one INFO line per session says which
+    speed-up is off and why."""
 
     keep_alive = c.Type((int, float), default=DEFAULTS.keep_alive)
     """Seconds to keep the process that imported TensorFlow after a build ends (0: stop it

@@ -254,7 +254,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 session.wait_all()  # every result is logged before the build ends
             for result in session.results():  # helpers a snippet imported, however deep
                 self.watcher.add(self.root / name for name in result.imports)
-        self.watcher.refresh(quicken=False, fast=self._fast_serve())
+        self.watcher.refresh(quicken=False, fast=self._quick_polling())
         if session is None:
             return
         lost = session.unfilled_pages()
@@ -286,7 +286,11 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         return self.templates.attach(env) if self._fast_serve() else env
 
     def _fast_serve(self) -> bool:
-        return self.serving and self.config.enabled and self.config.fast_serve
+        return self.serving and self._quick_polling()
+
+    def _quick_polling(self) -> bool:
+        """Poll faster than MkDocs (only ever asked once there is a server to poll)."""
+        return bool(self.config.enabled and self.config.fast_serve)
 
     def on_serve(
         self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any
@@ -294,5 +298,5 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         """Rebuild when a snippet file or a user oracle module changes; with ``fast_serve``,
         look for changes more often than MkDocs' every 0.5 s."""
         self.watcher.attach(server, config.watch)
-        self.watcher.refresh(quicken=True, fast=self._fast_serve())
+        self.watcher.refresh(quicken=True, fast=self._quick_polling())
         return server

@@ -1,0 +1,234 @@
+"""Every face on a fake engine: what each shows and how it fails, with no TensorFlow at all.
+
+The fake (``fakes.FakeEngine``) answers a block whose code says ``axis=1`` with a drift and
+every other one with a pass, so each face's own work is what is tested here: which blocks it
+finds, how it logs, fails, reports and shuts down. Real checks are the ``tf`` tests' job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+from mkdocs.exceptions import Abort
+
+from fakes import FakeMaker, mismatch, verified
+from formula_check import cli
+from formula_check.model import CheckSpec
+from formula_check.session import Engines
+
+pytest_plugins = ["pytester"]
+
+BLOCK = """\
+```formula id="{name}" oracle="softmax" timing="off"
+\\mathrm{{softmax}}(x)_i = \\frac{{e^{{x_i}}}}{{\\sum_j e^{{x_j}}}}
+```
+
+```python
+import tensorflow as tf
+
+
+def softmax(x):
+    return tf.nn.softmax(x, axis={axis})
+```
+"""
+PAGE = "# Page\n\n" + BLOCK.format(name="good", axis=-1) + "\n" + BLOCK.format(name="bad", axis=1)
+BAD_LINE = 3 + BLOCK.count("\n") + 1  # the second block's formula fence
+
+
+def answer(spec: CheckSpec) -> Any:
+    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: faces\nplugins:\n  - formula-check\n", encoding="utf-8"
+    )
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text(PAGE, encoding="utf-8")
+    return tmp_path
+
+
+def _build(site: Path, maker: FakeMaker, *, strict: bool = False) -> Any:
+    config = load_config(config_file=str(site / "mkdocs.yml"), strict=strict)
+    plugin = config.plugins["formula-check"]
+    plugin.engines = Engines(maker)
+    plugin.on_startup(command="build", dirty=False)
+    try:
+        build(config)
+    finally:
+        plugin.on_shutdown()
+    return plugin
+
+
+# -- the MkDocs plugin -------------------------------------------------------------------------
+
+
+def test_plugin_builds_cards_logs_the_drift_and_reports_every_block(
+    site: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    maker = FakeMaker(answer)
+    with caplog.at_level(logging.INFO):
+        _build(site, maker)
+    html = (site / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'id="fc-good"' in html and 'id="fc-bad"' in html
+    assert 'data-fc-status="verified"' in html and 'data-fc-status="mismatch"' in html
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(w.startswith(f"docs/index.md:{BAD_LINE} [bad]: mismatch") for w in warnings)
+    report = json.loads((site / "site" / "formula-check-report.json").read_text("utf-8"))
+    statuses = {r["id"]: r["status"] for r in report["blocks"]}
+    assert statuses == {"good": "verified", "bad": "mismatch"}
+    assert "fc-bad" in (site / "site" / "formula-check-report" / "index.html").read_text("utf-8")
+    assert len(maker.made) == 1 and maker.made[0].closed, "one engine, closed at shutdown"
+    assert maker.made[0].settings is not None
+    assert maker.made[0].settings.cache_dir == site.resolve() / ".cache" / "formula-check"
+
+
+def test_plugin_strict_build_fails_on_the_drift(site: Path) -> None:
+    with pytest.raises(Abort):
+        _build(site, FakeMaker(answer), strict=True)
+
+
+def test_plugin_strict_build_passes_when_every_block_passes(site: Path) -> None:
+    _build(site, FakeMaker(verified), strict=True)
+    assert (site / "site" / "index.html").is_file()
+
+
+def test_plugin_turned_off_starts_no_engine(site: Path) -> None:
+    (site / "mkdocs.yml").write_text(
+        "site_name: faces\nplugins:\n  - formula-check:\n      enabled: false\n", encoding="utf-8"
+    )
+    maker = FakeMaker(answer)
+    _build(site, maker, strict=True)
+    assert maker.made == []
+    html = (site / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'class="arithmatex fc-unchecked" id="fc-bad"' in html
+
+
+def test_plugin_options_reach_the_engine_settings(site: Path) -> None:
+    (site / "mkdocs.yml").write_text(
+        "site_name: faces\nplugins:\n  - formula-check:\n      workers: 2\n      cache: false\n"
+        "      memory_limit_mb: 900\n      env: [MY_DATA_DIR]\n",
+        encoding="utf-8",
+    )
+    maker = FakeMaker(verified)
+    _build(site, maker)
+    settings = maker.made[0].settings
+    assert settings is not None
+    assert (settings.workers, settings.cache, settings.memory_limit_mb, settings.env) == (
+        2,
+        False,
+        900,
+        ("MY_DATA_DIR",),
+    )
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_cli_exits_1_on_the_drift_and_names_it(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(site)
+    assert cli.main(["check", "--json", "out.json"], make_engine=FakeMaker(answer)) == 1
+    out = capsys.readouterr().out
+    assert "2 blocks on 1 page" in out and "1 verified, 1 mismatch" in out
+    assert f"docs/index.md:{BAD_LINE} [bad]: mismatch" in out
+    results = json.loads((site / "out.json").read_text(encoding="utf-8"))["blocks"]
+    assert [r["status"] for r in results] == ["verified", "mismatch"]
+
+
+def test_cli_selection_and_flags_reach_the_engine(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(site)
+    maker = FakeMaker(answer)
+    argv = ["check", "-k", "good", "--no-cache", "--workers", "2", "--keep-alive", "5"]
+    assert cli.main(argv, make_engine=maker) == 0
+    assert [spec.block_id for spec in maker.checked] == ["good"]
+    settings = maker.made[0].settings
+    assert settings is not None
+    assert (settings.cache, settings.workers, settings.keep_alive) == (False, 2, 5)
+    assert maker.made[0].closed
+    assert "1 deselected" in capsys.readouterr().out
+
+
+def test_cli_broken_block_reaches_no_engine(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (site / "docs" / "index.md").write_text(
+        '```formula id="typo" oracle="sofmax"\nx\n```\n\n```python\nf = 1\n```\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(site)
+    maker = FakeMaker(answer)
+    assert cli.main(["check"], make_engine=maker) == 1
+    assert maker.checked == []
+    out = capsys.readouterr().out
+    assert "docs/index.md:1 [typo]: error: SpecError: " in out and "'sofmax'" in out
+
+
+def test_cli_show_prints_the_card_of_the_block_at_a_line(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(site)
+    where = f"docs/index.md:{BAD_LINE + 1}"
+    assert cli.main(["show", where], make_engine=FakeMaker(answer)) == 1
+    out = capsys.readouterr().out
+    assert "mismatch" in out and "[bad]" in out
+
+
+# -- the pytest plugin -------------------------------------------------------------------------
+
+CONFTEST = """
+import sys
+
+sys.path.insert(0, {tests!r})
+
+import pytest
+from fakes import FakeMaker, mismatch, verified
+
+from formula_check import pytest_plugin
+from formula_check.session import Engines
+
+
+def answer(spec):
+    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    run = config.stash.get(pytest_plugin.RUN, None)
+    if run is not None:
+        run.engines = Engines(FakeMaker(answer))
+"""
+
+
+def test_pytest_plugin_makes_each_block_a_test(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST.format(tests=str(Path(__file__).parent)))
+    pytester.mkdir("docs").joinpath("index.md").write_text(PAGE, encoding="utf-8")
+    result = pytester.runpytest_subprocess(
+        "--formula-check", "docs", "-p", "no:cacheprovider", "-p", "no:xdist"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    text = result.stdout.str()
+    assert f"docs/index.md:{BAD_LINE} [bad]: mismatch" in text
+    assert "Traceback" not in text
+
+
+def test_pytest_plugin_without_its_switch_collects_no_page(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST.format(tests=str(Path(__file__).parent)))
+    pytester.mkdir("docs").joinpath("index.md").write_text(PAGE, encoding="utf-8")
+    result = pytester.runpytest_subprocess("docs", "-p", "no:cacheprovider", "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_no_face_test_here_started_tensorflow() -> None:
+    assert "tensorflow" not in sys.modules
