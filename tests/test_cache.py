@@ -359,10 +359,11 @@ def test_a_file_the_code_writes_and_reads_back_is_no_dependency(tmp_path: Path) 
 
 @pytest.mark.tf
 def test_a_check_the_checker_failed_on_unloads_the_projects_modules(tmp_path: Path) -> None:
-    """A failure of the checker's own (here a request that lacks its call plan) must not
+    """A failure of the checker's own (here a request sent without its arrays) must not
     leave the project's modules loaded: the next check would run the old code, and its
     result would be cached with no dependency on the edited file."""
     from formula_check.planning import plan_check
+    from formula_check.replies import SnippetFailed
 
     module = tmp_path / "mymod.py"
     module.write_text("def scale(x):\n    return x\n", encoding="utf-8")
@@ -370,9 +371,9 @@ def test_a_check_the_checker_failed_on_unloads_the_projects_modules(tmp_path: Pa
     with Engine(tmp_path) as engine:
         spec = spec_for("softmax", code)
         plan = plan_check(spec, str(tmp_path))
-        broken = {k: v for k, v in plan.header.items() if k not in {"function_call", "layer_call"}}
-        reply, _ = engine.pool.request(broken, plan.arrays, 60.0)
-        assert reply.header.get("type") == "InternalError", reply
+        reply, _ = engine.pool.request(plan.request, {}, 60.0)
+        assert isinstance(reply.answer, SnippetFailed), reply
+        assert reply.answer.type == "InternalError", reply
         module.write_text("def scale(x):\n    return 2 * x\n", encoding="utf-8")
         result = engine.check(spec)
         assert result.status is Status.MISMATCH, "the edited module ran, not the one kept"

@@ -18,8 +18,8 @@ from formula_check.model import Location, Status, frozen_map
 from formula_check.oracles import get_oracle, registry
 from formula_check.planning import plan_check
 from formula_check.snippets import resolve_code
-from formula_check.worker.pool import Worker
-from formula_check.worker.protocol import SCRATCH_PREFIX
+from formula_check.worker.paths import SCRATCH_PREFIX
+from formula_check.worker.process import Worker
 from implementations import FFN, SDPA
 from support import PROJECT, run, shared_engine, spec_for, wait_until
 
@@ -45,7 +45,7 @@ def test_infinite_loop_times_out_and_the_next_check_runs() -> None:
 
 
 def running_worker(engine: Engine) -> Worker:
-    (worker,) = [worker for worker in engine.pool._all if worker.alive]
+    (worker,) = [worker for worker in engine.pool.workers if worker.alive]
     return worker
 
 
@@ -335,7 +335,8 @@ def test_a_large_sweep_without_a_mask_is_planned() -> None:
         "self_attention", SDPA, timing=True, dims=frozen_map({"b": 4}), sweep=(512, 4096)
     )
     plan = plan_check(spec, str(PROJECT))
-    assert [run["label"] for run in plan.header["timing"]["runs"]][-1] == "sweep n=4096"
+    assert plan.request.timing is not None
+    assert [run.label for run in plan.request.timing.runs][-1] == "sweep n=4096"
 
 
 def test_a_custom_oracle_failing_to_make_sizes_fails_its_block_not_the_run(
@@ -421,37 +422,40 @@ def test_a_bfloat16_output_is_compared_and_its_dtype_said() -> None:
 def test_a_failure_of_the_checker_itself_is_an_error_card_and_the_worker_serves_on() -> None:
     """A bug of ours while running a block must not look like a crash of the user's code,
     nor cost the worker: the block gets an error that says whose fault it is."""
-    from formula_check.worker import child, isolation, protocol
+    from formula_check import wire
+    from formula_check.messages import Calls, CheckRequest
+    from formula_check.replies import CheckReply, SnippetFailed, decode_answer
+    from formula_check.worker import child, isolation
 
     requests = io.BytesIO()
     for block in ("first", "second"):
-        protocol.write_message(requests, {"op": "check", "block": block})
+        wire.write_message(requests, CheckRequest(root=".", calls=Calls(), entry=block).encode())
     requests.seek(0)
     answers = io.BytesIO()
 
-    def handle(header: dict[str, Any], arrays: dict[str, Any]) -> tuple[dict[str, Any], dict]:
-        if header["block"] == "first":
+    def handle(request: CheckRequest, arrays: dict[str, Any]) -> tuple[CheckReply, dict]:
+        if request.entry == "first":
             raise KeyError("in/mask")
-        return {"ok": True, "block": header["block"]}, {}
+        return CheckReply(kind=request.entry), {}
 
     with tempfile.TemporaryDirectory() as scratch:
         checks = isolation.CheckProcesses(handle, lambda: None, conversation=[], scratch=scratch)
         try:
             answered = child.serve(
-                requests, answers, lambda h, a: checks.run(h, a, time_limit=30), after=checks.tidy
+                requests, answers, lambda r, a: checks.run(r, a, time_limit=30), after=checks.tidy
             )
         finally:
             checks.close()
         assert answered == 0
     answers.seek(0)
-    first, _ = protocol.read_message(answers)
-    second, _ = protocol.read_message(answers)
-    assert first["ok"] is False and first["type"] == "InternalError"
-    assert first["message"].startswith(
+    first = decode_answer(wire.read_message(answers)[0])
+    second = decode_answer(wire.read_message(answers)[0])
+    assert isinstance(first, SnippetFailed) and first.type == "InternalError"
+    assert first.message.startswith(
         "formula-check could not run this block (KeyError: 'in/mask'); this is a bug in "
         "formula-check, not in the code under test"
     )
-    assert second == {"ok": True, "block": "second"}
+    assert second == CheckReply(kind="second")
 
 
 def test_what_a_crashed_worker_said_names_no_machine_folder() -> None:

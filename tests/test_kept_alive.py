@@ -23,15 +23,12 @@ from formula_check import cli
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker import pool, protocol, zygote
-from formula_check.worker.pool import (
-    KeptZygote,
-    fork_supported,
-    is_running,
-    kept_address,
-    runtime_folder,
-    stop_kept,
-)
+from formula_check.worker import kept_place, kept_server, zygote
+from formula_check.worker.control import ZygoteHello, peer_is_us
+from formula_check.worker.forked import is_running
+from formula_check.worker.kept_client import KeptZygote
+from formula_check.worker.kept_place import kept_address, runtime_folder, stop_kept
+from formula_check.worker.zygote_client import fork_supported
 from implementations import SDPA
 from support import PROJECT, parent_pid, spec_for, wait_until, without_tensorflow
 
@@ -130,7 +127,8 @@ def test_the_idle_time_counts_from_the_last_clients_end(tmp_path: Path) -> None:
     if pid == 0:
         code = 1
         try:
-            zygote._serve_clients(server, tmp_path, bound, 3.0, {"ok": True})
+            hello = ZygoteHello(ok=True)
+            kept_server.serve_clients(server, tmp_path, bound, 3.0, hello, zygote.serve_forked)
             code = 0
         finally:
             os._exit(code)
@@ -243,9 +241,9 @@ def test_a_folder_others_can_enter_is_refused(
 def test_connections_are_checked_for_our_user() -> None:
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        assert protocol.peer_is_us(ours)
+        assert peer_is_us(ours)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-        assert not protocol.peer_is_us(tcp), "no credentials: refused"
+        assert not peer_is_us(tcp), "no credentials: refused"
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
@@ -338,7 +336,7 @@ def test_an_install_into_site_packages_changes_the_key(
 ) -> None:
     packages = tmp_path / "site-packages"
     packages.mkdir()
-    monkeypatch.setattr(pool, "_package_folders", lambda: [str(packages)])
+    monkeypatch.setattr(kept_place, "_package_folders", lambda: [str(packages)])
     before = kept_address(PROJECT.resolve(), sys.executable, 60)
     (packages / "newpkg").mkdir()  # what pip install does to the folder
     os.utime(packages, ns=(time.time_ns(), time.time_ns() + 1_000_000))

@@ -9,19 +9,20 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from formula_check.cache import checker_digest
+from formula_check.digest import checker_digest
 from formula_check.engine import Engine, _bare
-from formula_check.model import CheckResult, CheckSpec, Status
+from formula_check.model import CheckResult, CheckSpec, Environment, Status
 from formula_check.planning import Plan
-from formula_check.worker import pool as pool_module
-from formula_check.worker.pool import IdleWorkers, Reply, WorkerPool
+from formula_check.replies import CheckReply
+from formula_check.worker.idle import IdleWorkers
+from formula_check.worker.pool import Reply, WorkerPool
 from implementations import SDPA
 from support import PROJECT, spec_for, wait_until
 
@@ -32,30 +33,27 @@ class OneWorker:
     started = True
 
     def __init__(self, hold: float = 0.0) -> None:
-        self.environment: dict[str, Any] = {}
+        self.environment = Environment()
         self.hold = hold
         self.log: list[str] = []
         self.received = threading.Condition()
 
     def request(
         self,
-        header: Mapping[str, Any],
+        request: Any,
         arrays: object,
         timeout: float,
         cancelled: Callable[[], bool] = lambda: False,
     ) -> Reply:
         with self.received:
-            self.log.append(f"run {header['block']}")
+            self.log.append(f"run {request.block}")
             self.received.notify_all()
         time.sleep(self.hold)
-        return Reply("ok", {"ok": True}, {})
+        return Reply("ok", CheckReply(kind="function"))
 
 
 def pool_of(worker: OneWorker) -> WorkerPool:
-    pool = WorkerPool(PROJECT, 1, fork=False)
-    pool._idle.get_nowait()
-    pool._idle.put(worker)  # type: ignore[arg-type]
-    return pool
+    return WorkerPool(PROJECT, 1, fork=False, workers=[worker])  # type: ignore[list-item]
 
 
 def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
@@ -63,7 +61,7 @@ def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
     engine.pool = pool_of(worker)
     monkeypatch.setattr(
         "formula_check.engine.plan_check",
-        lambda spec, root: SimpleNamespace(header={"block": spec.block_id}, arrays={}),
+        lambda spec, root: SimpleNamespace(request=SimpleNamespace(block=spec.block_id), arrays={}),
     )
     return engine
 
@@ -113,7 +111,11 @@ def test_the_pool_says_how_long_a_request_waited(tmp_path: Path) -> None:
     pool = pool_of(worker)
     replies: list[Reply] = []
     threads = [
-        threading.Thread(target=lambda n=n: replies.append(pool.request({"block": n}, {}, 5)[0]))
+        threading.Thread(
+            target=lambda n=n: replies.append(
+                pool.request(SimpleNamespace(block=n), {}, 5)[0]  # type: ignore[arg-type]
+            )
+        )
         for n in range(2)
     ]
     for thread in threads:
@@ -131,7 +133,7 @@ def test_a_result_is_the_same_whatever_was_in_flight(monkeypatch: pytest.MonkeyP
     seen: list[tuple[str, str]] = []
 
     def judge(spec: CheckSpec, plan: Plan, reply: Reply, env: object) -> Any:
-        seen.append((spec.block_id, plan.header["block"]))
+        seen.append((spec.block_id, plan.request.block))  # type: ignore[attr-defined]
         result = dataclasses.replace(_bare(spec, Status.VERIFIED, ""), message=spec.block_id)
         return result, []
 
@@ -198,10 +200,10 @@ def test_a_block_waiting_for_the_worker_is_not_overtaken_by_later_ones(
 
 def asking(idle: IdleWorkers, order: float, got: list[tuple[float, object]]) -> threading.Thread:
     """Ask ``idle`` for a worker on a thread of its own, once that request waits."""
-    before = len(idle._waiting)
+    before = idle.waiting()
     thread = threading.Thread(target=lambda: got.append((order, idle.get(order))))
     thread.start()
-    assert wait_until(lambda: len(idle._waiting) == before + 1, 5)
+    assert wait_until(lambda: idle.waiting() == before + 1, 5)
     return thread
 
 
@@ -248,25 +250,20 @@ def test_with_none_waiting_a_running_worker_goes_first_then_the_last_given_back(
 
 
 @pytest.mark.parametrize("handed_first", [False, True])
-def test_a_request_interrupted_while_waiting_loses_no_worker(
-    monkeypatch: pytest.MonkeyPatch, handed_first: bool
-) -> None:
+def test_a_request_interrupted_while_waiting_loses_no_worker(handed_first: bool) -> None:
     """Ctrl-C in a thread waiting for a worker (a check run from a notebook, say): the worker
     must not go to the request that is gone, or every later request would wait forever."""
-    idle = IdleWorkers()
     worker = SimpleNamespace(started=True)
 
     class Interrupted(threading.Event):
         def wait(self, timeout: float | None = None) -> bool:
             if handed_first:  # the worker reached it just as it was interrupted
-                idle.put(worker)  # type: ignore[arg-type]
+                idle.put(worker)
             raise KeyboardInterrupt
 
-    waiter = pool_module._Waiter
-    monkeypatch.setattr(pool_module, "_Waiter", lambda: waiter(ready=Interrupted()))
+    idle: IdleWorkers[Any] = IdleWorkers(event=Interrupted)
     with pytest.raises(KeyboardInterrupt):
         idle.get(0)
-    monkeypatch.undo()
     if not handed_first:
-        idle.put(worker)  # type: ignore[arg-type]
-    assert idle.get_nowait() is worker and not idle._waiting
+        idle.put(worker)
+    assert idle.get_nowait() is worker and not idle.waiting()

@@ -20,8 +20,17 @@ from typing import IO
 import pytest
 
 from formula_check.errors import WorkerError
-from formula_check.worker import pool
-from formula_check.worker.pool import ForkedProcess, Worker, WorkerPool, fork_supported
+from formula_check.messages import Calls, CheckRequest
+from formula_check.worker.forked import ForkedProcess, is_running
+from formula_check.worker.outcome import CANCELLED
+from formula_check.worker.pool import WorkerPool
+from formula_check.worker.process import Worker
+from formula_check.worker.zygote_client import (
+    ZYGOTE_RESTARTS,
+    Zygote,
+    ZygoteState,
+    fork_supported,
+)
 from support import wait_until
 
 pytestmark = pytest.mark.skipif(not fork_supported(), reason="workers are forked on Linux only")
@@ -29,19 +38,18 @@ pytestmark = pytest.mark.skipif(not fork_supported(), reason="workers are forked
 FAKE_ZYGOTE = """\
 import os, sys, time
 from formula_check.worker import zygote
+from formula_check.worker.control import ZygoteHello
 
 def imported():
     time.sleep(float(os.environ.get("FAKE_IMPORT_SECONDS", "0")))
-    return {"ok": True}
+    return ZygoteHello(ok=True)
 
 def silent_worker(root, conversation, scratch=None):
     while os.read(conversation, 4096):  # never says hello; ends when the parent hangs up
         pass
     return 0
 
-zygote._import_tensorflow = imported
-zygote._serve_forked = silent_worker
-sys.exit(zygote.main(sys.argv[3:]))
+sys.exit(zygote.main(sys.argv[3:], imports=imported, serves=silent_worker))
 """
 
 
@@ -123,7 +131,7 @@ def test_a_close_during_a_start_always_fails_the_start_with_a_worker_error(
         worker.close()
         thread.join(10)
         assert not thread.is_alive()
-        assert worker.stderr_log is None, "no log left open"
+        assert not worker.stderr_log.is_open, "no log left open"
         assert worker.scratch is None and list(temporary.iterdir()) == [], attempt
     assert outcomes == ["WorkerError"] * 40
 
@@ -131,7 +139,7 @@ def test_a_close_during_a_start_always_fails_the_start_with_a_worker_error(
 def test_a_zygote_that_died_unnoticed_is_cleaned_up_before_another_starts(
     tmp_path: Path, fake_python: str
 ) -> None:
-    zygote = pool.Zygote(tmp_path, python=fake_python)
+    zygote = Zygote(tmp_path, python=fake_python)
     with tempfile.TemporaryFile() as log:
         first = zygote.fork(log)
         old_control, old_log = zygote.control, zygote._stderr
@@ -140,7 +148,7 @@ def test_a_zygote_that_died_unnoticed_is_cleaned_up_before_another_starts(
         first.kill()
         first.wait()  # its worker is gone (a timeout, say): nothing polls any more
         os.kill(old_pid, signal.SIGKILL)  # then the zygote dies
-        assert wait_until(lambda: not pool.is_running(old_pid), 10)
+        assert wait_until(lambda: not is_running(old_pid), 10)
         second = zygote.fork(log)
         try:
             assert zygote.process is not None and zygote.process.pid != old_pid
@@ -162,23 +170,23 @@ def test_a_zygote_that_worked_is_restarted_however_often_it_is_lost(
     """Hours into ``mkdocs serve``, a zygote killed now and then (out of memory, a snippet
     that kills its parent) is started again each time; only zygotes lost in a row without
     forking a single worker make the pool give up on forking."""
-    zygote = pool.Zygote(tmp_path, python=fake_python)
+    zygote = Zygote(tmp_path, python=fake_python)
     forked: list[ForkedProcess] = []
     try:
         with tempfile.TemporaryFile() as log:
-            for _ in range(pool.ZYGOTE_RESTARTS + 2):
+            for _ in range(ZYGOTE_RESTARTS + 2):
                 forked.append(zygote.fork(log))
                 assert zygote.process is not None
                 doomed = zygote.process.pid
                 os.kill(doomed, signal.SIGKILL)
-                assert wait_until(lambda pid=doomed: not pool.is_running(pid), 10)
+                assert wait_until(lambda pid=doomed: not is_running(pid), 10)
             forked.append(zygote.fork(log))
             assert zygote.failed == "" and zygote.losses == 1
-        for _ in range(pool.ZYGOTE_RESTARTS):
-            zygote._lost("it stopped making sense")  # each right after its start
+        for _ in range(ZYGOTE_RESTARTS):
+            zygote.lost("it stopped making sense")  # each right after its start
         assert zygote.failed == ""
-        zygote._lost("it stopped making sense")
-        assert zygote.failed.endswith(f"({pool.ZYGOTE_RESTARTS + 1} times)")
+        zygote.lost("it stopped making sense")
+        assert zygote.failed.endswith(f"({ZYGOTE_RESTARTS + 1} times)")
     finally:
         zygote.shut()
         for worker in forked:
@@ -195,11 +203,11 @@ def test_closing_the_pool_ends_a_zygote_restart_instead_of_waiting_for_its_impor
     """A worker whose process ended is reaped through the zygote, whose lock a restart holds
     for its whole TensorFlow import (here 60 s): the close stops that restart first."""
     workers = WorkerPool(tmp_path, size=2, python=fake_python, env=("FAKE_IMPORT_SECONDS",))
-    first, second = workers._all
+    first, second = workers.workers
     zygote = workers.zygote
     assert zygote is not None
     for worker in (first, second):
-        worker.process = zygote.fork(worker._stderr_log())
+        worker.process = zygote.fork(worker.new_stderr_log())
     processes = [first.process, second.process]
     assert zygote.process is not None and all(processes)
     for pid in [zygote.process.pid, *(p.pid for p in processes if p)]:
@@ -211,13 +219,15 @@ def test_closing_the_pool_ends_a_zygote_restart_instead_of_waiting_for_its_impor
 
     def restart() -> None:
         try:
-            zygote.fork(first._stderr_log())
+            zygote.fork(first.new_stderr_log())
         except WorkerError as exc:
             failed.append(exc)
 
     restarting = threading.Thread(target=restart)
     restarting.start()
-    assert wait_until(lambda: zygote.greeting, 30), "the restart waits for the import"
+    assert wait_until(lambda: zygote.state is ZygoteState.STARTING, 30), (
+        "the restart waits for the import"
+    )
     began = time.monotonic()
     workers.close()
     took = time.monotonic() - began
@@ -231,13 +241,16 @@ def test_closing_the_pool_waits_for_its_background_start(tmp_path: Path, fake_py
     while the next test or build runs."""
     workers = WorkerPool(tmp_path, size=2, python=fake_python)
     starting = workers.start_in_background()
-    assert wait_until(lambda: all(w.process is not None for w in workers._all), 30), (
+    assert wait_until(lambda: all(w.process is not None for w in workers.workers), 30), (
         "both workers are forked and wait for a hello that never comes"
     )
     workers.close()
     assert not starting.is_alive()
-    assert all(w.process is None and w.stderr_log is None for w in workers._all)
-    assert workers._idle.qsize() == 2, "every borrowed worker was handed back"
+    assert all(w.process is None and not w.stderr_log.is_open for w in workers.workers)
+    assert workers.idle == 2, "every borrowed worker was handed back"
+
+
+REQUEST = CheckRequest(root=".", calls=Calls())
 
 
 class FakeRunning:
@@ -260,7 +273,7 @@ def test_a_request_that_cannot_be_sent_is_an_error_not_a_stop(tmp_path: Path) ->
     worker = Worker(tmp_path)
     worker.process = FakeRunning()  # type: ignore[assignment]
     with pytest.raises(ValueError):
-        worker.request({"op": "run"}, {"x": [[1, 2], [3]]}, timeout=1)  # type: ignore[dict-item]
+        worker.request(REQUEST, {"x": [[1, 2], [3]]}, timeout=1)  # type: ignore[dict-item]
     worker.process = None
 
 
@@ -287,19 +300,19 @@ def test_a_client_that_dies_leaves_its_zygote_to_stop_its_workers_and_remove_the
 ) -> None:
     """A build killed outright (SIGTERM to its process group) cannot stop its workers: its
     zygote, in a session of its own, sees the hang-up and does it, folders included."""
-    zygote = pool.Zygote(tmp_path, python=fake_python)
+    zygote = Zygote(tmp_path, python=fake_python)
     scratch = tmp_path / "worker-folder"
     scratch.mkdir()  # as the pool makes it before asking for the fork
     with tempfile.TemporaryFile() as log:
         worker = zygote.fork(log, scratch)
     try:
-        assert zygote.control is not None and pool.is_running(worker.pid)
+        assert zygote.control is not None and is_running(worker.pid)
         zygote.control.close()  # the client is gone, and stopped nothing
         zygote.control = None
         assert wait_until(lambda: not scratch.exists(), 10), "the folder was removed"
-        assert wait_until(lambda: not pool.is_running(worker.pid), 10)
+        assert wait_until(lambda: not is_running(worker.pid), 10)
     finally:
-        zygote.close()
+        zygote.stop()
         for stream in (worker.stdin, worker.stdout):
             assert stream is not None
             stream.close()
@@ -311,12 +324,12 @@ def test_a_cancelled_request_stops_its_worker_without_waiting_for_the_timeout(
     """``mkdocs serve`` cancels a check whose result an edit made stale: the worker running
     it (here one that never answers) is stopped, as on a timeout, not waited for."""
     worker = Worker(tmp_path, zygote=sleeping_zygote)  # type: ignore[arg-type]
-    worker.process = sleeping_zygote.fork(worker._stderr_log())
+    worker.process = sleeping_zygote.fork(worker.new_stderr_log())
     wanted = threading.Event()
     threading.Timer(0.3, wanted.set).start()
     try:
-        reply = worker.request({"op": "check"}, {}, timeout=600, cancelled=wanted.is_set)
-        assert reply.outcome == "cancelled" and reply.detail == pool.CANCELLED
+        reply = worker.request(REQUEST, {}, timeout=600, cancelled=wanted.is_set)
+        assert reply.outcome == "cancelled" and reply.detail == CANCELLED
         assert not worker.alive
         assert sleeping_zygote.children[0].wait(timeout=5) is not None, "its process is gone"
     finally:

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from formula_check import wire
 from formula_check.compare import compare, delta_array, squeeze_leading
 from formula_check.errors import SpecError
 from formula_check.masks import keep_mask, snippet_mask
-from formula_check.worker import protocol
 
 
 def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:
@@ -21,7 +21,7 @@ def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:
         "i": np.array(7, dtype=np.int64),
         "e": np.zeros((0, 4)),
     }
-    header, back = protocol.decode(protocol.encode({"x": [1, "two"]}, arrays))
+    header, back = wire.decode(wire.encode({"x": [1, "two"]}, arrays))
     assert header == {"x": [1, "two"]}
     for name, value in arrays.items():
         assert back[name].dtype == value.dtype and back[name].shape == value.shape
@@ -29,24 +29,24 @@ def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:
 
 
 def test_protocol_refuses_objects_and_foreign_versions() -> None:
-    with pytest.raises(protocol.ProtocolError, match="unsupported dtype"):
-        protocol.encode({}, {"o": np.array([object()])})
-    message = bytearray(protocol.encode({}, {}))
+    with pytest.raises(wire.ProtocolError, match="unsupported dtype"):
+        wire.encode({}, {"o": np.array([object()])})
+    message = bytearray(wire.encode({}, {}))
     message[4] = 99
-    with pytest.raises(protocol.ProtocolError, match="protocol version 99"):
-        protocol.decode(bytes(message))
-    with pytest.raises(protocol.ProtocolError, match="not a formula-check message"):
-        protocol.decode(b"PICKLE" + bytes(30))
+    with pytest.raises(wire.ProtocolError, match="protocol version 99"):
+        wire.decode(bytes(message))
+    with pytest.raises(wire.ProtocolError, match="not a formula-check message"):
+        wire.decode(b"PICKLE" + bytes(30))
 
 
 def test_protocol_stream_reads_one_message_at_a_time() -> None:
-    stream = io.BytesIO(protocol.encode({"n": 1}) + protocol.encode({"n": 2}, {"a": np.ones(3)}))
-    assert protocol.read_message(stream)[0] == {"n": 1}
-    assert protocol.read_message(stream)[0] == {"n": 2}
+    stream = io.BytesIO(wire.encode({"n": 1}) + wire.encode({"n": 2}, {"a": np.ones(3)}))
+    assert wire.read_message(stream)[0] == {"n": 1}
+    assert wire.read_message(stream)[0] == {"n": 2}
     with pytest.raises(EOFError):
-        protocol.read_message(stream)
-    with pytest.raises(protocol.ProtocolError, match="stream closed"):
-        protocol.read_message(io.BytesIO(protocol.encode({"n": 3})[:-2]))
+        wire.read_message(stream)
+    with pytest.raises(wire.ProtocolError, match="stream closed"):
+        wire.read_message(io.BytesIO(wire.encode({"n": 3})[:-2]))
 
 
 def test_compare_is_absolute_dominated() -> None:

@@ -151,8 +151,8 @@ def test_each_worker_warms_up_before_its_first_check_and_keeps_nothing_of_it(
     with Engine(PROJECT, workers=1, use_cache=False, fork=fork) as engine:
         first = engine.check(spec_for("softmax", RANDOM_INSIDE, line=10))
         second = engine.check(spec_for("softmax", RANDOM_INSIDE, line=20))
-        (worker,) = engine.pool._all
-        assert worker.environment.get("warmed_up") is True
+        (worker,) = engine.pool.workers
+        assert worker.hello is not None and worker.hello.warmed_up is True
     assert first.status is Status.VERIFIED and second.status is Status.VERIFIED
     assert first.stdout == second.stdout != ""
     probe = run("softmax", SOFTMAX_BRANCHING.replace("def softmax", PROBE + "\ndef softmax"))

@@ -17,13 +17,10 @@ import pytest
 from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker import pool
-from formula_check.worker.pool import (
-    STARTUP_TIMEOUT,
-    Worker,
-    fork_supported,
-    is_running,
-)
+from formula_check.worker.forked import ForkedProcess, is_running
+from formula_check.worker.limits import STARTUP_TIMEOUT
+from formula_check.worker.process import Worker
+from formula_check.worker.zygote_client import ZygoteState, fork_supported
 from implementations import SDPA
 from support import PROJECT, checker_pids, parent_pid, spec_for, wait_until, without_tensorflow
 
@@ -61,8 +58,8 @@ def test_every_worker_is_a_child_of_one_zygote(engine: Engine) -> None:
     assert len(pids) == 2
     assert {parent_pid(pid) for pid in pids} == {zygote.process.pid}
     assert verified(engine, 4)
-    environments = [worker.environment for worker in engine.pool._all]
-    assert all(env["tf_version"] and env["device"] for env in environments)
+    environments = [worker.environment for worker in engine.pool.workers]
+    assert all(env.tf_version and env.device for env in environments)
 
 
 def test_a_worker_that_died_is_replaced_by_a_fork_not_a_new_import(engine: Engine) -> None:
@@ -145,7 +142,8 @@ def test_missing_tensorflow_is_reported_by_the_zygote(
 def test_a_zygote_given_up_means_spawned_workers(engine: Engine) -> None:
     zygote = engine.pool.zygote
     assert zygote is not None
-    zygote._broken("given up on purpose")
+    zygote.give_up("given up on purpose")
+    assert zygote.state is ZygoteState.BROKEN and zygote.failed == "given up on purpose"
     assert verified(engine, 2)
     assert {parent_pid(pid) for pid in engine.pool.alive_pids()} == {os.getpid()}
 
@@ -175,7 +173,7 @@ def test_worker_start_is_counted_apart_from_the_blocks(engine: Engine) -> None:
     assert engine.startup_seconds == 0
     assert verified(engine)
     # without the cache every worker starts at once; the second may finish after the check
-    assert wait_until(lambda: engine.pool._idle.qsize() == len(engine.pool.alive_pids()) == 2)
+    assert wait_until(lambda: engine.pool.idle == len(engine.pool.alive_pids()) == 2)
     started = engine.startup_seconds
     assert started > 0, "the first check started a worker"
     assert verified(engine)
@@ -200,7 +198,7 @@ def test_workers_started_in_the_background_serve_a_check_arriving_meanwhile(
     thread.join(timeout=120)
     assert not thread.is_alive()
     assert len(engine.pool.alive_pids()) == 2
-    assert sorted(starts) == sorted(id(worker) for worker in engine.pool._all), (
+    assert sorted(starts) == sorted(id(worker) for worker in engine.pool.workers), (
         "each worker started once"
     )
     assert engine.startup_seconds > 0, "a start ahead of the checks is counted as one"
@@ -244,7 +242,7 @@ def test_a_worker_stopped_before_its_hello_leaves_no_folder(
     monkeypatch.setattr(tempfile, "tempdir", None)
     with Engine(PROJECT, workers=1, use_cache=False) as engine:
         engine.warm_up()
-        (worker,) = engine.pool._all
+        (worker,) = engine.pool.workers
         assert worker.scratch is not None and worker.scratch.parent == temporary
         worker.kill()
         assert list(temporary.iterdir()) == []
@@ -289,7 +287,7 @@ def test_a_forked_process_polled_by_many_threads_at_once_is_reaped_once(
         zygote = CountingZygote()
         ours, theirs = socket.socketpair()
         theirs.close()
-        forked = pool.ForkedProcess(child.pid, ours, zygote)  # type: ignore[arg-type]
+        forked = ForkedProcess(child.pid, ours, zygote)
         if forked.pidfd is None:  # before Linux 5.3, or a seccomp profile that refuses it
             for stream in (forked.stdin, forked.stdout):
                 assert stream is not None

@@ -22,7 +22,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, wire
+from .digest import checker_digest
 from .model import (
     CheckResult,
     CheckSpec,
@@ -41,7 +42,6 @@ from .model import (
 from .oracles import get_oracle
 from .sealed import SealedFiles
 from .snippets import file_digest
-from .worker import protocol
 
 SCHEMA = 2
 _TF_DISTRIBUTIONS = (
@@ -72,19 +72,6 @@ def tensorflow_version() -> str:
     return "none"
 
 
-@functools.cache
-def checker_digest() -> str:
-    """A digest of this package's own source: a new checker never trusts an old verdict.
-
-    Read once per process: the package's files do not change under a running build."""
-    digest = hashlib.sha256()
-    package = Path(__file__).resolve().parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:
     """The content address of a check (its location on the page is deliberately left out);
     ``env_digest`` stands for the values of the variables the project passes to its checks."""
@@ -98,7 +85,7 @@ def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:
     fields["tool"] = [
         __version__,
         SCHEMA,
-        protocol.VERSION,
+        wire.VERSION,
         tf_version,
         numerics_versions(),
         checker_digest(),
@@ -172,14 +159,14 @@ class ResultCache:
         depends = {rel: file_digest(self.root / rel) for rel in local_files}
         stored = dataclasses.replace(result, failure=_unplaced(result.failure, spec))
         header = {"result": result_to_json(stored), "depends": depends}
-        self.files.write(key, protocol.encode(header, dict(result.arrays)))
+        self.files.write(key, wire.encode(header, dict(result.arrays)))
 
     @staticmethod
     def _decode(message: bytes) -> tuple[CheckResult, dict[str, str]] | None:
         try:
-            header, arrays = protocol.decode(message)
+            header, arrays = wire.decode(message)
             return result_from_json(header["result"], arrays), dict(header["depends"])
-        except (protocol.ProtocolError, KeyError, TypeError, ValueError):
+        except (wire.ProtocolError, KeyError, TypeError, ValueError):
             return None
 
 

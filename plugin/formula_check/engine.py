@@ -10,12 +10,13 @@ import time
 from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from .cache import MemoryResults, ResultCache, cache_key, checker_digest, tensorflow_version
+from .cache import MemoryResults, ResultCache, cache_key, tensorflow_version
+from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import Plan, plan_check
+from .replies import SnippetFailed
 from .worker.environment import settings_digest
 from .worker.pool import CANCELLED, Reply, WorkerPool
 
@@ -203,27 +204,18 @@ class Engine:
     ) -> tuple[CheckResult, list[str], float]:
         plan = plan_check(spec, str(self.root))
         cancelled = stopped.is_set if stopped is not None else lambda: False
-        reply, env_fields = self.pool.request(
-            plan.header, plan.arrays, spec.timeout, cancelled, order
-        )
+        reply, env = self.pool.request(plan.request, plan.arrays, spec.timeout, cancelled, order)
         with self._lock:
             self.executed += 1
             self._startup += reply.startup
-        result, local_files = self._judge(spec, plan, reply, env_fields)
+        result, local_files = self._judge(spec, plan, reply, env)
         return result, local_files, reply.startup + reply.queued
 
     def _judge(
-        self, spec: CheckSpec, plan: Plan, reply: Reply, env_fields: dict[str, Any]
+        self, spec: CheckSpec, plan: Plan, reply: Reply, env: Environment
     ) -> tuple[CheckResult, list[str]]:
-        env = Environment(
-            **{
-                k: env_fields[k]
-                for k in ("tf_version", "keras_version", "device", "threads")
-                if k in env_fields
-            }
-        )
         result, local_files = self._verdict(spec, plan, reply, env)
-        written = [str(path) for path in reply.header.get("written_files", [])]
+        written = list(reply.written_files)
         if written and result.status is not Status.SKIPPED:
             result = dataclasses.replace(result, notes=(*result.notes, wrote_note(written)))
         return result, local_files
@@ -238,19 +230,17 @@ class Engine:
             return _bare(spec, Status.SKIPPED, reply.detail, env), []
         if reply.outcome == "timeout":
             return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), []
-        if reply.outcome == "crash":
+        answer = reply.answer
+        if reply.outcome == "crash" or answer is None:
             return _bare(spec, Status.ERROR, f"crashed: {reply.detail}", env), []
-        header = reply.header
-        local_files = [str(f) for f in header.get("local_files", [])]
-        if not header.get("ok"):
-            failure = snippet_failure(plan, header, str(self.root))
+        local_files = list(answer.local_files)
+        if isinstance(answer, SnippetFailed):
+            failure = snippet_failure(plan, answer, str(self.root))
             result = dataclasses.replace(
-                _bare(spec, Status.ERROR, "", env),
-                failure=failure,
-                stdout=str(header.get("stdout", "")),
+                _bare(spec, Status.ERROR, "", env), failure=failure, stdout=answer.stdout
             )
             return result, local_files
-        return evaluate(plan, header, reply.arrays, env), local_files
+        return evaluate(plan, answer, reply.arrays, env), local_files
 
     def warm_up(self) -> None:
         """Start the workers now rather than on the first check."""

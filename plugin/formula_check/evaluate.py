@@ -31,6 +31,7 @@ from .model import (
 )
 from .oracles import Oracle
 from .planning import Plan
+from .replies import CheckReply, SnippetFailed, TimingResult
 from .tolerance import SAMPLES, Pair, Tolerance, derive, fixed, rounding_samples
 
 _PHASES = {
@@ -44,36 +45,40 @@ _PHASES = {
 }
 
 
-def snippet_failure(plan: Plan, header: Mapping[str, Any], root: str) -> SnippetFailure:
+def snippet_failure(plan: Plan, failed: SnippetFailed, root: str) -> SnippetFailure:
     """The snippet's exception, located on the page (inline) or in its file."""
     snippet = plan.spec.snippet
-    line = int(header.get("line") or 0)
+    line = failed.line
     location: Location | None = None
     if line and snippet.origin == "inline":
         location = Location(snippet.location.path, snippet.line_offset + line)
     elif line and snippet.origin == "file":
         location = Location(snippet.location.path, line)
-    elif line and header.get("file"):
-        path = str(header["file"])
+    elif line and failed.file:
+        path = failed.file
         location = Location(path[len(root) + 1 :] if path.startswith(root + "/") else path, line)
-    phase = str(header.get("phase", ""))
+    phase = failed.phase
     regime = phase.removeprefix("regime:") if phase.startswith("regime:") else ""
     phase = f"running on the {regime} inputs" if regime else _PHASES.get(phase, phase)
-    message = str(header.get("message", ""))
+    message = failed.message
     if phase:
         message = f"{message} (while {phase})"
-    return SnippetFailure(
-        str(header.get("type", "Error")), message, location, str(header.get("traceback", ""))
-    )
+    return SnippetFailure(failed.type, message, location, failed.traceback)
 
 
 def evaluate(
-    plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array], env: Environment
+    plan: Plan,
+    reply: CheckReply | Mapping[str, Any],
+    arrays: Mapping[str, Array],
+    env: Environment,
 ) -> CheckResult:
-    """Compare the code's outputs with the oracle's and build the result."""
+    """Compare the code's outputs with the oracle's and build the result. ``reply`` may also
+    be the reply's header, as a worker's ``run_check`` gives it (tests and benches call it so)."""
+    if not isinstance(reply, CheckReply):
+        reply = CheckReply.decode(reply)
     spec, oracle = plan.spec, plan.oracle
-    outputs = [arrays[f"out/{i}"] for i in range(int(header.get("outputs", 0)))]
-    unused = [_unused(plan, name) for name in header.get("unused_weights", [])]
+    outputs = [arrays[f"out/{i}"] for i in range(reply.outputs)]
+    unused = [_unused(plan, name) for name in reply.unused_weights]
     if unused:  # the oracle cannot even be evaluated without those weights
         return CheckResult(
             block_id=spec.block_id,
@@ -83,18 +88,18 @@ def evaluate(
             expect=spec.expect,
             verdicts=tuple(unused),
             environment=env,
-            stdout=str(header.get("stdout", "")),
+            stdout=reply.stdout,
         )
-    weights, read_params = _weights(plan, header, arrays)
+    weights, read_params = _weights(plan, reply, arrays)
     params = dict(plan.params)  # the formula's: what the code says of them is checked below
     oracle_arrays = {**plan.inputs, **weights}
     if plan.keep is not None:
         oracle_arrays["mask"] = plan.keep
     expected = _expected(plan, oracle_arrays, params)
-    names = _output_names(plan, len(outputs), header.get("output_keys"))
+    names = _output_names(plan, len(outputs), reply.output_keys)
     verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
     pictured = (shown, expected)
-    skipped = _skipped(header.get("regimes_skipped", []))
+    skipped = dict(reply.regimes_skipped)
     for regime in plan.regimes:
         if regime.name in skipped:
             continue
@@ -122,15 +127,15 @@ def evaluate(
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
-        _notes(plan, names, outputs, header.get("output_dtypes", []), header.get("output_keys"))
+        _notes(plan, names, outputs, reply.output_dtypes, reply.output_keys)
         + [note for _, note in checked if note]
-        + _unmapped_notes(plan, header)
+        + _unmapped_notes(plan, reply)
         + blind_spots(plan)
-        + _untraced(header.get("timings", []))
+        + _untraced(reply.timings)
         + _regime_notes(plan, skipped)
         + _tolerance_notes(verdicts)
     )
-    timings = tuple(_timings(header.get("timings", [])))
+    timings = tuple(_timings(reply.timings))
     if spec.timing.enabled:
         timings += (_oracle_timing(plan, oracle_arrays, params),)
     return CheckResult(
@@ -145,19 +150,19 @@ def evaluate(
         timings=timings,
         environment=env,
         arrays=frozen_map(_heatmap_arrays(plan, pictured[1], pictured[0], verdicts)),
-        sweep=_sweep(header.get("timings", [])),
+        sweep=_sweep(reply.timings),
         notes=tuple(notes),
-        stdout=str(header.get("stdout", "")),
+        stdout=reply.stdout,
         formula=formula,
     )
 
 
 def _weights(
-    plan: Plan, header: Mapping[str, Any], arrays: Mapping[str, Array]
+    plan: Plan, reply: CheckReply, arrays: Mapping[str, Array]
 ) -> tuple[dict[str, Array], dict[str, Any]]:
     """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
     oracle, spec = plan.oracle, plan.spec
-    if header.get("kind") == "function":
+    if reply.kind == "function":
         if spec.weights and not spec.weights_from_page:
             raise SpecError(
                 "weights: a weight map says where a layer keeps its weights, but this code is "
@@ -204,7 +209,7 @@ def _weights(
                 )
             weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
             defaulted.append(f"{name} = {tensor.default:g}")
-    unmapped = _described(header.get("unmapped_weights", []))
+    unmapped = _described(reply.unmapped_weights)
     if defaulted and unmapped:  # the code may ignore what the oracle assumed: no one can tell
         raise SpecError(
             f"weights: the layer has trainable weights the weight map does not name "
@@ -261,10 +266,10 @@ def blind_spots(plan: Plan) -> list[str]:
     return notes
 
 
-def _unmapped_notes(plan: Plan, header: Mapping[str, Any]) -> list[str]:
+def _unmapped_notes(plan: Plan, reply: CheckReply) -> list[str]:
     """Trainable weights of the layer outside the formula: moved before the comparison, so a
     term the formula does not have shows up as a difference."""
-    unmapped = _described(header.get("unmapped_weights", []))
+    unmapped = _described(reply.unmapped_weights)
     if not unmapped:
         return []
     moved = "moved by noise before the comparison" if plan.spec.perturb_weights else "not moved"
@@ -526,15 +531,6 @@ def _heatmap_arrays(
     return picked
 
 
-def _skipped(said: Sequence[Any]) -> dict[str, str]:
-    """The regimes the worker could not run, with why (``[name, why]`` each)."""
-    skipped = {}
-    for entry in said:
-        name, why = (entry, "") if isinstance(entry, str) else (entry[0], entry[1])
-        skipped[str(name)] = str(why)
-    return skipped
-
-
 HALVES = (
     "the code's values are the formula's with every sine first and every cosine after (the "
     "halves layout, concatenated, as the TensorFlow tutorial builds it); the formula "
@@ -575,16 +571,15 @@ def _tolerance_notes(verdicts: Sequence[Verdict]) -> list[str]:
     return [f"tolerance: {how}" for how in ways]
 
 
-def _untraced(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+def _untraced(runs: Sequence[TimingResult]) -> list[str]:
     """Why a run has no ``tf.function`` timing: the code ran eagerly but could not be traced."""
     notes = []
     for run in runs:
-        label = str(run.get("label", ""))
-        if run.get("graph_error") and not label.startswith("sweep"):
-            which = "" if label == "check" else f" ({label})"
+        if run.graph_error and not run.label.startswith("sweep"):
+            which = "" if run.label == "check" else f" ({run.label})"
             notes.append(
                 f"no tf.function timing{which}: the code does not trace into a graph "
-                f"({run['graph_error']})"
+                f"({run.graph_error})"
             )
     return notes
 
@@ -595,26 +590,24 @@ def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingSt
     return TimingStats(label, float(median), float((q3 - q1) / 2), len(values), first)
 
 
-def _timings(runs: Sequence[Mapping[str, Any]]) -> list[TimingStats]:
+def _timings(runs: Sequence[TimingResult]) -> list[TimingStats]:
     stats: list[TimingStats] = []
     for run in runs:
-        if str(run.get("label", "")).startswith("sweep"):
+        if run.label.startswith("sweep"):
             continue
-        suffix = "" if run.get("label") == "check" else f" ({run.get('label')})"
-        stats.append(_stats(f"eager{suffix}", run["eager"]))
-        if "graph" in run:
-            stats.append(
-                _stats(f"tf.function{suffix}", run["graph"], first=float(run.get("trace", 0.0)))
-            )
+        suffix = "" if run.label == "check" else f" ({run.label})"
+        stats.append(_stats(f"eager{suffix}", run.eager))
+        if run.graph is not None:
+            stats.append(_stats(f"tf.function{suffix}", run.graph, first=run.trace or 0.0))
     return stats
 
 
-def _sweep(runs: Sequence[Mapping[str, Any]]) -> tuple[SweepPoint, ...]:
+def _sweep(runs: Sequence[TimingResult]) -> tuple[SweepPoint, ...]:
     points = []
     for run in runs:
-        label = str(run.get("label", ""))
+        label = run.label
         if label.startswith("sweep"):
-            stats = _stats(label, run["eager"])
+            stats = _stats(label, run.eager)
             points.append(SweepPoint(int(label.rsplit("=", 1)[1]), stats.median, stats.spread))
     return tuple(points)
 

@@ -5,6 +5,7 @@ Pure: no TensorFlow, no processes. The same spec always gives the same request b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ import numpy as np
 
 from . import masks
 from .errors import FormulaCheckError, OracleError, SpecError
-from .model import Array, CheckSpec, Scalar
+from .messages import Argument, Call, Calls, CheckRequest, RegimeRequest, TimingRequest, TimingRun
+from .model import Array, CheckSpec, Scalar, frozen_map
 from .oracles import Oracle, get_oracle
 from .oracles.base import KEEP_PARAM
 from .presets import apply_preset, init_sources
@@ -47,9 +49,14 @@ class Plan:
     inputs: Mapping[str, Array]  # float64, already rounded through float32
     weights: Mapping[str, Array]  # function snippets only; layers report their own
     keep: Array | None  # the logical mask for the oracle
-    header: Mapping[str, Any]
+    request: CheckRequest
     arrays: Mapping[str, Array]
     regimes: tuple[PlannedRegime, ...] = ()
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The request's header as the worker receives it."""
+        return self.request.encode()
 
 
 def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
@@ -99,33 +106,8 @@ def _planned(
     if keep is not None:
         axes = _mask_dims(spec, oracle)
         arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, axes)
-    header: dict[str, Any] = {
-        "op": "check",
-        "root": root,
-        "source": spec.snippet.source,
-        "filename": _filename(spec),
-        "module": spec.snippet.module,
-        "entry": spec.snippet.entry,
-        "kind": spec.kind,
-        "init": resolve_init(spec.init, sizes),
-        "init_sources": init_sources(block, sizes),
-        "weights": dict(spec.weights) if spec.weights else None,
-        "perturb": spec.perturb_weights,
-        "seed": spec.seed,
-        "page_folder": _page_folder(spec),
-        **call_plans(spec, oracle, sizes, has_mask=keep is not None),
-    }
+    has_mask = keep is not None
     regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep)
-    header["regimes"] = [
-        {
-            "name": regime.name,
-            "prefix": regime.prefix,
-            "resized": dict(regime.sizes) != dict(sizes),
-            "weight_scale": regime.weight_scale,
-            **call_plans(spec, oracle, regime.sizes, has_mask=keep is not None),
-        }
-        for regime in regimes
-    ]
     for regime in regimes:
         if regime.weight_scale != 1.0:  # a function is given its weights: scaled, exactly
             arrays.update(
@@ -137,10 +119,37 @@ def _planned(
         arrays.update(
             {f"{regime.prefix}in/{k}": v.astype(np.float32) for k, v in regime.inputs.items()}
         )
+    timing = None
     if with_timing and spec.timing.enabled:
-        header["timing"], timing_arrays = _timing_runs(spec, oracle, header, params)
+        timing, timing_arrays = _timing_runs(spec, oracle, params, sizes, has_mask=has_mask)
         arrays.update(timing_arrays)
-    return Plan(spec, oracle, sizes, params, inputs, weights, keep, header, arrays, regimes)
+    request = CheckRequest(
+        root=root,
+        calls=call_plans(spec, oracle, sizes, has_mask=has_mask),
+        source=spec.snippet.source,
+        filename=_filename(spec),
+        module=spec.snippet.module or "",
+        entry=spec.snippet.entry or "",
+        kind=spec.kind,
+        init=resolve_init(spec.init, sizes),
+        init_sources=init_sources(block, sizes),
+        weights=frozen_map(spec.weights),
+        perturb=spec.perturb_weights,
+        seed=spec.seed,
+        page_folder=_page_folder(spec),
+        regimes=tuple(
+            RegimeRequest(
+                regime.name,
+                regime.prefix,
+                call_plans(spec, oracle, regime.sizes, has_mask=has_mask),
+                resized=dict(regime.sizes) != dict(sizes),
+                weight_scale=regime.weight_scale,
+            )
+            for regime in regimes
+        ),
+        timing=timing,
+    )
+    return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes)
 
 
 def _regimes(
@@ -263,25 +272,24 @@ def resolve_init(init: Mapping[str, Scalar], sizes: Mapping[str, int]) -> dict[s
 
 def call_plans(
     spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], *, has_mask: bool
-) -> dict[str, Any]:
+) -> Calls:
     """How to call a function entry and a layer entry: positional and keyword references."""
     names = {t.name for t in oracle.inputs} | {t.name for t in oracle.weights} | set(sizes)
     if spec.call is not None:
         plan = _parse_call(spec, names | ({"mask"} if has_mask else set()), sizes)
-        return {"function_call": plan, "layer_call": plan}
-    mask_kw = {"mask": {"array": "in/mask"}} if has_mask else {}
-    inputs = [{"array": f"in/{t.name}"} for t in oracle.inputs]
-    size_args = [{"value": sizes[s]} for s in oracle.size_args]
-    weights = [{"array": f"wt/{t.name}"} for t in oracle.weights]
-    return {
-        "function_call": {"args": inputs + size_args + weights, "kwargs": mask_kw},
-        "layer_call": {"args": inputs + size_args, "kwargs": mask_kw},
-    }
+        return Calls(plan, plan)
+    mask_kw = frozen_map({"mask": Argument(array="in/mask")} if has_mask else {})
+    inputs = [Argument(array=f"in/{t.name}") for t in oracle.inputs]
+    size_args = [Argument(value=sizes[s]) for s in oracle.size_args]
+    weights = [Argument(array=f"wt/{t.name}") for t in oracle.weights]
+    return Calls(
+        Call((*inputs, *size_args, *weights), mask_kw), Call((*inputs, *size_args), mask_kw)
+    )
 
 
-def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> dict[str, Any]:
-    args: list[dict[str, Any]] = []
-    kwargs: dict[str, dict[str, Any]] = {}
+def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> Call:
+    args: list[Argument] = []
+    kwargs: dict[str, Argument] = {}
     for token in spec.call or ():
         key, sep, value = token.partition("=")
         ref = _reference(value if sep else key, names, sizes, spec)
@@ -291,30 +299,28 @@ def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> d
             raise SpecError(f"call: positional {token!r} after keyword arguments", spec.location)
         else:
             args.append(ref)
-    return {"args": args, "kwargs": kwargs}
+    return Call(tuple(args), frozen_map(kwargs))
 
 
-def _reference(
-    token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec
-) -> dict[str, Any]:
+def _reference(token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec) -> Argument:
     if token in sizes:
-        return {"value": sizes[token]}
+        return Argument(value=sizes[token])
     if token == "mask":  # noqa: S105  (a call token, not a password)
         # the block's mask; None without one, as Keras' attention_mask=None means "no mask"
-        return {"array": "in/mask"} if "mask" in names else {"value": None}
+        return Argument(array="in/mask") if "mask" in names else Argument(value=None)
     if token in names:
         oracle = get_oracle(spec.oracle)
         is_weight = any(t.name == token for t in oracle.weights)
-        return {"array": f"{'wt' if is_weight else 'in'}/{token}"}
+        return Argument(array=f"{'wt' if is_weight else 'in'}/{token}")
     if token.lower() in _LITERALS:
         value = _LITERALS[token.lower()]
-        return {"value": None if value == "__none__" else value}
+        return Argument(value=None if value == "__none__" else value)
     try:
-        return {"value": int(token)}
+        return Argument(value=int(token))
     except ValueError:
         pass
     try:
-        return {"value": float(token)}
+        return Argument(value=float(token))
     except ValueError:
         known = ", ".join(sorted(names))
         raise SpecError(f"call: unknown name {token!r}; known: {known}", spec.location) from None
@@ -332,50 +338,50 @@ def _timing_variants(spec: CheckSpec) -> list[tuple[str, dict[str, int], bool]]:
 
 
 def _timing_runs(
-    spec: CheckSpec, oracle: Oracle, header: Mapping[str, Any], params: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, Array]]:
-    runs: list[dict[str, Any]] = []
+    spec: CheckSpec,
+    oracle: Oracle,
+    params: Mapping[str, Any],
+    sizes: Mapping[str, int],
+    *,
+    has_mask: bool,
+) -> tuple[TimingRequest, dict[str, Array]]:
+    runs: list[TimingRun] = []
     arrays: dict[str, Array] = {}
-    variants = _timing_variants(spec)
-    if not spec.timing.dims:
+    if not spec.timing.dims:  # the check itself, on its own arrays
+        init = resolve_init(spec.init, sizes)
         runs.append(
-            {
-                "label": "check",
-                "prefix": "",
-                "init": header["init"],
-                "function_call": header["function_call"],
-                "layer_call": header["layer_call"],
-            }
+            TimingRun("check", "", init, call_plans(spec, oracle, sizes, has_mask=has_mask))
         )
-    for index, (label, dims, eager_only) in enumerate(variants):
-        sizes = oracle.resolve_dims(dims, params)
-        rng = np.random.default_rng(spec.seed + 1 + index)
-        prefix = f"t{index}/"
-        made = {
-            **{f"in/{k}": v for k, v in oracle.make_inputs(sizes, rng, params).items()},
-            **{f"wt/{k}": v for k, v in oracle.make_weights(sizes, rng).items()},
-        }
-        keep = _keep_mask(spec, oracle, sizes, rng)
-        if keep is not None:
-            made["in/mask"] = masks.snippet_mask(
-                keep, spec.mask_convention, _mask_dims(spec, oracle)
-            )
-        arrays.update(
-            {
-                prefix + k: np.asarray(v).astype(np.float32)
-                if np.asarray(v).dtype.kind == "f"
-                else v
-                for k, v in made.items()
-            }
-        )
-        runs.append(
-            {
-                "label": label,
-                "prefix": prefix,
-                "eager_only": eager_only,
-                "init": resolve_init(spec.init, sizes),
-                **call_plans(spec, oracle, sizes, has_mask=keep is not None),
-                "size": sizes.get(spec.sweep_dim, 0),
-            }
-        )
-    return {"warmup": spec.timing.warmup, "repeats": spec.timing.repeats, "runs": runs}, arrays
+    for index, (label, dims, eager_only) in enumerate(_timing_variants(spec)):
+        run, made = _timing_variant(spec, oracle, params, index, dims)
+        runs.append(dataclasses.replace(run, label=label, eager_only=eager_only))
+        arrays.update(made)
+    return TimingRequest(tuple(runs), spec.timing.warmup, spec.timing.repeats), arrays
+
+
+def _timing_variant(
+    spec: CheckSpec, oracle: Oracle, params: Mapping[str, Any], index: int, dims: Mapping[str, int]
+) -> tuple[TimingRun, dict[str, Array]]:
+    """The run at ``dims`` (labelled by the caller), and its arrays, seeded by its place."""
+    sizes = oracle.resolve_dims(dims, params)
+    rng = np.random.default_rng(spec.seed + 1 + index)
+    prefix = f"t{index}/"
+    made = {
+        **{f"in/{k}": v for k, v in oracle.make_inputs(sizes, rng, params).items()},
+        **{f"wt/{k}": v for k, v in oracle.make_weights(sizes, rng).items()},
+    }
+    keep = _keep_mask(spec, oracle, sizes, rng)
+    if keep is not None:
+        made["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, _mask_dims(spec, oracle))
+    arrays = {
+        prefix + k: np.asarray(v).astype(np.float32) if np.asarray(v).dtype.kind == "f" else v
+        for k, v in made.items()
+    }
+    run = TimingRun(
+        "",
+        prefix,
+        resolve_init(spec.init, sizes),
+        call_plans(spec, oracle, sizes, has_mask=keep is not None),
+        size=sizes.get(spec.sweep_dim, 0),
+    )
+    return run, arrays

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import checker_digest
+from .. import wire
+from ..digest import checker_digest
 from ..model import CheckResult
 from ..sealed import SealedFiles
-from ..worker import protocol
 from .figure import Figure, figures_for
 from .labels import Labels
 
@@ -70,7 +70,7 @@ class FigureCache:
         if self.files is None or message is None:
             return None
         try:
-            header, arrays = protocol.decode(message)
+            header, arrays = wire.decode(message)
             return [
                 Figure(
                     item["name"],
@@ -83,7 +83,7 @@ class FigureCache:
                 )
                 for i, item in enumerate(header["figures"])
             ]
-        except (protocol.ProtocolError, KeyError, TypeError, ValueError):
+        except (wire.ProtocolError, KeyError, TypeError, ValueError):
             self.files.discard(key)  # damaged: draw again
             return None
 
@@ -104,4 +104,4 @@ class FigureCache:
             ]
         }
         arrays = {f"data/{i}": np.frombuffer(f.data, dtype=np.uint8) for i, f in enumerate(figures)}
-        self.files.write(key, protocol.encode(header, arrays))
+        self.files.write(key, wire.encode(header, arrays))

@@ -1,8 +1,11 @@
 """The worker process: imports TensorFlow once, then runs snippets on request.
 
-Run as ``python -m formula_check.worker.child PROJECT_ROOT [TEMPORARY_FOLDER]``. It reads
+Run as ``python -m formula_check.worker.child PROJECT_ROOT [TEMPORARY_FOLDER]`` (spawned), or
+forked ready from the zygote (:mod:`.zygote`), which calls :func:`run_worker`. It reads
 requests on stdin and answers on a private copy of stdout; the snippet's own prints go to a
-buffer returned with the answer. This is the only module of the package that imports TensorFlow.
+buffer returned with the answer. Its life: import, get ready, say :class:`~..messages.Hello`,
+then answer each request (in a process of its own, :mod:`.isolation`) until the parent hangs
+up or sends ``shutdown``.
 """
 
 from __future__ import annotations
@@ -16,14 +19,21 @@ import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 # Pinned before TensorFlow is imported: oneDNN changes the bits, and its notice is noise.
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from . import isolation, protocol
-from .paths import scrubbed
+from .. import wire
+from ..messages import Cancel, CheckRequest, Hello, Shutdown, decode_request
+from ..model import Array
+from ..replies import RunningOn
+from . import isolation
+from .faults import internal_error
+
+Answerer = Callable[[CheckRequest, dict[str, Array]], bytes]
+"""Answers one check request with a whole encoded message."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from . import execution  # noqa: F401  (TensorFlow: the import is the point)
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
-        protocol.write_message(answers, {"op": "hello", "ok": False, "error": str(exc)})
+        wire.write_message(answers, Hello(ok=False, error=str(exc)).encode())
         return 3
     warnings.simplefilter("ignore")
     return run_worker(root, requests, answers, args[1] if args[1:] else None)
@@ -50,37 +60,36 @@ def run_worker(
     request from a process of its own (:mod:`.isolation`); at the end (the parent hung up),
     remove the worker's temporary folder, ``scratch`` (made by the parent; by the worker if
     None). A worker that is killed never gets here: its parent removes the folder."""
-    from .execution import begin, prepare_check_process, run_check
+    from .execution import begin, check, prepare_check_process
 
     _stdin_from_nowhere()
-    session, environment = begin(root, scratch)
+    session, hello = begin(root, scratch)
     checks = isolation.CheckProcesses(
-        lambda header, arrays: run_check(session, header, arrays),
-        lambda: prepare_check_process(session, environment),
+        lambda request, arrays: check(session, request, arrays),
+        lambda: prepare_check_process(session, hello),
         conversation=sorted({requests.fileno(), answers.fileno()}),
-        scratch=environment["scratch"],
+        scratch=hello.scratch,
     )
 
     def running_on() -> None:  # the parent asked to cancel a check that will not stop
-        answers.write(protocol.encode({"op": "running on"}))
+        answers.write(wire.encode(RunningOn().encode()))
         answers.flush()
 
-    def answer(header: dict[str, Any], arrays: dict[str, Any]) -> bytes:
-        limit = header.get("time_limit")
+    def answer(request: CheckRequest, arrays: dict[str, Array]) -> bytes:
         return checks.run(
-            header,
+            request,
             arrays,
-            time_limit=float(limit) if isinstance(limit, (int, float)) else None,
+            time_limit=request.time_limit,
             interrupts=(requests.fileno(), lambda: _cancel_asked(requests), running_on),
         )
 
     try:
-        say_hello(answers, environment)
+        wire.write_message(answers, hello.encode())
         checks.tidy()  # the first check's process, forked and made ready now
         return serve(requests, answers, answer, after=checks.tidy)
     finally:
         checks.close()
-        shutil.rmtree(environment["scratch"], ignore_errors=True)
+        shutil.rmtree(hello.scratch, ignore_errors=True)
 
 
 def _stdin_from_nowhere() -> None:
@@ -96,56 +105,41 @@ def _stdin_from_nowhere() -> None:
 def _cancel_asked(requests: IO[bytes]) -> bool:
     """Read what the parent sent while a check ran: is it ``cancel`` (or a hang-up)?"""
     try:
-        header, _ = protocol.read_message(requests)
-    except (EOFError, protocol.ProtocolError, OSError):
+        header, _ = wire.read_message(requests)
+    except (EOFError, wire.ProtocolError, OSError):
         return True
-    return header.get("op") in {"cancel", "shutdown"}
-
-
-def say_hello(answers: IO[bytes], environment: dict[str, Any]) -> None:
-    """The first message of a worker: TensorFlow is imported, here is what it runs on."""
-    protocol.write_message(answers, {"op": "hello", "ok": True, **environment})
+    try:
+        return isinstance(decode_request(header), (Cancel, Shutdown))
+    except wire.ProtocolError:
+        return False  # not a cancel: one request at a time, and this one is answered
 
 
 def serve(
     requests: IO[bytes],
     answers: IO[bytes],
-    answer: Callable[[dict[str, Any], dict[str, Any]], bytes],
+    answer: Answerer,
     after: Callable[[], object] = lambda: None,
 ) -> int:
     """Answer requests, each with a whole encoded message, until EOF or ``shutdown``; returns
     the exit code. What is left to do after an answer (``after``) waits until it is sent."""
     while True:
         try:
-            header, arrays = protocol.read_message(requests)
+            header, arrays = wire.read_message(requests)
         except EOFError:
             return 0
-        if header.get("op") == "shutdown":
-            return 0
-        if header.get("op") == "cancel":  # came as its check ended: nothing left to stop
-            continue
         try:
-            message = answer(header, arrays)
+            request = decode_request(header)
+            if isinstance(request, Shutdown):
+                return 0
+            if isinstance(request, Cancel):  # came as its check ended: nothing left to stop
+                continue
+            message = answer(request, arrays)
         except Exception as exc:  # the checker's own fault, not the snippet's: say so, go on
             traceback.print_exc()  # to the worker's log, which names machine paths
-            message = protocol.encode(internal_error(exc))
+            message = wire.encode(internal_error(exc).encode())
         answers.write(message)
         answers.flush()
         after()
-
-
-def internal_error(exc: Exception) -> dict[str, Any]:
-    """The answer to a request the worker itself failed on (a bug of the checker). Its
-    message goes on a card, which is published: no folder of this machine in it."""
-    said = scrubbed(f"{type(exc).__name__}: {exc}", os.getcwd())
-    return {
-        "ok": False,
-        "type": "InternalError",
-        "message": (
-            f"formula-check could not run this block ({said}); this is a bug in "
-            "formula-check, not in the code under test: please report it"
-        ),
-    }
 
 
 def _private_stdout() -> IO[bytes]:

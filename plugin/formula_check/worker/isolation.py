@@ -22,7 +22,7 @@ the device either, and each check's process starts the GPU runtime itself.
 
 Processes a check starts are ended with it, however they detach: the check's process and the
 warm worker are *child subreapers* (Linux), so an orphan of the snippet, also one that called
-``setsid``, is re-parented to them instead of to init, and :func:`end_children` kills each
+``setsid``, is re-parented to them instead of to init, and :func:`.reaping.end_children` kills each
 until none is left.
 
 The child answers through a pipe of its own, read whole by the warm worker before it is
@@ -33,7 +33,6 @@ conversation with half a message in it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import os
 import select
@@ -43,51 +42,24 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from . import protocol
-
-_PR_SET_PDEATHSIG = 1
-_PR_SET_DUMPABLE = 4
-_PR_SET_CHILD_SUBREAPER = 36
-_SWEEPS = 1000
-"""Rounds of :func:`end_children` at most: each kills every child it finds, and only a child
-killed in the previous round can hand it new ones (its own orphans)."""
+from .. import wire
+from ..messages import CheckRequest
+from ..model import Array
+from ..replies import CheckEnded, CheckReply, Ending, SnippetFailed
+from .faults import internal_error
+from .reaping import become_subreaper, die_with_parent, end_children
 
 _notes: int | None = None
 """In a check's process: where :func:`note_written` tells the warm worker what it wrote."""
 
-Handler = Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+_ENDINGS: dict[str, Ending] = {"timeout": "timeout", "cancelled": "cancelled"}
+"""How a check that gave no answer ended, by why :func:`_read_answer` stopped reading."""
 
-
-def _prctl(option: int, value: int) -> bool:
-    """Linux's ``prctl``; False where it is missing or refused."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
-
-
-def become_subreaper() -> bool:
-    """Adopt this process's orphaned descendants (Linux 3.4+), so that they can be ended."""
-    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-
-
-def keep_private() -> bool:
-    """Make this process's memory, descriptors and ``/proc`` files out of reach of other
-    processes of the same user (Linux: not *dumpable*), such as the checks forked from it: a
-    check cannot take the worker's conversation with its parent over, nor read the worker's
-    environment. (Root still can.) Its children inherit it until they exec a program."""
-    return _prctl(_PR_SET_DUMPABLE, 0)
-
-
-def die_with_parent(parent: int) -> None:
-    """SIGKILL this process when ``parent`` dies; exit now if it already has."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(70)
+Handler = Callable[
+    [CheckRequest, dict[str, Array]], tuple[CheckReply | SnippetFailed, dict[str, Array]]
+]
+"""Answers a check request in a check's process: the reply, and its arrays."""
 
 
 def gpu_present() -> bool:
@@ -155,39 +127,6 @@ def _noted(fd: int) -> list[str]:
     return sorted({line.decode("utf-8", "replace") for line in data.splitlines() if line})
 
 
-def children(pid: int | None = None) -> list[int]:
-    """The child processes of ``pid`` (this process by default), zombies included."""
-    parent = os.getpid() if pid is None else pid
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{parent}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        with contextlib.suppress(OSError, ValueError):
-            text = Path(f"/proc/{parent}/task/{task}/children").read_text(encoding="ascii")
-            found.extend(int(child) for child in text.split())
-    return found
-
-
-def end_children(keep: frozenset[int] = frozenset()) -> int:
-    """Kill and reap every child of this process but ``keep``, and every orphan that comes to
-    us as they die, until none is left. Returns how many were ended."""
-    ended = 0
-    for _ in range(_SWEEPS):
-        strays = [pid for pid in children() if pid not in keep]
-        if not strays:
-            break
-        for pid in strays:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in strays:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-                ended += 1
-    return ended
-
-
 class CheckProcesses:
     """The processes a warm worker runs its checks in, one per check.
 
@@ -222,8 +161,8 @@ class CheckProcesses:
 
     def run(
         self,
-        header: dict[str, Any],
-        arrays: dict[str, Any],
+        request: CheckRequest,
+        arrays: dict[str, Array],
         *,
         time_limit: float | None,
         interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None = None,
@@ -247,7 +186,7 @@ class CheckProcesses:
         message: bytes | None = None
         why = "ended"
         try:
-            process.send(protocol.encode(header, arrays))
+            process.send(wire.encode(request.encode(), arrays))
             self.spare = self._fork()  # the next check's, made ready while this one runs
             message, why = _read_answer(process, time_limit, interrupts)
         except OSError:  # it died before it took the request
@@ -258,10 +197,10 @@ class CheckProcesses:
         if message is not None:
             return message  # what is left to do waits until the answer is on its way
         status = self.tidy(fork_spare=False)
-        said = {"process_seconds": time.perf_counter() - began, "written_files": process.written}
-        if why in {"timeout", "cancelled"}:
-            return protocol.encode({"op": why, **said})
-        return protocol.encode({"op": "crash", "detail": _ended(status), **said})
+        seconds, written = time.perf_counter() - began, tuple(process.written)
+        how = _ENDINGS.get(why, "crash")
+        detail = _ended(status) if how == "crash" else ""
+        return wire.encode(CheckEnded(how, detail, seconds, written).encode())
 
     def tidy(self, *, fork_spare: bool = True) -> int | None:
         """Reap the last check's process, end every process it left, remove its folder; then
@@ -318,15 +257,14 @@ class CheckProcesses:
             self.prepare()
             with os.fdopen(requests, "rb") as stream:
                 folder = os.fsdecode(stream.readline().rstrip(b"\n"))
-                header, arrays = protocol.read_message(stream)
+                header, arrays = wire.read_message(stream)
             os.environ["TMPDIR"] = folder
             tempfile.tempdir = folder
-            from .child import internal_error
-
             try:
-                message = protocol.encode(*self.handle(header, arrays))
+                reply, out = self.handle(CheckRequest.decode(header), arrays)
+                message = wire.encode(reply.encode(), out)
             except Exception as exc:  # the checker's own fault: said as such
-                message = protocol.encode(internal_error(exc))
+                message = wire.encode(internal_error(exc).encode())
             _write_all(answers, message)
         except BaseException:  # nothing may unwind into the warm worker's code in this process
             code = 70
@@ -409,10 +347,10 @@ def _read_answer(
         if not chunk:
             return None, "ended"
         data += chunk
-        if expected < 0 and len(data) >= protocol.PREFIX_SIZE:
+        if expected < 0 and len(data) >= wire.PREFIX_SIZE:
             try:
-                expected = protocol.message_length(bytes(data[: protocol.PREFIX_SIZE]))
-            except protocol.ProtocolError:
+                expected = wire.message_length(bytes(data[: wire.PREFIX_SIZE]))
+            except wire.ProtocolError:
                 return None, "ended"
     return bytes(data[:expected]), ""
 

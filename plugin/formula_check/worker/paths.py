@@ -39,3 +39,7 @@ def shown_path(name: str, root: str) -> str:
 def scrubbed(text: str, root: str) -> str:
     """``text`` with every absolute path in it shown as :func:`shown_path` shows it."""
     return _ABSOLUTE.sub(lambda match: shown_path(match.group(0), root), text)
+
+
+SCRATCH_PREFIX = "formula-check-worker-"
+"""The name of a worker's private temporary folder begins with this (its hello names it)."""

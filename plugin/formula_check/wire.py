@@ -1,35 +1,40 @@
-"""The wire format between the checker and its worker, also used for cache files.
+"""The framing of every message between the build and its check processes, also used for
+the files of the result and figure caches.
 
-A message is ``MAGIC, version, header length, header (JSON), array bytes``. Arrays travel as
-raw little-endian buffers described in the header (dtype restricted to numbers and bools),
-so nothing made by user code is ever unpickled by the parent.
+A message is ``MAGIC, version, header length, payload length, header (JSON), array bytes``.
+Arrays travel as raw little-endian buffers described in the header (dtype restricted to
+numbers and bools), so nothing made by user code is ever unpickled by the parent. What the
+header of each message holds is typed in :mod:`.messages`; this module only frames.
+
+:data:`VERSION` names the layout of the headers as well as the framing: it changes whenever
+a message gains, loses or renames a field. A message of another version is refused with a
+:class:`ProtocolError` that names both versions, never half understood (a worker left over
+from an older checker, a cache file written by one).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import struct
 from collections.abc import Mapping
 from typing import IO, Any
 
 import numpy as np
 
-from ..model import Array
+from .model import Array
 
 MAGIC = b"FCK1"
-VERSION = 1
+VERSION = 2
+"""1: headers read as free-form dicts. 2: typed messages (:mod:`.messages`)."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
 PREFIX_SIZE = _PREFIX.size
 """Bytes of a message before its header: enough for :func:`message_length`."""
-SCRATCH_PREFIX = "formula-check-worker-"
-"""The name of a worker's private temporary folder begins with this (its hello names it)."""
 
 
 class ProtocolError(Exception):
-    """A message is truncated, from another version, or describes a forbidden array."""
+    """A message is truncated, from another version, describes a forbidden array, or has a
+    header that does not fit its type."""
 
 
 def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None) -> bytes:
@@ -135,15 +140,3 @@ def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str,
     if not isinstance(header, dict):
         raise ProtocolError("message header is not an object")
     return header, arrays
-
-
-def peer_is_us(connection: socket.socket) -> bool:
-    """Does the process at the other end of a Unix socket run as our user?"""
-    try:
-        credentials = connection.getsockopt(
-            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
-        )
-    except OSError:
-        return False
-    _, uid, _ = struct.unpack("3i", credentials)
-    return bool(uid == os.getuid())

@@ -1,0 +1,251 @@
+"""What a worker answers to a check request, typed: one codec for each answer.
+
+:func:`decode_answer` tells them apart: ``op`` ``running on`` is :class:`RunningOn`, ``op``
+``timeout``, ``cancelled`` or ``crash`` is :class:`CheckEnded`, else ``ok`` true is
+:class:`CheckReply` and anything else :class:`SnippetFailed`. (The requests and the hello
+are in :mod:`.messages`.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .headers import Fields
+from .wire import ProtocolError
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """One timed run: eager samples, then (if the code traced) the trace and graph samples."""
+
+    label: str
+    eager: tuple[float, ...]
+    trace: float | None = None
+    graph: tuple[float, ...] | None = None
+    graph_error: str = ""
+    """Why the code has no ``tf.function`` timing: it could not be traced."""
+
+    def encode(self) -> dict[str, Any]:
+        """The run's timing as JSON."""
+        data: dict[str, Any] = {"label": self.label, "eager": list(self.eager)}
+        if self.trace is not None:
+            data["trace"] = self.trace
+        if self.graph is not None:
+            data["graph"] = list(self.graph)
+        if self.graph_error:
+            data["graph_error"] = self.graph_error
+        return data
+
+    @classmethod
+    def decode(cls, data: Any) -> TimingResult:
+        """The timing ``data`` describes."""
+        fields = Fields(data, "a timing")
+        graph = fields.optional("graph")
+        fields.required("eager")  # every run is timed eagerly
+        return cls(
+            fields.text("label"),
+            _seconds(fields, "eager"),
+            fields.optional_number("trace"),
+            None if graph is None else _seconds(fields, "graph"),
+            fields.text("graph_error"),
+        )
+
+
+def _seconds(fields: Fields, key: str) -> tuple[float, ...]:
+    items = fields.items(key)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+        raise ProtocolError(f"{fields.what}: {key!r} holds other things than numbers")
+    return tuple(float(x) for x in items)
+
+
+@dataclass(frozen=True)
+class CheckReply:
+    """The code ran: its outputs (arrays ``out/I``, a regime's under its prefix) and the
+    layer's weights (``w/NAME``) travel beside this header."""
+
+    kind: str
+    """What the entry was taken for: ``function``, ``layer`` or ``factory``."""
+    outputs: int = 0
+    output_dtypes: tuple[str, ...] = ()
+    output_keys: tuple[str, ...] | None = None
+    """The keys of a returned dict, in order; None when the code returned no dict."""
+    timings: tuple[TimingResult, ...] = ()
+    unused_weights: tuple[str, ...] = ()
+    """Mapped weights of a sub-layer the code never called."""
+    unmapped_weights: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
+    """Trainable weights the weight map does not reach: name and shape."""
+    regimes_skipped: tuple[tuple[str, str], ...] = ()
+    """Input regimes the code could not run: name and why."""
+    snippet_seconds: float = 0.0
+    stdout: str = ""
+    local_files: tuple[str, ...] = ()
+    written_files: tuple[str, ...] = ()
+
+    def encode(self) -> dict[str, Any]:
+        """The reply's header."""
+        header: dict[str, Any] = {
+            "ok": True,
+            "kind": self.kind,
+            "outputs": self.outputs,
+            "timings": [timing.encode() for timing in self.timings],
+            "unused_weights": list(self.unused_weights),
+            "unmapped_weights": [[name, list(shape)] for name, shape in self.unmapped_weights],
+            "snippet_seconds": self.snippet_seconds,
+            "regimes_skipped": [list(pair) for pair in self.regimes_skipped],
+            "output_dtypes": list(self.output_dtypes),
+        }
+        if self.output_keys is not None:
+            header["output_keys"] = list(self.output_keys)
+        return {**header, **_said(self.stdout, self.local_files, self.written_files)}
+
+    @classmethod
+    def decode(cls, header: Mapping[str, Any]) -> CheckReply:
+        """The reply ``header`` describes."""
+        fields = Fields(header, "a check reply")
+        keys = fields.optional("output_keys")
+        return cls(
+            kind=fields.text("kind"),
+            outputs=fields.integer("outputs", 0),
+            output_dtypes=fields.texts("output_dtypes"),
+            output_keys=None if keys is None else fields.texts("output_keys"),
+            timings=tuple(TimingResult.decode(t) for t in fields.items("timings")),
+            unused_weights=fields.texts("unused_weights"),
+            unmapped_weights=tuple(_shaped(item) for item in fields.items("unmapped_weights")),
+            regimes_skipped=tuple(_skipped(item) for item in fields.items("regimes_skipped")),
+            snippet_seconds=fields.number("snippet_seconds", 0.0),
+            stdout=fields.text("stdout"),
+            local_files=fields.texts("local_files"),
+            written_files=fields.texts("written_files"),
+        )
+
+
+def _shaped(item: Any) -> tuple[str, tuple[int | None, ...]]:
+    if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+        raise ProtocolError("an unmapped weight is not [name, shape]")
+    shape = item[1]
+    if not all(d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in shape):
+        raise ProtocolError("an unmapped weight's shape holds other things than sizes")
+    return str(item[0]), tuple(shape)
+
+
+def _skipped(item: Any) -> tuple[str, str]:
+    """``[name, why]``, or a bare name."""
+    if isinstance(item, str):
+        return item, ""
+    if isinstance(item, list) and len(item) == 2:
+        return str(item[0]), str(item[1])
+    raise ProtocolError("a skipped regime is not [name, why]")
+
+
+def _said(stdout: str, local_files: tuple[str, ...], written: tuple[str, ...]) -> dict[str, Any]:
+    return {"stdout": stdout, "local_files": list(local_files), "written_files": list(written)}
+
+
+@dataclass(frozen=True)
+class SnippetFailed:
+    """The code raised (``phase`` says while doing what), or the checker itself failed on the
+    request (``type`` ``InternalError``)."""
+
+    type: str = "Error"
+    message: str = ""
+    phase: str = ""
+    line: int = 0
+    file: str = ""
+    traceback: str = ""
+    stdout: str = ""
+    local_files: tuple[str, ...] = ()
+    written_files: tuple[str, ...] = ()
+
+    def encode(self) -> dict[str, Any]:
+        """The reply's header."""
+        return {
+            "ok": False,
+            "phase": self.phase,
+            "type": self.type,
+            "message": self.message,
+            "line": self.line,
+            "file": self.file,
+            "traceback": self.traceback,
+            **_said(self.stdout, self.local_files, self.written_files),
+        }
+
+    @classmethod
+    def decode(cls, header: Mapping[str, Any]) -> SnippetFailed:
+        """The failure ``header`` describes."""
+        fields = Fields(header, "a failure")
+        return cls(
+            type=fields.text("type", "Error"),
+            message=fields.text("message"),
+            phase=fields.text("phase"),
+            line=fields.integer("line", 0),
+            file=fields.text("file"),
+            traceback=fields.text("traceback"),
+            stdout=fields.text("stdout"),
+            local_files=fields.texts("local_files"),
+            written_files=fields.texts("written_files"),
+        )
+
+
+Ending = Literal["timeout", "cancelled", "crash"]
+
+
+@dataclass(frozen=True)
+class CheckEnded:
+    """The check's own process gave no answer: it ran out of time, was cancelled, or died
+    (``detail`` says how). The worker lives on."""
+
+    how: Ending
+    detail: str = ""
+    process_seconds: float = 0.0
+    written_files: tuple[str, ...] = ()
+    """What it said it wrote into the project before it ended."""
+
+    def encode(self) -> dict[str, Any]:
+        """The reply's header."""
+        header: dict[str, Any] = {"op": self.how}
+        if self.how == "crash":
+            header["detail"] = self.detail
+        header["process_seconds"] = self.process_seconds
+        header["written_files"] = list(self.written_files)
+        return header
+
+    @classmethod
+    def decode(cls, header: Mapping[str, Any]) -> CheckEnded:
+        """The ending ``header`` describes."""
+        fields = Fields(header, "an ended check")
+        how = fields.text("op")
+        if how not in {"timeout", "cancelled", "crash"}:
+            raise ProtocolError(f"a check does not end by {how!r}")
+        return cls(
+            how,  # type: ignore[arg-type]
+            fields.text("detail"),
+            fields.number("process_seconds", 0.0),
+            fields.texts("written_files"),
+        )
+
+
+@dataclass(frozen=True)
+class RunningOn:
+    """A cancelled check that already wrote into the project runs to its end."""
+
+    def encode(self) -> dict[str, Any]:
+        """The header."""
+        return {"op": "running on"}
+
+
+Answer = CheckReply | SnippetFailed | CheckEnded | RunningOn
+
+
+def decode_answer(header: Mapping[str, Any]) -> Answer:
+    """Which answer ``header`` is, decoded."""
+    fields = Fields(header, "an answer")
+    op = fields.text("op")
+    if op == "running on":
+        return RunningOn()
+    if op in {"timeout", "cancelled", "crash"}:
+        return CheckEnded.decode(header)
+    if fields.optional("ok") is True:
+        return CheckReply.decode(header)
+    return SnippetFailed.decode(header)

@@ -1,0 +1,112 @@
+"""The snippet's module, loaded for one check and unloaded after it: inline source compiled
+under a name of its own, or a project module imported; and, after the check, every module
+of the project it imported forgotten, so that the next check sees edits."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import linecache
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...messages import CheckRequest
+from .failure import phase
+
+
+@dataclass
+class Session:
+    """State the worker keeps between checks."""
+
+    root: Path
+    counter: int = 0
+    sources: dict[str, str] = field(default_factory=dict)
+    """The file name each loaded snippet module was compiled under (its linecache entry)."""
+    baseline_modules: set[str] = field(default_factory=lambda: set(sys.modules))
+
+
+def load_entry(session: Session, request: CheckRequest) -> Any:
+    """The function or class the request checks, from its snippet."""
+    if request.module:
+        with phase("import"):
+            module = importlib.import_module(request.module)
+    else:
+        module = _exec_source(session, request.source, request.filename)
+    name = request.entry
+    if name:
+        with phase("entry"):
+            if not hasattr(module, name):
+                raise LookupError(f"the snippet defines no {name!r}")
+            return getattr(module, name)
+    return _last_definition(module)
+
+
+def _exec_source(session: Session, source: str, filename: str) -> types.ModuleType:
+    name = f"formula_snippet_{session.counter}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    # Readable by inspect, as a module file is: autograph converts the snippet's Python
+    # control flow under tf.function (as it does for the user's own module), and
+    # tracebacks quote its lines. Dropped with the module after the check. The module has
+    # no ``__file__``: autograph, finding a module with the function's file name, would ask
+    # linecache to reload that "file" and so drop this entry.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    session.sources[name] = filename
+    with phase("load"):
+        code = compile(source, filename, "exec")
+        exec(code, module.__dict__)  # noqa: S102  (running the user's snippet is the point)
+    return module
+
+
+def _last_definition(module: types.ModuleType) -> Any:
+    defined = [
+        value
+        for value in vars(module).values()
+        if (inspect.isfunction(value) or inspect.isclass(value) or _traced(value))
+        and getattr(_traced(value) or value, "__module__", None) == module.__name__
+    ]
+    if not defined:
+        with phase("entry"):
+            raise LookupError(
+                "the snippet defines no function or class to check; to check one it only "
+                'imports or names (MHA = tf.keras.layers.MultiHeadAttention), say entry="MHA"'
+            )
+    return defined[-1]
+
+
+def _traced(value: Any) -> Any:
+    """The Python function behind a ``@tf.function``, or ``None``: such an entry is as much
+    the snippet's own definition as the function it wraps."""
+    wrapped = getattr(value, "python_function", None)
+    return wrapped if inspect.isfunction(wrapped) else None
+
+
+_AUTOGRAPH_MODULE = "__autograph_generated_file"
+
+
+def forget_local_modules(session: Session, before: set[str]) -> list[str]:
+    """Report project files imported by this check, then unload them so edits are seen;
+    drop the modules AutoGraph generated for it, and their temporary files."""
+    root = str(session.root) + os.sep
+    files = []
+    for name in set(sys.modules) - before:
+        path = getattr(sys.modules.get(name), "__file__", None) or ""
+        if name.startswith(_AUTOGRAPH_MODULE):
+            # The file AutoGraph wrote the converted code to (the code stays loaded). The
+            # worker's folder goes when the worker does; this keeps a long-lived worker's
+            # folder (under mkdocs serve) from growing with every check.
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            del sys.modules[name]
+            continue
+        if name.startswith("formula_snippet_") or path.startswith(root):
+            if path.startswith(root) and os.path.exists(path):
+                files.append(os.path.relpath(path, session.root))
+            linecache.cache.pop(session.sources.pop(name, ""), None)
+            del sys.modules[name]
+    return sorted(files)

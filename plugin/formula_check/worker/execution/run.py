@@ -1,0 +1,165 @@
+"""One check, in its own process: load the snippet, call its entry, read weights back, run
+the input regimes and the timing runs; answer with what it returned, or what it raised."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import tensorflow as tf
+
+from ...messages import CheckRequest, RegimeRequest
+from ...model import Array
+from ...replies import CheckReply, SnippetFailed, TimingResult
+from .. import isolation
+from . import weights
+from .construct import Runner, arguments, bind, resolve_kind
+from .failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
+from .modules import Session, forget_local_modules, load_entry
+from .reads import READS, Reads, changed, folder_state
+from .timing import outputs, time_all
+
+Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
+"""A check's reply, and the arrays that go with it."""
+
+
+def run_check(
+    session: Session, request: Mapping[str, Any], arrays: dict[str, Array]
+) -> tuple[dict[str, Any], dict[str, Array]]:
+    """:func:`check` on the wire: a request's header in, the reply's header out (the benches
+    and some tests speak it)."""
+    reply, out = check(session, CheckRequest.decode(request), arrays)
+    return reply.encode(), out
+
+
+def check(session: Session, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
+    """Answer one check request: outputs, weights, timings; or the snippet's error."""
+    session.counter += 1
+    stdout = io.StringIO()
+    before = set(sys.modules)
+    if str(session.root) not in sys.path:  # the project's own modules are importable
+        sys.path.insert(0, str(session.root))
+    tf.keras.utils.set_random_seed(request.seed)
+    files = Reads()
+    folder_before = folder_state(session.root, request.page_folder)
+    try:
+        with contextlib.redirect_stdout(stdout), READS.recording(session.root, files):
+            reply, out = _run(session, request, arrays)
+    except SnippetRaised as raised:
+        reply, out = failure(raised, request), {}
+    finally:  # also when the checker itself failed: the next check must import afresh
+        imported = forget_local_modules(session, before)
+    for path in sorted(changed(folder_before, folder_state(session.root, request.page_folder))):
+        if path not in files.written:
+            files.written.add(path)
+            isolation.note_written(path)
+    reply = dataclasses.replace(
+        reply,
+        stdout=stdout.getvalue()[-MAX_TEXT:],
+        local_files=tuple(sorted((set(imported) | files.read) - files.written)),
+        written_files=tuple(sorted(files.written)),
+    )
+    return reply, out
+
+
+def _run(session: Session, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
+    started = time.perf_counter()
+    entry = load_entry(session, request)
+    kind = resolve_kind(entry, request)
+    call, sources = request.calls.of(kind), request.init_sources
+    runner = bind(entry, kind, call, arrays, request.init, sources=sources)
+    with phase("call"):
+        result = runner()
+    unmapped: list[tuple[str, tuple[int | None, ...]]] = []
+    if kind != "function":
+        found = weights.variables(runner.layer, request.weights)
+        unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
+        if request.perturb and found:
+            weights.perturb([v for _, v, _ in found], request.seed)
+            with phase("call"):
+                result = runner()
+    out, dtypes = outputs(result)
+    with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
+        regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
+    snippet_seconds = time.perf_counter() - started
+    read, unused = (
+        ({}, []) if kind == "function" else weights.read_weights(runner.layer, request.weights)
+    )
+    timings: tuple[TimingResult, ...] = ()
+    if request.timing is not None:
+        # What the code prints is shown once, from the check; the same lines again from each
+        # warm-up and repeat of every timing run would only bury it.
+        with contextlib.redirect_stdout(io.StringIO()):
+            timings = time_all(entry, kind, request, arrays)
+    reply = CheckReply(
+        kind=kind,
+        outputs=len(out),
+        output_dtypes=tuple(dtypes),
+        # compared by key when its keys name the oracle's outputs
+        output_keys=tuple(str(key) for key in result) if isinstance(result, dict) else None,
+        timings=timings,
+        unused_weights=tuple(unused),
+        unmapped_weights=tuple(unmapped),
+        regimes_skipped=tuple(skipped),
+        snippet_seconds=snippet_seconds,
+    )
+    return reply, {
+        **regime_outputs,
+        **{f"out/{i}": a for i, a in enumerate(out)},
+        **{f"w/{k}": v for k, v in read.items()},
+    }
+
+
+def _run_regimes(
+    runner: Runner, kind: str, request: CheckRequest, arrays: Mapping[str, Array]
+) -> tuple[dict[str, Array], list[tuple[str, str]]]:
+    """The same code (the same layer, with the same weights) on each input regime's arrays.
+    A regime at other sizes is skipped for a layer, which was built for the check's, and
+    where the code cannot run at its sizes (a table precomputed up to a maximum length):
+    ``(name, why)`` for each skipped."""
+    out: dict[str, Array] = {}
+    skipped: list[tuple[str, str]] = []
+    for regime in request.regimes:
+        if kind != "function" and regime.resized:
+            skipped.append((regime.name, "a layer is built for the check's sizes"))
+            continue
+        try:
+            result = _run_regime(runner, kind, request, regime, arrays)
+        except SnippetRaised as raised:
+            if not regime.resized:
+                raise  # at the check's own sizes, an error is the code's
+            error = raised.error
+            first = (said(error).strip().splitlines() or [""])[0]
+            skipped.append((regime.name, clean(f"{type(error).__name__}: {first}")[:200]))
+            continue
+        got, _ = outputs(result)
+        out.update({f"{regime.prefix}out/{i}": value for i, value in enumerate(got)})
+    return out, skipped
+
+
+def _run_regime(
+    runner: Runner,
+    kind: str,
+    request: CheckRequest,
+    regime: RegimeRequest,
+    arrays: Mapping[str, Array],
+) -> Any:
+    """What the code returns on ``regime``'s arrays (a layer's weights scaled meanwhile)."""
+    args, kwargs = arguments(regime.calls.of(kind), arrays, regime.prefix)
+    scale = regime.weight_scale
+    grown = []
+    if scale != 1.0 and kind != "function":  # the layer's own weights, in place
+        grown = [v for _, v, _ in weights.variables(runner.layer, request.weights)]
+    try:
+        for variable in grown:
+            variable.assign(variable.numpy() * scale)
+        with phase(f"regime:{regime.name}"):
+            return runner.target(*args, **kwargs)
+    finally:
+        for variable in grown:  # a power of two: exactly the weights they were
+            variable.assign(variable.numpy() / scale)

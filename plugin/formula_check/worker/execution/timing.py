@@ -1,0 +1,105 @@
+"""Timing the entry (eager, then under ``tf.function``), and reading what it returned."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from ...messages import CheckRequest, TimingRequest
+from ...model import Array
+from ...replies import TimingResult
+from .construct import Runner, bind
+from .failure import clean, phase
+
+
+def time_all(
+    entry: Any, kind: str, request: CheckRequest, arrays: Mapping[str, Array]
+) -> tuple[TimingResult, ...]:
+    """Each of the request's timing runs, timed."""
+    timing = request.timing
+    if timing is None:
+        return ()
+    results = []
+    for run in timing.runs:
+        call = run.calls.of(kind)
+        sources = request.init_sources
+        runner = bind(entry, kind, call, arrays, run.init, prefix=run.prefix, sources=sources)
+        results.append(_time_runner(runner, run.label, timing, eager_only=run.eager_only))
+    return tuple(results)
+
+
+def _time_runner(
+    runner: Runner, label: str, spec: TimingRequest, *, eager_only: bool
+) -> TimingResult:
+    warmup, repeats = spec.warmup, max(spec.repeats, 3)
+    eager = _repeat(runner, warmup, repeats)
+    if eager_only:
+        return TimingResult(label, eager)
+    compiled = tf.function(runner.target)
+    traced = Runner(compiled, runner.args, runner.kwargs, runner.layer)
+    trace = None
+    try:
+        start = time.perf_counter()
+        _sync(traced())
+        trace = time.perf_counter() - start
+        graph = _repeat(traced, warmup, repeats)
+    except Exception as exc:  # code that cannot be traced still has its eager timing
+        error = clean(f"{type(exc).__name__}: {exc}")[:300]
+        return TimingResult(label, eager, trace, graph_error=error)
+    return TimingResult(label, eager, trace, graph)
+
+
+def _repeat(runner: Runner, warmup: int, repeats: int) -> tuple[float, ...]:
+    with phase("timing"):
+        for _ in range(warmup):
+            _sync(runner())
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            _sync(runner())
+            samples.append(time.perf_counter() - start)
+    return tuple(samples)
+
+
+def _sync(result: Any) -> None:
+    """Force the computation to finish (pull results to host), so the clock is honest."""
+    for item in _as_sequence(result):
+        if hasattr(item, "numpy"):
+            item.numpy()
+
+
+def _as_sequence(result: Any) -> list[Any]:
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    if isinstance(result, dict):
+        return list(result.values())
+    return [result]
+
+
+def outputs(result: Any) -> tuple[list[Any], list[str]]:
+    """The returned values as arrays, and the dtype each came back in (bfloat16 and the
+    other types NumPy has no number kind for are compared as float32)."""
+    out, dtypes = [], []
+    for index, item in enumerate(_as_sequence(result)):
+        with phase("output"):
+            value = np.asarray(item.numpy() if hasattr(item, "numpy") else item)
+            dtype = getattr(item, "dtype", None)
+            name = str(getattr(dtype, "name", None) or value.dtype.name)
+            if value.dtype.kind not in "biuf":
+                if dtype is None:
+                    raise TypeError(
+                        f"returned value {index} is a {type(item).__name__}, not a tensor"
+                    )
+                if not getattr(dtype, "is_floating", False):
+                    raise TypeError(
+                        f"returned value {index} is a {type(item).__name__} of {name}, "
+                        "not of numbers"
+                    )
+                value = value.astype(np.float32)
+        out.append(value)
+        dtypes.append(name)
+    return out, dtypes

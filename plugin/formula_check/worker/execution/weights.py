@@ -1,0 +1,142 @@
+"""The layer's weights: found, moved off their initial values, read back by the weight map.
+
+No TensorFlow here: a variable is anything with ``assign`` and ``numpy`` (TensorFlow's, or
+Keras 3's own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .failure import phase
+
+
+def variables(layer: Any, mapping: Mapping[str, str]) -> list[tuple[str, Any, bool]]:
+    """The layer's trainable weights, each with a name to show and whether the weight map
+    reaches it. Keras tracks its own; a ``tf.Module`` lists its ``trainable_variables``; a plain
+    ``tf.Variable`` kept in an attribute is tracked by neither in Keras 3, so the attributes
+    (and lists of them) are searched too, and every mapped path that holds a variable counts.
+    Scalars are left out (a mapped scalar is a parameter of the formula, not a weight), and so
+    are variables that hold no floating-point numbers."""
+    named: dict[int, tuple[str, Any]] = {}
+
+    def add(name: str, value: Any) -> None:  # a tf.Variable or a Keras 3 Variable
+        is_variable = hasattr(value, "assign") and hasattr(value, "numpy")
+        if not (is_variable and getattr(value, "trainable", False) and len(value.shape)):
+            return
+        dtype = getattr(value.dtype, "name", value.dtype)  # tf.DType, or Keras' string
+        if "float" in str(dtype):  # integer indices, masks and strings are no weights
+            named.setdefault(id(value), (name, value))
+
+    attributes = vars(layer) if hasattr(layer, "__dict__") else {}
+    # public names first: Keras also keeps each weight in private lists of its own
+    for attribute, value in sorted(attributes.items(), key=lambda item: item[0].startswith("_")):
+        for index, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
+            add(f"{attribute}[{index}]" if isinstance(value, (list, tuple)) else attribute, item)
+    tracked = getattr(layer, "trainable_weights", None)
+    for variable in tracked if tracked is not None else getattr(layer, "trainable_variables", ()):
+        add(str(getattr(variable, "path", None) or variable.name), variable)
+    reached: set[int] = set()
+    for name, path in mapping.items():
+        try:
+            value = _follow(layer, path)
+        except (AttributeError, ValueError, IndexError, TypeError):
+            continue  # reading the weights says what is wrong with the path
+        add(name, value)
+        reached.add(id(value))
+    return [(name, value, key in reached) for key, (name, value) in named.items()]
+
+
+def perturb(variables: list[Any], seed: int) -> None:
+    """Move every weight off its initial value, so zero biases and unit gains are exercised."""
+    rng = np.random.default_rng(seed + 7919)
+    for variable in variables:
+        current = np.asarray(variable.numpy())
+        noise = 0.1 * rng.standard_normal(current.shape).astype(current.dtype)
+        variable.assign(current + noise)
+
+
+def read_weights(layer: Any, mapping: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The mapped weights' values, and the names of those the code never built (never used)."""
+    values: dict[str, Any] = {}
+    unused: list[str] = []
+    for name, path in mapping.items():
+        with phase(f"reading weight {name}={path}"):
+            try:
+                value = _follow(layer, path)
+            except (AttributeError, ValueError):
+                if not _unbuilt_on_path(layer, path):
+                    raise
+                unused.append(name)  # a sub-layer never called has no weights to show
+                continue
+            if value is None:
+                raise ValueError(f"{path} is None ({_why_none(layer, path)})")
+            array = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+            if array.dtype.kind not in "biuf":
+                raise TypeError(
+                    f"weights: {name}={path} is {_kind_of(value)}, not a weight (numbers); "
+                    "name a variable of the layer, such as inner.kernel"
+                )
+            values[name] = array
+    return values, unused
+
+
+_SWITCHED_OFF = {"bias": "use_bias=False", "beta": "center=False", "gamma": "scale=False"}
+"""The Keras constructor argument that leaves a layer without the weight of that name."""
+
+
+def _why_none(layer: Any, path: str) -> str:
+    """Why the weight at ``path`` is None, in the words of the layer that holds it: a Dense
+    built with ``use_bias=False`` has no bias, a LayerNormalization built with
+    ``center=False`` no beta (and with ``scale=False`` no gamma)."""
+    owner_path, _, attribute = path.rpartition(".")
+    switch = _SWITCHED_OFF.get(attribute)
+    if switch is None:
+        return "the layer was built without it"
+    if attribute == "bias":
+        return f"a layer built with {switch} has no bias"
+    try:
+        owner = _follow(layer, owner_path) if owner_path else layer
+    except (AttributeError, ValueError, IndexError, TypeError):
+        return "the layer was built without it"
+    return f"a {type(owner).__name__} built with {switch} has no {attribute}"
+
+
+def _kind_of(value: Any) -> str:
+    """What a value is, in a few words, without trusting its ``str``."""
+    kind = type(value).__name__
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    return f"a {kind}" if kind[:1].lower() not in "aeiou" else f"an {kind}"
+
+
+def _unbuilt_on_path(obj: Any, path: str) -> bool:
+    """Does the path pass through a Keras layer that was never built (so never called)?"""
+    parts = path.split(".")
+    for depth in range(len(parts)):
+        try:
+            current = _follow(obj, ".".join(parts[:depth])) if depth else obj
+        except (AttributeError, ValueError, IndexError, TypeError):
+            return False
+        if getattr(current, "built", True) is False:
+            return True
+    return False
+
+
+_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[-?\d+\])*)")
+
+
+def _follow(obj: Any, path: str) -> Any:
+    """Walk ``wq.kernel`` or ``ffn.layers[0].bias`` through attributes and indexes only."""
+    for part in path.split("."):
+        match = _STEP.fullmatch(part)
+        if match is None:
+            raise ValueError(f"bad weight path {path!r}")
+        obj = getattr(obj, match.group(1))
+        for index in re.findall(r"-?\d+", match.group(2)):
+            obj = obj[int(index)]
+    return obj
