@@ -1,18 +1,26 @@
-"""The configuration reference page is generated from the config class: every option is in it."""
+"""The option references are generated from the options' definitions: every option is in them.
+
+The plugin's options come from the config class; the block options' table of the authoring
+page from ``parsing.BLOCK_OPTIONS``.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import yaml
 
+from formula_check import parsing
 from formula_check.config import FormulaCheckConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = ROOT / "docs" / "hooks" / "config_reference.py"
+AUTHORING = ROOT / "docs" / "authoring.md"
 
 
 def load_hook() -> ModuleType:
@@ -61,3 +69,40 @@ def test_the_site_uses_the_hook_on_its_reference_page() -> None:
     assert "docs/hooks/config_reference.py" in config["hooks"]
     reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     assert load_hook().MARKER in reference
+
+
+def test_every_block_option_has_a_row_with_its_example_and_meaning() -> None:
+    rows = load_hook().block_options_table().splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == list(parsing.OPTIONS)
+    for row, option in zip(rows, parsing.BLOCK_OPTIONS, strict=True):
+        assert f'| `{option.name}="{option.example}"` |' in row
+        assert option.meaning.split(".")[0] in row
+
+
+def _page_table(page: str, marker: str) -> tuple[int, int]:
+    """Where the table under ``marker`` starts and ends, as offsets into ``page``."""
+    start = page.index(marker + "\n\n") + len(marker) + 2
+    end = page.index("\n\n", start)
+    return start, end
+
+
+def test_the_authoring_page_holds_the_generated_block_options_table() -> None:
+    hook = load_hook()
+    page = AUTHORING.read_text(encoding="utf-8")
+    start, end = _page_table(page, hook.BLOCK_OPTIONS_MARKER)
+    generated = hook.block_options_table()
+    if os.environ.get("FORMULA_CHECK_UPDATE_GOLDEN") == "1":
+        AUTHORING.write_text(page[:start] + generated + page[end:], encoding="utf-8")
+        return
+    if page[start:end] != generated:
+        pytest.fail(
+            "docs/authoring.md's options table is not the one parsing.BLOCK_OPTIONS makes: "
+            "run with FORMULA_CHECK_UPDATE_GOLDEN=1 to rewrite it",
+            pytrace=False,
+        )
+
+
+def test_the_block_options_table_escapes_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    option = parsing.BlockOption("x", parsing.OPTIONS["id"], "1", "a | b")
+    monkeypatch.setattr(parsing, "BLOCK_OPTIONS", (option,))
+    assert load_hook().block_options_table().splitlines()[2] == '| `x` | `x="1"` | a \\| b |'

@@ -8,7 +8,7 @@ import pytest
 from markdown import Markdown
 from mkdocs.utils.meta import get_data
 
-from formula_check import parsing
+from formula_check import option_values, parsing
 from formula_check.errors import SnippetError, SpecError
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
 from formula_check.pages import (
@@ -62,17 +62,17 @@ def test_header_errors_name_the_line(header: str, message: str) -> None:
 
 
 def test_sizes() -> None:
-    assert parsing.sizes("b=2 n=5, d_k=16") == {"b": 2, "n": 5, "d_k": 16}
+    assert option_values.sizes("b=2 n=5, d_k=16") == {"b": 2, "n": 5, "d_k": 16}
     with pytest.raises(ValueError, match="size of n must be a positive whole number, got '0'"):
-        parsing.sizes("n=0")
+        option_values.sizes("n=0")
     with pytest.raises(ValueError, match="expected name=value pairs separated by spaces, got 'b'"):
-        parsing.sizes("b")
+        option_values.sizes("b")
     with pytest.raises(ValueError, match="b given twice"):
-        parsing.sizes("b=1 b=2")
+        option_values.sizes("b=1 b=2")
 
 
 def test_assignments_type_their_values() -> None:
-    assert parsing.assignments("d_model=d_model num_heads=4 rate=0.1 use_bias=false") == {
+    assert option_values.assignments("d_model=d_model num_heads=4 rate=0.1 use_bias=false") == {
         "d_model": "d_model",
         "num_heads": 4,
         "rate": 0.1,
@@ -81,42 +81,42 @@ def test_assignments_type_their_values() -> None:
 
 
 def test_weight_map() -> None:
-    assert parsing.weight_map("W_q=wq.kernel b=layers[0].bias") == {
+    assert option_values.weight_map("W_q=wq.kernel b=layers[0].bias") == {
         "W_q": "wq.kernel",
         "b": "layers[0].bias",
     }
     with pytest.raises(ValueError, match=r"weight path 'wq\.\.kernel' must look like"):
-        parsing.weight_map("W_q=wq..kernel")
+        option_values.weight_map("W_q=wq..kernel")
 
 
 def test_words_and_returns() -> None:
-    assert parsing.words("q k v mask=mask") == ("q", "k", "v", "mask=mask")
-    assert parsing.returns("output _") == ("output", "_")
+    assert option_values.words("q k v mask=mask") == ("q", "k", "v", "mask=mask")
+    assert option_values.returns("output _") == ("output", "_")
     with pytest.raises(ValueError, match="'2x' is not an output name"):
-        parsing.returns("output 2x")
+        option_values.returns("output 2x")
     with pytest.raises(ValueError, match="expected at least one word"):
-        parsing.words(" ")
+        option_values.words(" ")
 
 
 def test_numbers_and_booleans() -> None:
-    assert parsing.number("1e-5") == 1e-5
-    assert parsing.integer("3") == 3
-    assert parsing.boolean("off") is False
-    assert parsing.boolean("Yes") is True
+    assert option_values.number("1e-5") == 1e-5
+    assert option_values.integer("3") == 3
+    assert option_values.boolean("off") is False
+    assert option_values.boolean("Yes") is True
     with pytest.raises(ValueError, match="expected a number such as 1e-5"):
-        parsing.number("tiny")
+        option_values.number("tiny")
     with pytest.raises(ValueError, match="expected a number >= 0"):
-        parsing.number("-1")
+        option_values.number("-1")
     with pytest.raises(ValueError, match="expected a positive number"):
-        parsing.number("0", positive=True)
+        option_values.number("0", positive=True)
     with pytest.raises(ValueError, match="expected a whole number >= 0"):
-        parsing.integer("-2")
+        option_values.integer("-2")
     with pytest.raises(ValueError, match="expected true or false"):
-        parsing.boolean("maybe")
+        option_values.boolean("maybe")
 
 
 def test_choice_suggests_the_near_miss() -> None:
-    validate = parsing.choice("none", "padding", "causal", "both")
+    validate = option_values.choice("none", "padding", "causal", "both")
     assert validate("causal") == "causal"
     with pytest.raises(
         ValueError, match="expected one of none, padding, causal, both; did you mean 'causal'"
@@ -125,32 +125,32 @@ def test_choice_suggests_the_near_miss() -> None:
 
 
 def test_heatmaps_timing_sweep() -> None:
-    assert parsing.heatmaps("none") == ()
-    assert parsing.heatmaps("weights hidden") == ("weights", "hidden")
+    assert option_values.heatmaps("none") == ()
+    assert option_values.heatmaps("weights hidden") == ("weights", "hidden")
     with pytest.raises(ValueError, match="unknown heatmap 'weight'; did you mean 'weights'"):
-        parsing.heatmaps("weight")
-    assert parsing.timing("off") == (False, 1, 5)
-    assert parsing.timing("repeats=7 warmup=2") == (True, 2, 7)
+        option_values.heatmaps("weight")
+    assert option_values.timing("off") == (False, 1, 5)
+    assert option_values.timing("repeats=7 warmup=2") == (True, 2, 7)
     with pytest.raises(ValueError, match="unknown timing setting 'repeat'"):
-        parsing.timing("repeat=7")
-    assert parsing.sweep("64 128 256") == (64, 128, 256)
+        option_values.timing("repeat=7")
+    assert option_values.sweep("64 128 256") == (64, 128, 256)
     with pytest.raises(ValueError, match="expected positive whole numbers"):
-        parsing.sweep("64 big")
+        option_values.sweep("64 big")
 
 
 def test_ids_and_names() -> None:
-    assert parsing.block_id("sdpa-2.b") == "sdpa-2.b"
-    assert parsing.block_id("注意力") == "注意力"
+    assert option_values.block_id("sdpa-2.b") == "sdpa-2.b"
+    assert option_values.block_id("注意力") == "注意力"
     with pytest.raises(ValueError, match="expected letters, digits"):
-        parsing.block_id("a b")
+        option_values.block_id("a b")
     with pytest.raises(ValueError, match="expected a name"):
-        parsing.name("2x")
+        option_values.name("2x")
 
 
 def test_oracle_name_knows_the_catalog() -> None:
-    assert parsing.oracle_name("attention") == "attention"
+    assert option_values.oracle_name("attention") == "attention"
     with pytest.raises(ValueError, match="unknown oracle 'atention'; did you mean 'attention'"):
-        parsing.oracle_name("atention")
+        option_values.oracle_name("atention")
 
 
 # -- parse_options and page defaults -----------------------------------------------------------

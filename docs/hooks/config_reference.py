@@ -1,8 +1,14 @@
-"""MkDocs hook: the plugin's option reference, generated from ``FormulaCheckConfig`` itself.
+"""MkDocs hook: the option references, generated from the options' definitions themselves.
 
-A page that contains the marker below gets it replaced by a table of every option: its name,
-its type, its default and the attribute docstring written under it in ``config.py``. The text
-is never copied by hand, so the reference cannot drift from the code.
+A page that contains :data:`MARKER` gets it replaced by a table of every plugin option: its
+name, its type, its default and the attribute docstring written under it in ``config.py``.
+The text is never copied by hand, so the reference cannot drift from the code.
+
+The block options' table (:func:`block_options_table`, from ``parsing.BLOCK_OPTIONS``) is
+written into ``docs/authoring.md`` instead, below :data:`BLOCK_OPTIONS_MARKER`: a table put
+in at build time would move every formula block under it down the page, and a block's line
+is where the build and the command line say it is. ``tests/test_docs_reference.py`` fails when
+the page's table is not the generated one; ``FORMULA_CHECK_UPDATE_GOLDEN=1`` rewrites it.
 """
 
 from __future__ import annotations
@@ -15,9 +21,14 @@ from typing import Any
 from mkdocs.config import config_options as c
 from mkdocs.config.base import BaseConfigOption
 
-from formula_check import config
+from formula_check import config, parsing
 
 MARKER = "<!-- formula-check:config-reference -->"
+BLOCK_OPTIONS_MARKER = (
+    "<!-- Generated from BLOCK_OPTIONS in plugin/formula_check/parsing.py: edit them there. "
+    "FORMULA_CHECK_UPDATE_GOLDEN=1 python -m pytest tests/test_docs_reference.py rewrites "
+    "this table. -->"
+)
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
@@ -25,6 +36,19 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
     if MARKER not in markdown:
         return markdown
     return markdown.replace(MARKER, reference_table())
+
+
+def block_options_table() -> str:
+    """A Markdown table with one row per block option, in the order the code lists them."""
+    rows = [
+        "| Option | Example | Meaning |",
+        "|---|---|---|",
+    ]
+    for option in parsing.BLOCK_OPTIONS:
+        example = f'`{option.name}="{option.example}"`'
+        meaning = option.meaning.replace("|", "\\|")
+        rows.append(f"| `{option.name}` | {example} | {meaning} |")
+    return "\n".join(rows)
 
 
 def reference_table() -> str:

@@ -36,6 +36,7 @@ from .model import (
     TimingSpec,
     frozen_map,
 )
+from .option_values import did_you_mean
 from .oracles import Oracle, all_oracles, get_oracle
 from .snippets import inline_snippet, resolve_code
 
@@ -265,7 +266,7 @@ def _check_names(options: Mapping[str, Any], oracles: Sequence[Oracle], where: L
                 listed = ", ".join(sorted(known)) or "none"
                 raise SpecError(
                     f"{option}: {name!r} is not a {kind} of {whose} (known: {listed})"
-                    f"{parsing.did_you_mean(name, known)}",
+                    f"{did_you_mean(name, known)}",
                     where,
                 )
 

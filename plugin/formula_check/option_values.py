@@ -1,0 +1,241 @@
+"""Option text -> typed values: one small validator per kind of value (pure: no files, no TF).
+
+Each validator turns an option's text into a typed value or raises :class:`ValueError` with
+a message that says what would have been accepted; :func:`.parsing.parse_options` adds the
+option's name and the page:line, once. :data:`.parsing.OPTIONS` says which option reads
+its text with which validator.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .errors import FormulaCheckError
+from .model import VALUE_HEATMAPS, Scalar, TimingSpec
+from .oracles import all_oracles, get_oracle
+
+Validator = Callable[[str], Any]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BLOCK_ID = re.compile(r"[^\W_][\w.-]*")  # any script's letters: ids may be Chinese
+_WEIGHT_PATH = re.compile(r"[A-Za-z_]\w*(?:\[-?\d+\])*(?:\.[A-Za-z_]\w*(?:\[-?\d+\])*)*")
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+_EMPTY = frozenset({"none", "off", "-"})
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``; did you mean 'oracle'?`` for a near miss, else an empty string."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def name(value: str) -> str:
+    """A Python-style identifier (entry points, dim names)."""
+    if not _NAME.fullmatch(value):
+        raise ValueError("expected a name such as 'scaled_dot_product_attention'")
+    return value
+
+
+def block_id(value: str) -> str:
+    """A block id: letters (any script), digits, ``_ . -``; the card's HTML id is ``fc-<id>``."""
+    if not _BLOCK_ID.fullmatch(value):
+        raise ValueError(
+            "expected letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+def text(value: str) -> str:
+    """Any non-empty text."""
+    if not value.strip():
+        raise ValueError("expected a value, got nothing")
+    return value.strip()
+
+
+def integer(value: str, minimum: int = 0, maximum: int | None = None) -> int:
+    """A whole number not below ``minimum`` (nor above ``maximum``, when given)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("expected a whole number") from None
+    if maximum is not None and not minimum <= number <= maximum:
+        raise ValueError(f"expected a whole number from {minimum} to {maximum}")
+    if number < minimum:
+        raise ValueError(f"expected a whole number >= {minimum}")
+    return number
+
+
+SEED_LIMIT = 2**32 - 1
+"""The largest seed: the check seeds TensorFlow, whose ``set_random_seed`` takes 32 bits."""
+
+
+def seed(value: str) -> int:
+    """A random seed TensorFlow accepts: a whole number from 0 to 2**32 - 1."""
+    return integer(value, maximum=SEED_LIMIT)
+
+
+def number(value: str, *, positive: bool = False) -> float:
+    """A finite non-negative float (``1e-5``); ``positive`` also refuses zero."""
+    try:
+        result = float(value)
+    except ValueError:
+        raise ValueError("expected a number such as 1e-5") from None
+    if not result >= 0 or result == float("inf") or (positive and result == 0):
+        raise ValueError("expected a positive number" if positive else "expected a number >= 0")
+    return result
+
+
+def boolean(value: str) -> bool:
+    """``true``/``false`` (also yes/no, on/off, 1/0)."""
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError("expected true or false")
+
+
+def choice(*allowed: str) -> Validator:
+    """A validator accepting exactly one of ``allowed``."""
+
+    def validate(value: str) -> str:
+        if value not in allowed:
+            hint = did_you_mean(value, allowed)
+            raise ValueError(f"expected one of {', '.join(allowed)}{hint}")
+        return value
+
+    return validate
+
+
+def scalar(value: str) -> Scalar:
+    """``4`` -> 4, ``0.1`` -> 0.1, ``true`` -> True; anything else stays text (e.g. a dim name)."""
+    lowered = value.lower()
+    if lowered in {"true", "false"}:
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _pairs(value: str) -> list[tuple[str, str]]:
+    pairs = []
+    for token in value.replace(",", " ").split():
+        key, sep, item = token.partition("=")
+        if not sep or not _NAME.fullmatch(key) or not item:
+            raise ValueError(f"expected name=value pairs separated by spaces, got {token!r}")
+        pairs.append((key, item))
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} given twice")
+    return pairs
+
+
+def sizes(value: str) -> dict[str, int]:
+    """``b=2 n=5`` -> ``{"b": 2, "n": 5}``; every size a positive whole number."""
+    result = {}
+    for key, item in _pairs(value):
+        try:
+            result[key] = integer(item, minimum=1)
+        except ValueError:
+            raise ValueError(
+                f"size of {key} must be a positive whole number, got {item!r}"
+            ) from None
+    return result
+
+
+def assignments(value: str) -> dict[str, Scalar]:
+    """``d_model=d_model num_heads=4 use_bias=false`` -> typed constructor/oracle arguments."""
+    return {key: scalar(item) for key, item in _pairs(value)}
+
+
+def weight_map(value: str) -> dict[str, str]:
+    """``W_q=wq.kernel b_q=wq.bias`` -> oracle weight name -> attribute path on the layer."""
+    result = {}
+    for key, path in _pairs(value):
+        if not _WEIGHT_PATH.fullmatch(path):
+            raise ValueError(f"weight path {path!r} must look like 'wq.kernel' or 'layers[0].bias'")
+        result[key] = path
+    return result
+
+
+def words(value: str) -> tuple[str, ...]:
+    """``q k v mask=mask`` -> ``("q", "k", "v", "mask=mask")``."""
+    tokens = tuple(value.split())
+    if not tokens:
+        raise ValueError("expected at least one word")
+    return tokens
+
+
+def returns(value: str) -> tuple[str, ...]:
+    """``output weights`` -> names of what the code returns, in order; ``_`` skips one."""
+    tokens = words(value)
+    for word in tokens:
+        if word != "_" and not _NAME.fullmatch(word):
+            raise ValueError(f"{word!r} is not an output name (use '_' to skip a value)")
+    return tokens
+
+
+def heatmaps(value: str) -> tuple[str, ...]:
+    """``weights hidden`` -> which value heatmaps to draw; ``none`` -> none at all."""
+    if value.strip().lower() in _EMPTY:
+        return ()
+    tokens = words(value)
+    for token in tokens:
+        if token not in VALUE_HEATMAPS:
+            hint = did_you_mean(token, VALUE_HEATMAPS)
+            raise ValueError(
+                f"unknown heatmap {token!r}{hint} (known: {', '.join(VALUE_HEATMAPS)})"
+            )
+    return tokens
+
+
+def sweep(value: str) -> tuple[int, ...]:
+    """``64 128 256`` -> sizes to time the code at (a scaling plot)."""
+    try:
+        return tuple(integer(token, minimum=1) for token in value.replace(",", " ").split())
+    except ValueError:
+        raise ValueError("expected positive whole numbers separated by spaces") from None
+
+
+def timing(value: str) -> tuple[bool, int, int]:
+    """``off`` / ``on`` / ``repeats=7 warmup=2`` -> (enabled, warmup, repeats)."""
+    lowered = value.strip().lower()
+    if lowered in _TRUE | _FALSE:
+        return boolean(lowered), TimingSpec.warmup, TimingSpec.repeats
+    settings = {"warmup": TimingSpec.warmup, "repeats": TimingSpec.repeats}
+    for key, item in _pairs(value):
+        if key not in settings:
+            raise ValueError(f"unknown timing setting {key!r}; use repeats=N warmup=N or off")
+        settings[key] = integer(item, minimum=1 if key == "repeats" else 0)
+    return True, settings["warmup"], settings["repeats"]
+
+
+def oracle_name(value: str) -> str:
+    """A registered oracle (builtin or loaded from the ``oracles`` setting)."""
+    try:
+        get_oracle(value)
+    except FormulaCheckError:
+        known = sorted(o.name for o in all_oracles())
+        raise ValueError(
+            f"unknown oracle {value!r}{did_you_mean(value, known)} (known: {', '.join(known)})"
+        ) from None
+    return value
+
+
+def mask_dims(value: str) -> str:
+    """``b 1 n m``: the mask's axes as the code expects them (three names, plus literal 1s)."""
+    parts = value.split()
+    named = [p for p in parts if not p.isdigit()]
+    if len(named) != 3 or any(p.isdigit() and p != "1" for p in parts):
+        raise ValueError(
+            "expected three axis names (batch, query, key) and optional 1s, e.g. 'b 1 n m'"
+        )
+    return " ".join(parts)
