@@ -1,7 +1,8 @@
 """``pytest --formula-check``: a docs folder as tests, inside a real (pytester) pytest run.
 
-Every run here shares one result cache (the first run fills it), so only the first pays for
-TensorFlow; the xdist run checks its outcomes and node ids, not the speed of a cold start.
+One run checks the blocks for real (``tf``); the others test the face itself on a fake engine
+(``FAKE_ENGINE``, a conftest giving the run's ``engines`` a maker of fakes), which answers a
+softmax over axis 1 with a drift and any other block with a pass.
 """
 
 from __future__ import annotations
@@ -18,7 +19,29 @@ import pytest
 import formula_check.project  # noqa: F401
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.tf
+
+FAKE_ENGINE = f"""
+import sys
+
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+
+import pytest
+from fakes import FakeMaker, mismatch, verified
+
+from formula_check import pytest_plugin
+from formula_check.session import Engines
+
+
+def answer(spec):
+    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    run = config.stash.get(pytest_plugin.RUN, None)
+    if run is not None:
+        run.engines = Engines(FakeMaker(answer))
+"""
 
 SOFTMAX = """\
 ```formula id="{id}" oracle="softmax" timing="off"{extra}
@@ -69,6 +92,14 @@ def docs(pytester: pytest.Pytester, cache_dir: Path) -> Path:
     return folder
 
 
+@pytest.fixture
+def faked(pytester: pytest.Pytester, docs: Path) -> Path:
+    """The same project, its blocks answered by a fake engine."""
+    pytester.makeconftest(FAKE_ENGINE)
+    return docs
+
+
+@pytest.mark.tf
 def test_blocks_pass_fail_and_xfail(pytester: pytest.Pytester, docs: Path) -> None:
     assert PAGE.splitlines()[DRIFT_LINE - 1].startswith('```formula id="wrong-axis"')
     result = pytester.runpytest("--formula-check", "docs", "-p", "no:cacheprovider")
@@ -80,7 +111,7 @@ def test_blocks_pass_fail_and_xfail(pytester: pytest.Pytester, docs: Path) -> No
     assert "formula_check" not in text  # no frame of the plugin leaks into the report
 
 
-def test_collection_names_blocks_by_id(pytester: pytest.Pytester, docs: Path) -> None:
+def test_collection_names_blocks_by_id(pytester: pytest.Pytester, faked: Path) -> None:
     result = pytester.runpytest("--formula-check", "docs", "--collect-only", "-q")
     assert result.stdout.lines[:3] == [
         "docs/page.md::right-axis",
@@ -89,7 +120,7 @@ def test_collection_names_blocks_by_id(pytester: pytest.Pytester, docs: Path) ->
     ]
 
 
-def test_xdist_workers_give_the_same_outcomes(pytester: pytest.Pytester, docs: Path) -> None:
+def test_xdist_workers_give_the_same_outcomes(pytester: pytest.Pytester, faked: Path) -> None:
     result = pytester.runpytest_subprocess(
         "--formula-check", "docs", "-n", "2", "-p", "no:cacheprovider"
     )
@@ -97,7 +128,7 @@ def test_xdist_workers_give_the_same_outcomes(pytester: pytest.Pytester, docs: P
     assert "[wrong-axis]: mismatch: output: max |Δ|" in result.stdout.str()
 
 
-def test_junitxml_report(pytester: pytest.Pytester, docs: Path) -> None:
+def test_junitxml_report(pytester: pytest.Pytester, faked: Path) -> None:
     report = pytester.path / "junit.xml"
     pytester.runpytest("--formula-check", "docs", f"--junitxml={report}", "-p", "no:cacheprovider")
     suite = ET.parse(report).getroot().find("testsuite")
@@ -107,7 +138,7 @@ def test_junitxml_report(pytester: pytest.Pytester, docs: Path) -> None:
     assert names == ["right-axis", "wrong-axis", "shown-wrong"]
 
 
-def test_ini_paths_switch_it_on(pytester: pytest.Pytester, docs: Path) -> None:
+def test_ini_paths_switch_it_on(pytester: pytest.Pytester, faked: Path) -> None:
     pytester.makeini("[pytest]\ntestpaths = tests\nformula_check_paths = docs\n")
     pytester.mkdir("tests").joinpath("test_plain.py").write_text("def test_plain():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
@@ -132,20 +163,7 @@ def test_inert_without_the_switch(pytester: pytest.Pytester, docs: Path) -> None
 def test_a_broken_promise_fails_and_a_broken_block_says_why(pytester: pytest.Pytester) -> None:
     # Every check "verifies" here (no TensorFlow needed): what is judged is the plugin's
     # reading of a result against the block's expect=, and a header error's report.
-    pytester.makeconftest(
-        """
-        from formula_check.engine import Engine
-        from formula_check.model import CheckResult, Status
-
-        def always_verified(self, specs, on_result=None):
-            return [
-                CheckResult(s.block_id, s.location, s.oracle, Status.VERIFIED, expect=s.expect)
-                for s in specs
-            ]
-
-        Engine.check_many = always_verified
-        """
-    )
+    pytester.makeconftest(FAKE_ENGINE.replace("mismatch(spec) if", "verified(spec) if"))
     page = SOFTMAX.format(id="promised-drift", extra=' expect="mismatch"', axis=-1)
     page += "\n" + SOFTMAX.format(id="typo", extra=' dimz="b=2"', axis=-1)
     pytester.mkdir("docs").joinpath("promise.md").write_text(page, encoding="utf-8")
