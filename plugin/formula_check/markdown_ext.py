@@ -28,13 +28,13 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-import yaml
 from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 from pymdownx.superfences import SuperFencesCodeExtension, SuperFencesException
 
 from .errors import FormulaCheckError
+from .front_matter import front_matter
 from .model import CheckResult, Location, SnippetFailure, Status
 from .options import DEFAULTS, Options
 from .oracles import load_oracle
@@ -43,7 +43,6 @@ from .pages import (
     PageBlock,
     find_formulas,
     front_matter_lines,
-    front_matter_text,
     page_blocks,
 )
 from .render import labels_for
@@ -69,18 +68,6 @@ def display_math(latex: str, classes: str = "arithmatex") -> str:
     """The HTML ``pymdownx.arithmatex`` (generic mode) writes for a ``$$`` block."""
     escaped = latex.strip().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return f'<div class="{classes}">\\[\n{escaped.replace(chr(34), "&quot;")}\n\\]</div>'
-
-
-def front_matter(lines: list[str]) -> dict[str, Any] | None:
-    """YAML front matter at the top of ``lines`` (plain Markdown keeps it in the text)."""
-    text = front_matter_text(lines)
-    if text is None:
-        return None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None  # the blocks say so if it held their defaults (front_matter_problem)
-    return data if isinstance(data, dict) else None
 
 
 def zensical_page(md: Markdown, lines: list[str], root: Path) -> PageContext | None:
