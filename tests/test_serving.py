@@ -100,7 +100,7 @@ def timeouts(server: LiveReloadServer) -> set[float]:
 def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     """One look at the watched folders costs 1 ms: a look timed on a busy machine could
     take long enough to keep MkDocs' own interval, which is not what these tests are about."""
-    monkeypatch.setattr(serving, "snapshot_seconds", lambda paths: 0.001)
+    monkeypatch.setattr(serving.polling, "snapshot_seconds", lambda paths: 0.001)
 
 
 @pytest.mark.usefixtures("quick_looks")
@@ -186,7 +186,7 @@ def test_the_interval_is_sized_for_paths_watched_later(
         measured.append(paths)
         return 0.02 * len(paths)  # a costly look per path
 
-    monkeypatch.setattr(serving, "snapshot_seconds", cost)
+    monkeypatch.setattr(serving.polling, "snapshot_seconds", cost)
     later = str(tmp_path / "src")
     assert serving.quicken_polling(server, [later]) == serving.MKDOCS_INTERVAL
     assert later in measured[-1], "watch: entries MkDocs adds after on_serve count"
@@ -317,7 +317,7 @@ def test_an_environment_with_its_own_cache_keeps_it() -> None:
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Folders changed a moment ago count as settled (a theme is installed long before it is
     served; a test's folders are made just now, and their change time cannot be set back)."""
-    monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 0.0)
+    monkeypatch.setattr(serving.theme, "UNSETTLED_SECONDS", 0.0)
 
 
 def tick(tmp_path: Path, *folders: Path) -> None:
@@ -397,14 +397,14 @@ def test_folders_changed_just_before_the_listing_are_listed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Within a modification time's resolution a later change could keep the same time."""
-    monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 60.0)  # however slow this machine is
+    monkeypatch.setattr(serving.theme, "UNSETTLED_SECONDS", 60.0)  # however slow this machine is
     searchpath = theme_tree(tmp_path)
     (searchpath[1] / "assets" / "late.css").write_text("-", encoding="utf-8")
     listing = serving.ThemeListing()
     listing_of(searchpath, listing)
     listing_of(searchpath, listing)
     assert listing.walks == 2
-    monkeypatch.setattr(serving, "UNSETTLED_SECONDS", 0.0)  # some time later
+    monkeypatch.setattr(serving.theme, "UNSETTLED_SECONDS", 0.0)  # some time later
     listing_of(searchpath, listing)
     listing_of(searchpath, listing)
     assert (listing.walks, listing.hits) == (3, 1)

@@ -146,7 +146,7 @@ INTERNALS: dict[str, Callable[[LiveReloadServer], bool]] = {
 def test_each_private_part_the_speedups_use_is_there(
     internal: str, server: LiveReloadServer
 ) -> None:
-    """Fails after an upgrade that removed or changed one: serving.py must be looked at again
+    """Fails after an upgrade that removed or changed one: formula_check.serving must be looked at again
     (its speed-up is off meanwhile) and the versions it was written for moved on."""
     try:
         as_expected = INTERNALS[internal](server)
