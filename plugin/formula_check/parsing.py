@@ -79,7 +79,7 @@ class BlockOption:
     meaning: str
 
 
-BLOCK_OPTIONS = (
+BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     BlockOption(
         "id",
         block_id,
