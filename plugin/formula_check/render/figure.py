@@ -6,13 +6,9 @@ load the drawing code; :func:`figures_for` imports it on the first picture actua
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..model import CheckResult
+from .labels import Labels
 from .picture import Figure
-
-if TYPE_CHECKING:
-    from ..model import CheckResult
-    from .labels import Labels
 
 __all__ = ["Figure", "figures_for"]
 
