@@ -108,9 +108,9 @@ POLLUTERS = {
         """
         import tensorflow as tf
 
-        from formula_check.worker.execution import weights
+        from formula_check.worker import layer_weights
 
-        weights.perturb = lambda variables, seed: None
+        layer_weights.perturb = lambda variables, seed: None
 
 
         def project(x, W):

@@ -13,16 +13,15 @@ from typing import Any
 
 import tensorflow as tf
 
-from ...messages import CheckRequest, RegimeRequest
-from ...model import Array
-from ...replies import CheckReply, SnippetFailed, TimingResult
-from .. import isolation
-from . import weights
-from .construct import Runner, arguments, bind, resolve_kind
-from .failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
-from .modules import Session, forget_local_modules, load_entry
-from .reads import READS, Reads, changed, folder_state
-from .timing import outputs, time_all
+from ..messages import CheckRequest, RegimeRequest
+from ..model import Array
+from ..replies import CheckReply, SnippetFailed, TimingResult
+from . import isolation, layer_weights
+from .entry_call import Runner, arguments, bind, resolve_kind
+from .project_reads import READS, Reads, changed, folder_state
+from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
+from .snippet_module import Session, forget_local_modules, load_entry
+from .timing_runs import outputs, time_all
 
 Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
 """A check's reply, and the arrays that go with it."""
@@ -77,19 +76,20 @@ def _run(session: Session, request: CheckRequest, arrays: Mapping[str, Array]) -
         result = runner()
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
     if kind != "function":
-        found = weights.variables(runner.layer, request.weights)
+        found = layer_weights.variables(runner.layer, request.weights)
         unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
         if request.perturb and found:
-            weights.perturb([v for _, v, _ in found], request.seed)
+            layer_weights.perturb([v for _, v, _ in found], request.seed)
             with phase("call"):
                 result = runner()
     out, dtypes = outputs(result)
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
     snippet_seconds = time.perf_counter() - started
-    read, unused = (
-        ({}, []) if kind == "function" else weights.read_weights(runner.layer, request.weights)
-    )
+    read: dict[str, Array] = {}
+    unused: list[str] = []
+    if kind != "function":
+        read, unused = layer_weights.read_weights(runner.layer, request.weights)
     timings: tuple[TimingResult, ...] = ()
     if request.timing is not None:
         # What the code prints is shown once, from the check; the same lines again from each
@@ -154,7 +154,7 @@ def _run_regime(
     scale = regime.weight_scale
     grown = []
     if scale != 1.0 and kind != "function":  # the layer's own weights, in place
-        grown = [v for _, v, _ in weights.variables(runner.layer, request.weights)]
+        grown = [v for _, v, _ in layer_weights.variables(runner.layer, request.weights)]
     try:
         for variable in grown:
             variable.assign(variable.numpy() * scale)

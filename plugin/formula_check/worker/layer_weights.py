@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .failure import phase
+from .snippet_failure import phase
 
 
 def variables(layer: Any, mapping: Mapping[str, str]) -> list[tuple[str, Any, bool]]:

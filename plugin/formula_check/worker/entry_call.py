@@ -10,9 +10,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from ...messages import Call, CheckRequest, Value
-from ...model import Array
-from .failure import phase, said
+from ..messages import Call, CheckRequest, Value
+from ..model import Array
+from .snippet_failure import phase, said
 
 Sources = Mapping[str, Mapping[str, str]]
 """Where each constructor keyword came from: ``origin`` and what to say (``said``)."""

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ...messages import CheckRequest, TimingRequest
-from ...model import Array
-from ...replies import TimingResult
-from .construct import Runner, bind
-from .failure import clean, phase
+from ..messages import CheckRequest, TimingRequest
+from ..model import Array
+from ..replies import TimingResult
+from .entry_call import Runner, bind
+from .snippet_failure import clean, phase
 
 
 def time_all(

@@ -8,10 +8,10 @@ import os
 import traceback
 from collections.abc import Iterator
 
-from ...messages import CheckRequest
-from ...model import strip_ansi
-from ...replies import SnippetFailed
-from ..paths import CHECKER, shown_path
+from ..messages import CheckRequest
+from ..model import strip_ansi
+from ..replies import SnippetFailed
+from .paths import CHECKER, shown_path
 
 MAX_TEXT = 4000
 """The most characters of printed output or of a traceback a reply carries."""

@@ -1,5 +1,14 @@
-"""The warm worker: made ready once (a private folder, the warm-up), then forked for each
-check, whose process is made ready the same way before its request comes."""
+"""Inside the worker: load a snippet, call its entry, read weights back, time it.
+
+Requests are concrete: the parent has already generated every array and decided every
+argument, so nothing here knows about oracles. Imported only by the worker processes (the
+zygote and each worker), which it makes import TensorFlow. This module makes the warm worker
+ready (:func:`begin`) and each check's process (:func:`prepare_check_process`); a check
+itself is :func:`.one_check.check`, whose parts are :mod:`.snippet_module` (the snippet's
+module loaded, the project's forgotten after), :mod:`.entry_call` (the entry built and
+bound to its arguments), :mod:`.layer_weights`, :mod:`.timing_runs`, :mod:`.project_reads`
+(what the check read and wrote) and :mod:`.snippet_failure` (what it raised).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +21,32 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ...messages import Hello
-from ...model import CheckSpec, Location, TimingSpec
-from ...planning import plan_check
-from ...replies import CheckReply
-from ...snippets import inline_snippet
-from .. import isolation, reaping
-from ..paths import SCRATCH_PREFIX
-from .modules import Session
-from .run import check
+from ..messages import Hello
+from ..model import CheckSpec, Location, TimingSpec
+from ..planning import plan_check
+from ..replies import CheckReply
+from ..snippets import inline_snippet
+from . import isolation, reaping
+from .entry_call import construct
+from .layer_weights import read_weights
+from .one_check import check, run_check
+from .paths import SCRATCH_PREFIX
+from .snippet_failure import SnippetRaised
+from .snippet_module import Session
+
+__all__ = [
+    "Session",
+    "SnippetRaised",
+    "begin",
+    "check",
+    "describe_environment",
+    "prepare_check_process",
+    "run_check",
+    "warm_up",
+]
+# The names tests/test_messages.py reaches for, from before the worker was split by concern.
+_construct = construct
+_read_weights = read_weights
 
 _WARM_UP_SNIPPET = """
 import tensorflow as tf

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...messages import CheckRequest
-from .failure import phase
+from ..messages import CheckRequest
+from .snippet_failure import phase
 
 
 @dataclass
