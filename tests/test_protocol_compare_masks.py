@@ -157,9 +157,9 @@ def test_masks() -> None:
 
 
 def _blind_spots(oracle: str, dims: str, **fields: Any) -> list[str]:
-    from formula_check.evaluate import blind_spots
     from formula_check.model import CheckSpec, Location, frozen_map
     from formula_check.planning import plan_check
+    from formula_check.result_notes import blind_spots
     from formula_check.snippets import inline_snippet
 
     where = Location("docs/page.md", 3)

@@ -6,8 +6,6 @@ Pure NumPy: runs in the calling process, never touches TensorFlow.
 from __future__ import annotations
 
 import dataclasses
-import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,14 +22,21 @@ from .model import (
     ShapeInfo,
     SnippetFailure,
     Status,
-    SweepPoint,
-    TimingStats,
     Verdict,
     frozen_map,
 )
-from .oracles import Oracle
+from .oracle_weights import oracle_weights, param_check, unused_verdict
 from .planning import Plan
-from .replies import CheckReply, SnippetFailed, TimingResult
+from .replies import CheckReply, SnippetFailed
+from .result_notes import (
+    blind_spots,
+    output_notes,
+    regime_notes,
+    tolerance_notes,
+    unmapped_notes,
+    untraced,
+)
+from .timing_stats import oracle_timing, sweep_points, timing_stats
 from .tolerance import SAMPLES, Pair, Tolerance, derive, fixed, rounding_samples
 
 _PHASES = {
@@ -78,7 +83,7 @@ def evaluate(
         reply = CheckReply.decode(reply)
     spec, oracle = plan.spec, plan.oracle
     outputs = [arrays[f"out/{i}"] for i in range(reply.outputs)]
-    unused = [_unused(plan, name) for name in reply.unused_weights]
+    unused = [unused_verdict(plan, name) for name in reply.unused_weights]
     if unused:  # the oracle cannot even be evaluated without those weights
         return CheckResult(
             block_id=spec.block_id,
@@ -90,16 +95,71 @@ def evaluate(
             environment=env,
             stdout=reply.stdout,
         )
-    weights, read_params = _weights(plan, reply, arrays)
+    weights, read_params = oracle_weights(plan, reply, arrays)
     params = dict(plan.params)  # the formula's: what the code says of them is checked below
     oracle_arrays = {**plan.inputs, **weights}
     if plan.keep is not None:
         oracle_arrays["mask"] = plan.keep
-    expected = _expected(plan, oracle_arrays, params)
     names = _output_names(plan, len(outputs), reply.output_keys)
-    verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
-    pictured = (shown, expected)
     skipped = dict(reply.regimes_skipped)
+    verdicts, pictured = _judge_outputs(
+        plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
+    )
+    checked = [param_check(plan, name, value) for name, value in read_params.items()]
+    verdicts += [verdict for verdict, _ in checked if verdict is not None]
+    formula = judge_formula(spec, oracle_arrays, params)
+    code_ok = bool(verdicts) and all(v.ok for v in verdicts)
+    status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
+    notes = (
+        output_notes(plan, names, outputs, reply.output_dtypes, reply.output_keys)
+        + [note for _, note in checked if note]
+        + unmapped_notes(plan, reply)
+        + blind_spots(plan)
+        + untraced(reply.timings)
+        + regime_notes(plan, skipped)
+        + tolerance_notes(verdicts)
+    )
+    timings = tuple(timing_stats(reply.timings))
+    if spec.timing.enabled:
+        timings += (oracle_timing(plan, oracle_arrays, params),)
+    return CheckResult(
+        block_id=spec.block_id,
+        location=spec.location,
+        oracle=oracle.name,
+        status=status,
+        expect=spec.expect,
+        verdicts=tuple(verdicts),
+        message="" if verdicts else "the code returned nothing to compare",
+        shapes=_shapes(plan, weights, names, outputs),
+        timings=timings,
+        environment=env,
+        arrays=frozen_map(_heatmap_arrays(plan, pictured[1], pictured[0], verdicts)),
+        sweep=sweep_points(reply.timings),
+        notes=tuple(notes),
+        stdout=reply.stdout,
+        formula=formula,
+    )
+
+
+Pictured = tuple[Mapping[str, Array], Mapping[str, Array]]
+"""What the heatmaps show: the code's values, and the oracle's, on the same inputs."""
+
+
+def _judge_outputs(
+    plan: Plan,
+    names: Sequence[str],
+    outputs: Sequence[Array],
+    oracle_side: tuple[Mapping[str, Array], Mapping[str, Array], Mapping[str, Any]],
+    arrays: Mapping[str, Array],
+    skipped: dict[str, str],
+) -> tuple[list[Verdict], Pictured]:
+    """The verdicts on the check's own inputs, then on each input regime's that ran; a regime
+    the code could not be judged at is added to ``skipped``. ``oracle_side`` holds the
+    oracle's weights, its arrays (inputs, weights, mask) and the formula's parameters."""
+    weights, oracle_arrays, params = oracle_side
+    expected = _expected(plan, oracle_arrays, params)
+    verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
+    pictured: Pictured = (shown, expected)
     for regime in plan.regimes:
         if regime.name in skipped:
             continue
@@ -121,199 +181,7 @@ def evaluate(
         if all(v.ok for v in verdicts) and not all(v.ok for v in more):
             pictured = (seen, wanted)  # the heatmaps show the first inputs where it differs
         verdicts += more
-    checked = [_param_check(plan, name, value) for name, value in read_params.items()]
-    verdicts += [verdict for verdict, _ in checked if verdict is not None]
-    formula = judge_formula(spec, oracle_arrays, params)
-    code_ok = bool(verdicts) and all(v.ok for v in verdicts)
-    status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
-    notes = (
-        _notes(plan, names, outputs, reply.output_dtypes, reply.output_keys)
-        + [note for _, note in checked if note]
-        + _unmapped_notes(plan, reply)
-        + blind_spots(plan)
-        + _untraced(reply.timings)
-        + _regime_notes(plan, skipped)
-        + _tolerance_notes(verdicts)
-    )
-    timings = tuple(_timings(reply.timings))
-    if spec.timing.enabled:
-        timings += (_oracle_timing(plan, oracle_arrays, params),)
-    return CheckResult(
-        block_id=spec.block_id,
-        location=spec.location,
-        oracle=oracle.name,
-        status=status,
-        expect=spec.expect,
-        verdicts=tuple(verdicts),
-        message="" if verdicts else "the code returned nothing to compare",
-        shapes=_shapes(plan, weights, names, outputs),
-        timings=timings,
-        environment=env,
-        arrays=frozen_map(_heatmap_arrays(plan, pictured[1], pictured[0], verdicts)),
-        sweep=_sweep(reply.timings),
-        notes=tuple(notes),
-        stdout=reply.stdout,
-        formula=formula,
-    )
-
-
-def _weights(
-    plan: Plan, reply: CheckReply, arrays: Mapping[str, Array]
-) -> tuple[dict[str, Array], dict[str, Any]]:
-    """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
-    oracle, spec = plan.oracle, plan.spec
-    if reply.kind == "function":
-        if spec.weights and not spec.weights_from_page:
-            raise SpecError(
-                "weights: a weight map says where a layer keeps its weights, but this code is "
-                "a function: it is given the weights as arguments, so drop weights=",
-                spec.location,
-            )
-        return dict(plan.weights), {}
-    read = {key[2:]: value for key, value in arrays.items() if key.startswith("w/")}
-    weights: dict[str, Array] = {}
-    scalars: dict[str, float] = {}
-    declared = {t.name: t for t in oracle.weights}
-    for name, value in read.items():
-        if name not in declared:
-            if name not in plan.params:
-                raise SpecError(
-                    f"weights: {name!r} is not a weight or parameter of oracle {oracle.name!r}",
-                    spec.location,
-                )
-            stated = plan.params[name]
-            number = np.ndim(value) == 0 and np.asarray(value).dtype.kind in "iuf"
-            if not number or isinstance(stated, (str, bool)):
-                raise SpecError(
-                    f"weights: {name!r} is a parameter of oracle {oracle.name!r}; only a "
-                    "number can be read from the layer and checked against the formula's (the "
-                    f"layer's is {_kind_of(value)}, the formula's {stated!r})",
-                    spec.location,
-                )
-            scalars[name] = float(value)
-            continue
-        weights[name] = _fit(
-            name,
-            np.asarray(value, dtype=np.float64),
-            declared[name].shape(plan.sizes),
-            spec.location,
-        )
-    defaulted = []
-    for name, tensor in declared.items():
-        if name not in weights:
-            if not tensor.optional:
-                raise SpecError(
-                    f"weights: the layer's {name!r} is needed by oracle {oracle.name!r}; "
-                    f'map it, e.g. weights="{name}=attribute.path"',
-                    spec.location,
-                )
-            weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
-            defaulted.append(f"{name} = {tensor.default:g}")
-    unmapped = _described(reply.unmapped_weights)
-    if defaulted and unmapped:  # the code may ignore what the oracle assumed: no one can tell
-        raise SpecError(
-            f"weights: the layer has trainable weights the weight map does not name "
-            f"({unmapped}), and oracle {oracle.name!r} took its own {', '.join(defaulted)} in "
-            "their place, so the check cannot tell whether the code applies them: map them, "
-            f'e.g. weights="{_map_example(oracle)}"',
-            spec.location,
-        )
-    return weights, scalars
-
-
-def _kind_of(value: Array) -> str:
-    array = np.asarray(value)
-    return f"an array of shape {array.shape}" if array.ndim else f"a {array.dtype.name} value"
-
-
-def _described(unmapped: Sequence[Sequence[Any]]) -> str:
-    return ", ".join(f"{name} {tuple(shape)}" for name, shape in unmapped)
-
-
-def _map_example(oracle: Oracle) -> str:
-    """``gamma=attribute.path beta=attribute.path``: a map naming each of the oracle's weights."""
-    return " ".join(f"{t.name}=attribute.path" for t in oracle.weights)
-
-
-def blind_spots(plan: Plan) -> list[str]:
-    """What these sizes and this mask cannot tell apart. Two dims of one size let code that
-    swaps them (or scales by the wrong one) pass; a size of 1 hides an operation over the
-    wrong axis; a mask that hides nothing lets code that ignores it pass. Said on the card,
-    since a verdict is only as strong as the case it was run on."""
-    notes = []
-    by_size: dict[int, list[str]] = {}
-    # a causal mask and self-attention make the queries the keys: n = m is the formula's own
-    square = plan.spec.mask in {"causal", "both"} or plan.params.get("variant") == "self"
-    for dim, size in plan.sizes.items():
-        if not (square and dim == "m" and plan.sizes.get("n") == size):
-            by_size.setdefault(size, []).append(dim)
-    for size, dims in sorted(by_size.items()):
-        if size == 1:
-            notes.append(
-                f"{' = '.join(dims)} = 1: a size of 1 hides code that works along the wrong "
-                "axis there (a softmax, a mask, a transpose); give it a size above 1"
-            )
-        elif len(dims) > 1:
-            notes.append(
-                f"{' = '.join(dims)} = {size}: code that mixes up {' and '.join(dims)} cannot "
-                "be told apart at these sizes; give them different sizes"
-            )
-    if plan.keep is not None and bool(np.all(plan.keep)):
-        notes.append(
-            f"the {plan.spec.mask} mask hides nothing at these sizes, so code that ignores it "
-            "cannot be told apart"
-        )
-    return notes
-
-
-def _unmapped_notes(plan: Plan, reply: CheckReply) -> list[str]:
-    """Trainable weights of the layer outside the formula: moved before the comparison, so a
-    term the formula does not have shows up as a difference."""
-    unmapped = _described(reply.unmapped_weights)
-    if not unmapped:
-        return []
-    moved = "moved by noise before the comparison" if plan.spec.perturb_weights else "not moved"
-    return [f"trainable weights outside the weight map: {unmapped} ({moved})"]
-
-
-def _param_check(plan: Plan, name: str, value: float) -> tuple[Verdict | None, str]:
-    """A parameter the weight map reads from the layer (its ``epsilon``) is checked against
-    the formula's, the page's ``params=`` or the oracle's default; it never replaces it, or a
-    layer built with the wrong constant would verify itself. A failing verdict, or a note."""
-    stated = float(plan.params[name])
-    source = "params=" if name in plan.spec.params else "the oracle's default"
-    if math.isclose(value, stated, rel_tol=1e-5, abs_tol=0.0):
-        return None, f"{name} read from the layer: {value:g}, as the formula says ({source})"
-    return Verdict(
-        name=name,
-        ok=False,
-        dims=(),
-        expected_shape=(),
-        actual_shape=(),
-        problem=f"the layer's {name} is {value:g}, the formula's {stated:g} ({source})",
-    ), ""
-
-
-def _fit(name: str, value: Array, shape: tuple[int, ...], where: Location) -> Array:
-    if value.shape == shape:
-        return value
-    if value.ndim != len(shape) and value.size == int(np.prod(shape)):
-        return value.reshape(shape)  # per-head kernels -> concatenated heads
-    raise SpecError(f"weights: {name} has shape {value.shape}, the oracle expects {shape}", where)
-
-
-def _unused(plan: Plan, name: str) -> Verdict:
-    """A mapped weight whose layer the code never called: the formula uses it, the code not."""
-    path = plan.spec.weights.get(name, "?")
-    tensor = plan.oracle.tensor(name)
-    return Verdict(
-        name=name,
-        ok=False,
-        dims=tensor.dims,
-        expected_shape=tensor.shape(plan.sizes),
-        actual_shape=(),
-        problem=f"the formula uses {name} but the code never calls the layer holding {path}",
-    )
+    return verdicts, pictured
 
 
 def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:
@@ -452,31 +320,6 @@ def _judged(
     )
 
 
-def _notes(
-    plan: Plan,
-    names: Sequence[str],
-    outputs: Sequence[Array],
-    dtypes: Sequence[str],
-    keys: Sequence[str] | None = None,
-) -> list[str]:
-    notes = []
-    if keys and list(keys) != list(names[: len(keys)]):
-        notes.append(
-            f"the code returned a dict whose keys ({', '.join(keys)}) are not all among the "
-            f"outputs compared: compared in order, as {', '.join(names)}"
-        )
-    if len(outputs) > len(names):
-        notes.append(
-            f"the code returned {len(outputs)} values; "
-            f"compared the first {len(names)} ({', '.join(names)})"
-        )
-    for index, (name, actual) in enumerate(zip(names, outputs, strict=False)):
-        dtype = dtypes[index] if index < len(dtypes) else np.asarray(actual).dtype.name
-        if dtype != "float32" and name not in {"_", ""}:
-            notes.append(f"{name} came back as {dtype}, not float32")
-    return notes
-
-
 def _shapes(
     plan: Plan, weights: Mapping[str, Array], names: Sequence[str], outputs: Sequence[Array]
 ) -> tuple[ShapeInfo, ...]:
@@ -547,77 +390,3 @@ def _hint(plan: Plan, name: str, actual: Array, expected: Array) -> str:
         if actual.shape == halves.shape and np.max(np.abs(actual - halves), initial=0.0) < 1e-3:
             return HALVES
     return ""
-
-
-def _regime_notes(plan: Plan, skipped: Mapping[str, str]) -> list[str]:
-    """Which input regimes ran besides the standard one, and which could not, and why."""
-    notes = []
-    ran = [f"{r.name} ({r.says})" for r in plan.regimes if r.name not in skipped]
-    if ran:
-        notes.append(f"also checked on other inputs: {'; '.join(ran)}")
-    for regime in plan.regimes:
-        if regime.name in skipped:
-            why = skipped[regime.name]
-            notes.append(
-                f"not checked on the {regime.name} inputs ({regime.says}): they need other "
-                f"sizes{', and ' + why if why else ''}"
-            )
-    return notes
-
-
-def _tolerance_notes(verdicts: Sequence[Verdict]) -> list[str]:
-    """How the tolerances came about, once each."""
-    ways = dict.fromkeys(v.tolerance for v in verdicts if v.tolerance and not v.regime)
-    return [f"tolerance: {how}" for how in ways]
-
-
-def _untraced(runs: Sequence[TimingResult]) -> list[str]:
-    """Why a run has no ``tf.function`` timing: the code ran eagerly but could not be traced."""
-    notes = []
-    for run in runs:
-        if run.graph_error and not run.label.startswith("sweep"):
-            which = "" if run.label == "check" else f" ({run.label})"
-            notes.append(
-                f"no tf.function timing{which}: the code does not trace into a graph "
-                f"({run.graph_error})"
-            )
-    return notes
-
-
-def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:
-    values = np.asarray(samples, dtype=np.float64)
-    q1, median, q3 = np.percentile(values, [25, 50, 75])
-    return TimingStats(label, float(median), float((q3 - q1) / 2), len(values), first)
-
-
-def _timings(runs: Sequence[TimingResult]) -> list[TimingStats]:
-    stats: list[TimingStats] = []
-    for run in runs:
-        if run.label.startswith("sweep"):
-            continue
-        suffix = "" if run.label == "check" else f" ({run.label})"
-        stats.append(_stats(f"eager{suffix}", run.eager))
-        if run.graph is not None:
-            stats.append(_stats(f"tf.function{suffix}", run.graph, first=run.trace or 0.0))
-    return stats
-
-
-def _sweep(runs: Sequence[TimingResult]) -> tuple[SweepPoint, ...]:
-    points = []
-    for run in runs:
-        label = run.label
-        if label.startswith("sweep"):
-            stats = _stats(label, run.eager)
-            points.append(SweepPoint(int(label.rsplit("=", 1)[1]), stats.median, stats.spread))
-    return tuple(points)
-
-
-def _oracle_timing(
-    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5
-) -> TimingStats:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        plan.oracle.compute(arrays, params)
-        samples.append(time.perf_counter() - start)
-    return _stats("oracle (NumPy float64)", samples)

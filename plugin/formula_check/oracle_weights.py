@@ -1,0 +1,136 @@
+"""The weights the oracle computes with: the generated ones a function was given, or the
+layer's own, read back by the weight map and fitted to the oracle's shapes; and the
+parameters the map reads from the layer (its ``epsilon``), checked against the formula's.
+Pure NumPy, part of judging a reply (:mod:`.evaluate`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import SpecError
+from .model import Array, Location, Verdict
+from .oracles import Oracle
+from .planning import Plan
+from .replies import CheckReply
+
+
+def oracle_weights(
+    plan: Plan, reply: CheckReply, arrays: Mapping[str, Array]
+) -> tuple[dict[str, Array], dict[str, Any]]:
+    """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
+    oracle, spec = plan.oracle, plan.spec
+    if reply.kind == "function":
+        if spec.weights and not spec.weights_from_page:
+            raise SpecError(
+                "weights: a weight map says where a layer keeps its weights, but this code is "
+                "a function: it is given the weights as arguments, so drop weights=",
+                spec.location,
+            )
+        return dict(plan.weights), {}
+    read = {key[2:]: value for key, value in arrays.items() if key.startswith("w/")}
+    weights: dict[str, Array] = {}
+    scalars: dict[str, float] = {}
+    declared = {t.name: t for t in oracle.weights}
+    for name, value in read.items():
+        if name not in declared:
+            if name not in plan.params:
+                raise SpecError(
+                    f"weights: {name!r} is not a weight or parameter of oracle {oracle.name!r}",
+                    spec.location,
+                )
+            stated = plan.params[name]
+            number = np.ndim(value) == 0 and np.asarray(value).dtype.kind in "iuf"
+            if not number or isinstance(stated, (str, bool)):
+                raise SpecError(
+                    f"weights: {name!r} is a parameter of oracle {oracle.name!r}; only a "
+                    "number can be read from the layer and checked against the formula's (the "
+                    f"layer's is {_kind_of(value)}, the formula's {stated!r})",
+                    spec.location,
+                )
+            scalars[name] = float(value)
+            continue
+        weights[name] = _fit(
+            name,
+            np.asarray(value, dtype=np.float64),
+            declared[name].shape(plan.sizes),
+            spec.location,
+        )
+    defaulted = []
+    for name, tensor in declared.items():
+        if name not in weights:
+            if not tensor.optional:
+                raise SpecError(
+                    f"weights: the layer's {name!r} is needed by oracle {oracle.name!r}; "
+                    f'map it, e.g. weights="{name}=attribute.path"',
+                    spec.location,
+                )
+            weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
+            defaulted.append(f"{name} = {tensor.default:g}")
+    unmapped = described(reply.unmapped_weights)
+    if defaulted and unmapped:  # the code may ignore what the oracle assumed: no one can tell
+        raise SpecError(
+            f"weights: the layer has trainable weights the weight map does not name "
+            f"({unmapped}), and oracle {oracle.name!r} took its own {', '.join(defaulted)} in "
+            "their place, so the check cannot tell whether the code applies them: map them, "
+            f'e.g. weights="{_map_example(oracle)}"',
+            spec.location,
+        )
+    return weights, scalars
+
+
+def _kind_of(value: Array) -> str:
+    array = np.asarray(value)
+    return f"an array of shape {array.shape}" if array.ndim else f"a {array.dtype.name} value"
+
+
+def described(unmapped: Sequence[Sequence[Any]]) -> str:
+    return ", ".join(f"{name} {tuple(shape)}" for name, shape in unmapped)
+
+
+def _map_example(oracle: Oracle) -> str:
+    """``gamma=attribute.path beta=attribute.path``: a map naming each of the oracle's weights."""
+    return " ".join(f"{t.name}=attribute.path" for t in oracle.weights)
+
+
+def param_check(plan: Plan, name: str, value: float) -> tuple[Verdict | None, str]:
+    """A parameter the weight map reads from the layer (its ``epsilon``) is checked against
+    the formula's, the page's ``params=`` or the oracle's default; it never replaces it, or a
+    layer built with the wrong constant would verify itself. A failing verdict, or a note."""
+    stated = float(plan.params[name])
+    source = "params=" if name in plan.spec.params else "the oracle's default"
+    if math.isclose(value, stated, rel_tol=1e-5, abs_tol=0.0):
+        return None, f"{name} read from the layer: {value:g}, as the formula says ({source})"
+    return Verdict(
+        name=name,
+        ok=False,
+        dims=(),
+        expected_shape=(),
+        actual_shape=(),
+        problem=f"the layer's {name} is {value:g}, the formula's {stated:g} ({source})",
+    ), ""
+
+
+def _fit(name: str, value: Array, shape: tuple[int, ...], where: Location) -> Array:
+    if value.shape == shape:
+        return value
+    if value.ndim != len(shape) and value.size == int(np.prod(shape)):
+        return value.reshape(shape)  # per-head kernels -> concatenated heads
+    raise SpecError(f"weights: {name} has shape {value.shape}, the oracle expects {shape}", where)
+
+
+def unused_verdict(plan: Plan, name: str) -> Verdict:
+    """A mapped weight whose layer the code never called: the formula uses it, the code not."""
+    path = plan.spec.weights.get(name, "?")
+    tensor = plan.oracle.tensor(name)
+    return Verdict(
+        name=name,
+        ok=False,
+        dims=tensor.dims,
+        expected_shape=tensor.shape(plan.sizes),
+        actual_shape=(),
+        problem=f"the formula uses {name} but the code never calls the layer holding {path}",
+    )

@@ -1,0 +1,115 @@
+"""The notes a result carries beside its verdicts: what the sizes cannot tell apart, what
+came back other than asked, which input regimes ran, how the tolerances came about, why a
+run has no ``tf.function`` timing. Pure, part of judging a reply (:mod:`.evaluate`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .model import Array, Verdict
+from .oracle_weights import described
+from .planning import Plan
+from .replies import CheckReply, TimingResult
+
+
+def blind_spots(plan: Plan) -> list[str]:
+    """What these sizes and this mask cannot tell apart. Two dims of one size let code that
+    swaps them (or scales by the wrong one) pass; a size of 1 hides an operation over the
+    wrong axis; a mask that hides nothing lets code that ignores it pass. Said on the card,
+    since a verdict is only as strong as the case it was run on."""
+    notes = []
+    by_size: dict[int, list[str]] = {}
+    # a causal mask and self-attention make the queries the keys: n = m is the formula's own
+    square = plan.spec.mask in {"causal", "both"} or plan.params.get("variant") == "self"
+    for dim, size in plan.sizes.items():
+        if not (square and dim == "m" and plan.sizes.get("n") == size):
+            by_size.setdefault(size, []).append(dim)
+    for size, dims in sorted(by_size.items()):
+        if size == 1:
+            notes.append(
+                f"{' = '.join(dims)} = 1: a size of 1 hides code that works along the wrong "
+                "axis there (a softmax, a mask, a transpose); give it a size above 1"
+            )
+        elif len(dims) > 1:
+            notes.append(
+                f"{' = '.join(dims)} = {size}: code that mixes up {' and '.join(dims)} cannot "
+                "be told apart at these sizes; give them different sizes"
+            )
+    if plan.keep is not None and bool(np.all(plan.keep)):
+        notes.append(
+            f"the {plan.spec.mask} mask hides nothing at these sizes, so code that ignores it "
+            "cannot be told apart"
+        )
+    return notes
+
+
+def unmapped_notes(plan: Plan, reply: CheckReply) -> list[str]:
+    """Trainable weights of the layer outside the formula: moved before the comparison, so a
+    term the formula does not have shows up as a difference."""
+    unmapped = described(reply.unmapped_weights)
+    if not unmapped:
+        return []
+    moved = "moved by noise before the comparison" if plan.spec.perturb_weights else "not moved"
+    return [f"trainable weights outside the weight map: {unmapped} ({moved})"]
+
+
+def output_notes(
+    plan: Plan,
+    names: Sequence[str],
+    outputs: Sequence[Array],
+    dtypes: Sequence[str],
+    keys: Sequence[str] | None = None,
+) -> list[str]:
+    notes = []
+    if keys and list(keys) != list(names[: len(keys)]):
+        notes.append(
+            f"the code returned a dict whose keys ({', '.join(keys)}) are not all among the "
+            f"outputs compared: compared in order, as {', '.join(names)}"
+        )
+    if len(outputs) > len(names):
+        notes.append(
+            f"the code returned {len(outputs)} values; "
+            f"compared the first {len(names)} ({', '.join(names)})"
+        )
+    for index, (name, actual) in enumerate(zip(names, outputs, strict=False)):
+        dtype = dtypes[index] if index < len(dtypes) else np.asarray(actual).dtype.name
+        if dtype != "float32" and name not in {"_", ""}:
+            notes.append(f"{name} came back as {dtype}, not float32")
+    return notes
+
+
+def regime_notes(plan: Plan, skipped: Mapping[str, str]) -> list[str]:
+    """Which input regimes ran besides the standard one, and which could not, and why."""
+    notes = []
+    ran = [f"{r.name} ({r.says})" for r in plan.regimes if r.name not in skipped]
+    if ran:
+        notes.append(f"also checked on other inputs: {'; '.join(ran)}")
+    for regime in plan.regimes:
+        if regime.name in skipped:
+            why = skipped[regime.name]
+            notes.append(
+                f"not checked on the {regime.name} inputs ({regime.says}): they need other "
+                f"sizes{', and ' + why if why else ''}"
+            )
+    return notes
+
+
+def tolerance_notes(verdicts: Sequence[Verdict]) -> list[str]:
+    """How the tolerances came about, once each."""
+    ways = dict.fromkeys(v.tolerance for v in verdicts if v.tolerance and not v.regime)
+    return [f"tolerance: {how}" for how in ways]
+
+
+def untraced(runs: Sequence[TimingResult]) -> list[str]:
+    """Why a run has no ``tf.function`` timing: the code ran eagerly but could not be traced."""
+    notes = []
+    for run in runs:
+        if run.graph_error and not run.label.startswith("sweep"):
+            which = "" if run.label == "check" else f" ({run.label})"
+            notes.append(
+                f"no tf.function timing{which}: the code does not trace into a graph "
+                f"({run.graph_error})"
+            )
+    return notes

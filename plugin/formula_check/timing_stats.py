@@ -1,0 +1,53 @@
+"""Timings as a result shows them: the worker's samples summed up (median and spread), the
+sweep's points, and the oracle's own time. Pure NumPy, part of judging a reply."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .model import Array, SweepPoint, TimingStats
+from .planning import Plan
+from .replies import TimingResult
+
+
+def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:
+    values = np.asarray(samples, dtype=np.float64)
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return TimingStats(label, float(median), float((q3 - q1) / 2), len(values), first)
+
+
+def timing_stats(runs: Sequence[TimingResult]) -> list[TimingStats]:
+    stats: list[TimingStats] = []
+    for run in runs:
+        if run.label.startswith("sweep"):
+            continue
+        suffix = "" if run.label == "check" else f" ({run.label})"
+        stats.append(_stats(f"eager{suffix}", run.eager))
+        if run.graph is not None:
+            stats.append(_stats(f"tf.function{suffix}", run.graph, first=run.trace or 0.0))
+    return stats
+
+
+def sweep_points(runs: Sequence[TimingResult]) -> tuple[SweepPoint, ...]:
+    points = []
+    for run in runs:
+        label = run.label
+        if label.startswith("sweep"):
+            stats = _stats(label, run.eager)
+            points.append(SweepPoint(int(label.rsplit("=", 1)[1]), stats.median, stats.spread))
+    return tuple(points)
+
+
+def oracle_timing(
+    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5
+) -> TimingStats:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        plan.oracle.compute(arrays, params)
+        samples.append(time.perf_counter() - start)
+    return _stats("oracle (NumPy float64)", samples)
