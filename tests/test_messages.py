@@ -5,15 +5,15 @@ made here, and the faces that would check blocks are given an engine that hands 
 from __future__ import annotations
 
 import logging
-import textwrap
 import traceback
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from fakes import FakeMaker
 from formula_check import ci_formats, cli, mkdocs_plugin
 from formula_check.model import CheckResult, CheckSpec, FormulaVerdict, Location, Status, Verdict
 
@@ -161,35 +161,19 @@ def softmax(x):
 """
 
 
-class _HandedBack:
-    """An engine that checks nothing: each block gets ``answer(spec)``."""
+def _handing_back(answer: CheckResult) -> FakeMaker:
+    """Engines that check nothing: each block gets ``answer``, at its own place."""
 
-    startup_seconds = 0.0
-
-    def __init__(self, answer: CheckResult) -> None:
-        self.answer = answer
-        self.pool = type("Pool", (), {"size": 1})()
-
-    def __enter__(self) -> _HandedBack:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def _for(self, spec: CheckSpec) -> CheckResult:
+    def answered(spec: CheckSpec) -> CheckResult:
         return _result(
-            self.answer.formula,
-            status=self.answer.status,
-            verdicts=self.answer.verdicts,
+            answer.formula,
+            status=answer.status,
+            verdicts=answer.verdicts,
             where=spec.location,
             block_id=spec.block_id,
         )
 
-    def iter_check(self, specs: Sequence[CheckSpec]) -> Iterator[CheckResult]:
-        return iter([self._for(spec) for spec in specs])
-
-    def check_many(self, specs: Sequence[CheckSpec]) -> list[CheckResult]:
-        return [self._for(spec) for spec in specs]
+    return FakeMaker(answered)
 
 
 @pytest.fixture
@@ -201,15 +185,11 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _answering(monkeypatch: pytest.MonkeyPatch, answer: CheckResult) -> None:
-    monkeypatch.setattr(cli, "_engine", lambda *args, **kwargs: _HandedBack(answer))
-
-
 def test_check_closes_with_the_blocks_whose_formula_was_not_executable(
     site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _answering(monkeypatch, _result())
-    assert cli.main(["check"]) == cli.EXIT_OK
+    maker = _handing_back(_result())
+    assert cli.main(["check"], make_engine=maker) == cli.EXIT_OK
     out = capsys.readouterr().out.splitlines()
     assert out[-2:] == [
         "formulas not executable, checked against the oracle only (1):",
@@ -220,16 +200,16 @@ def test_check_closes_with_the_blocks_whose_formula_was_not_executable(
 def test_check_says_nothing_of_formulas_that_agree(
     site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _answering(monkeypatch, _result(FormulaVerdict("agrees", "softmax(x)", 1e-16)))
-    assert cli.main(["check"]) == cli.EXIT_OK
+    maker = _handing_back(_result(FormulaVerdict("agrees", "softmax(x)", 1e-16)))
+    assert cli.main(["check"], make_engine=maker) == cli.EXIT_OK
     assert "not executable" not in capsys.readouterr().out
 
 
 def test_show_on_the_command_line_prints_the_formula_section(
     site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _answering(monkeypatch, _result(DIFFERS, status=Status.MISMATCH))
-    assert cli.main(["show", "docs/page.md:3"]) == cli.EXIT_FAILED
+    maker = _handing_back(_result(DIFFERS, status=Status.MISMATCH))
+    assert cli.main(["show", "docs/page.md:3"], make_engine=maker) == cli.EXIT_FAILED
     out = capsys.readouterr().out
     assert "formula:\n  formula ≠ oracle  max |Δ| = 0.25\n" in out
     assert "\n  where head_i = attention(Q W_q_i, K, V)\n" in out
@@ -238,26 +218,48 @@ def test_show_on_the_command_line_prints_the_formula_section(
 # pytest ------------------------------------------------------------------------------------
 
 _ENGINE_HANDS_BACK = """
-from formula_check.engine import Engine
-from formula_check.model import CheckResult, FormulaVerdict, Status, Verdict
+import sys
 
-def not_executable(self, specs, on_result=None):
+sys.path.insert(0, {tests!r})
+
+import pytest
+from fakes import FakeMaker
+
+from formula_check import pytest_plugin
+from formula_check.model import CheckResult, FormulaVerdict, Status, Verdict
+from formula_check.session import Engines
+
+{answer}
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[pytest_plugin.RUN].engines = Engines(FakeMaker(answer))
+"""
+
+NOT_EXECUTABLE_ANSWER = """
+def answer(s):
     formula = FormulaVerdict("not_executable", message={message!r})
     verdict = Verdict("output", True, ("n",), (5,), (5,), n_total=5, atol=1e-5)
-    return [
-        CheckResult(s.block_id, s.location, s.oracle, Status.VERIFIED,
-                    verdicts=(verdict,), formula=formula)
-        for s in specs
-    ]
-
-Engine.check_many = not_executable
+    return CheckResult(s.block_id, s.location, s.oracle, Status.VERIFIED,
+                       verdicts=(verdict,), formula=formula)
 """
+
+DIFFERS_ANSWER = """
+def answer(s):
+    formula = FormulaVerdict("differs", "f(x)\\nwhere head_i = g(x)", 0.5,
+                             "the formula differs\\nwhere head_i = g(x)")
+    return CheckResult(s.block_id, s.location, s.oracle, Status.MISMATCH, formula=formula)
+"""
+
+
+def _conftest(answer: str) -> str:
+    return _ENGINE_HANDS_BACK.format(tests=str(Path(__file__).parent), answer=answer)
 
 
 def test_pytest_names_a_passing_block_whose_formula_was_not_executable(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(_ENGINE_HANDS_BACK.format(message=NOT_EXECUTABLE.message))
+    pytester.makeconftest(_conftest(NOT_EXECUTABLE_ANSWER.format(message=NOT_EXECUTABLE.message)))
     pytester.mkdir("docs").joinpath("page.md").write_text(PAGE, encoding="utf-8")
     report = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess(
@@ -276,22 +278,7 @@ def test_pytest_names_a_passing_block_whose_formula_was_not_executable(
 
 
 def test_pytest_failure_shows_the_formula_lines_past_the_first(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(
-        textwrap.dedent(
-            """
-            from formula_check.engine import Engine
-            from formula_check.model import CheckResult, FormulaVerdict, Status
-
-            def differs(self, specs, on_result=None):
-                formula = FormulaVerdict("differs", "f(x)\\nwhere head_i = g(x)", 0.5,
-                                         "the formula differs\\nwhere head_i = g(x)")
-                return [CheckResult(s.block_id, s.location, s.oracle, Status.MISMATCH,
-                                    formula=formula) for s in specs]
-
-            Engine.check_many = differs
-            """
-        )
-    )
+    pytester.makeconftest(_conftest(DIFFERS_ANSWER))
     pytester.mkdir("docs").joinpath("page.md").write_text(PAGE, encoding="utf-8")
     result = pytester.runpytest_subprocess("--formula-check", "docs", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)

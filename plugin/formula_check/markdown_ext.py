@@ -34,7 +34,7 @@ from markdown.preprocessors import Preprocessor
 from pymdownx.superfences import SuperFencesCodeExtension, SuperFencesException
 
 from .errors import FormulaCheckError
-from .front_matter import front_matter
+from .front_matter import front_matter, front_matter_lines
 from .model import CheckResult, Location, SnippetFailure, Status
 from .options import DEFAULTS, Options
 from .oracles import load_oracle
@@ -42,7 +42,6 @@ from .pages import (
     FormulaFence,
     PageBlock,
     find_formulas,
-    front_matter_lines,
     page_blocks,
 )
 from .render import labels_for

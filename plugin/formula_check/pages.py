@@ -19,13 +19,7 @@ from typing import Any
 
 from . import parsing
 from .errors import FormulaCheckError, OracleError, PageError, SpecError
-
-# front_matter's helpers are also read from here, by the faces written before it existed.
-from .front_matter import front_matter as front_matter  # noqa: PLC0414
-from .front_matter import front_matter_lines as front_matter_lines  # noqa: PLC0414
-from .front_matter import front_matter_problem as front_matter_problem  # noqa: PLC0414
-from .front_matter import front_matter_text as front_matter_text  # noqa: PLC0414
-from .front_matter import split_front_matter
+from .front_matter import front_matter_lines, front_matter_problem, split_front_matter
 from .model import (
     CheckResult,
     CheckSpec,

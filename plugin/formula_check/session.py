@@ -13,8 +13,6 @@ HTML is complete. Markdown, templates and the TensorFlow import then use the mac
 from __future__ import annotations
 
 import atexit
-import base64
-import hashlib
 import itertools
 import re
 import secrets
@@ -61,18 +59,12 @@ class ImageSink(Protocol):
         """The URL of ``figure`` as seen from ``page``."""
 
 
-def figure_name(figure: Figure) -> str:
-    """A content-addressed file name: the same picture always gets the same name."""
-    return hashlib.sha256(figure.data).hexdigest()[:20] + figure.suffix
-
-
 class DataUriImages:
     """Figures inlined as ``data:`` URIs: nothing to copy, pages are self-contained."""
 
     def url(self, figure: Figure, page: PageContext) -> str:
         """The file's bytes as a base64 ``data:`` URI."""
-        encoded = base64.b64encode(figure.data).decode("ascii")
-        return f"data:{figure.media_type};base64,{encoded}"
+        return figure.data_uri
 
 
 class DirectoryImages:
@@ -84,7 +76,7 @@ class DirectoryImages:
 
     def url(self, figure: Figure, page: PageContext) -> str:
         """Write the file (once) and return its URL."""
-        name = figure_name(figure)
+        name = figure.file_name
         target = self.directory / name
         if not target.exists():
             self.directory.mkdir(parents=True, exist_ok=True)

@@ -31,14 +31,13 @@ from mkdocs.structure.pages import Page
 from .. import serving
 from ..config import FormulaCheckConfig, options_from
 from ..errors import FormulaCheckError
+from ..front_matter import front_matter_lines, front_matter_problem
 from ..options import Options
 from ..oracles import load_oracle
 from ..pages import (
     PageBlock,
     Settings,
     decode_page,
-    front_matter_lines,
-    front_matter_problem,
     source_blocks,
 )
 from ..render import labels_for

@@ -24,7 +24,7 @@ from ..markdown_ext import UNCHECKED
 from ..model import CheckResult
 from ..pages import PageBlock
 from ..render import Figure
-from ..session import PageContext, figure_name, is_failure
+from ..session import PageContext, is_failure
 
 log = get_plugin_logger("formula_check.mkdocs_plugin").logger
 
@@ -38,7 +38,7 @@ class SiteImages:
 
     def url(self, figure: Figure, page: PageContext) -> str:
         """Remember the figure and link to it relative to the page."""
-        name = figure_name(figure)
+        name = figure.file_name
         self.files[name] = figure.data
         return get_relative_url(f"{assets.ASSET_DIR}/{name}", page.url)
 
