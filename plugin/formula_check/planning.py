@@ -92,8 +92,9 @@ def _planned(
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
     params.update(sizes)
+    timed = with_timing and spec.timing.enabled
     numbers = _numbers(spec, oracle, sizes, "the check", MAX_NUMBERS, outputs=True)
-    if with_timing and spec.timing.enabled:
+    if timed:
         for label, dims, _ in _timing_variants(spec):
             left = MAX_NUMBERS - numbers
             numbers += _numbers(spec, oracle, oracle.resolve_dims(dims, params), label, left)
@@ -101,13 +102,42 @@ def _planned(
     inputs = _round32(oracle.make_inputs(sizes, rng, params))
     weights = _round32(oracle.make_weights(sizes, rng))
     keep = _keep_mask(spec, oracle, sizes, rng)
+    arrays = _check_arrays(spec, oracle, inputs, weights, keep)
+    regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep)
+    arrays.update(_regime_arrays(regimes, weights))
+    timing = None
+    if timed:
+        timing, timing_arrays = _timing_runs(spec, oracle, params, sizes, has_mask=keep is not None)
+        arrays.update(timing_arrays)
+    request = dataclasses.replace(
+        _request(spec, block, oracle, root, sizes, has_mask=keep is not None),
+        regimes=tuple(_regime_request(spec, oracle, sizes, r, keep is not None) for r in regimes),
+        timing=timing,
+    )
+    return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes)
+
+
+def _check_arrays(
+    spec: CheckSpec,
+    oracle: Oracle,
+    inputs: Mapping[str, Array],
+    weights: Mapping[str, Array],
+    keep: Array | None,
+) -> dict[str, Array]:
+    """The check's own arrays as the code gets them: float32, and the mask as it asks."""
     arrays = {f"in/{k}": v.astype(np.float32) for k, v in inputs.items()}
     arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
     if keep is not None:
         axes = _mask_dims(spec, oracle)
         arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, axes)
-    has_mask = keep is not None
-    regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep)
+    return arrays
+
+
+def _regime_arrays(
+    regimes: tuple[PlannedRegime, ...], weights: Mapping[str, Array]
+) -> dict[str, Array]:
+    """Each regime's inputs under its prefix, and its weights where it scales them."""
+    arrays: dict[str, Array] = {}
     for regime in regimes:
         if regime.weight_scale != 1.0:  # a function is given its weights: scaled, exactly
             arrays.update(
@@ -119,11 +149,20 @@ def _planned(
         arrays.update(
             {f"{regime.prefix}in/{k}": v.astype(np.float32) for k, v in regime.inputs.items()}
         )
-    timing = None
-    if with_timing and spec.timing.enabled:
-        timing, timing_arrays = _timing_runs(spec, oracle, params, sizes, has_mask=has_mask)
-        arrays.update(timing_arrays)
-    request = CheckRequest(
+    return arrays
+
+
+def _request(
+    spec: CheckSpec,
+    block: CheckSpec,
+    oracle: Oracle,
+    root: str,
+    sizes: Mapping[str, int],
+    *,
+    has_mask: bool,
+) -> CheckRequest:
+    """The request that runs the block's code at ``sizes`` (without regimes or timing)."""
+    return CheckRequest(
         root=root,
         calls=call_plans(spec, oracle, sizes, has_mask=has_mask),
         source=spec.snippet.source,
@@ -137,19 +176,23 @@ def _planned(
         perturb=spec.perturb_weights,
         seed=spec.seed,
         page_folder=_page_folder(spec),
-        regimes=tuple(
-            RegimeRequest(
-                regime.name,
-                regime.prefix,
-                call_plans(spec, oracle, regime.sizes, has_mask=has_mask),
-                resized=dict(regime.sizes) != dict(sizes),
-                weight_scale=regime.weight_scale,
-            )
-            for regime in regimes
-        ),
-        timing=timing,
     )
-    return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes)
+
+
+def _regime_request(
+    spec: CheckSpec,
+    oracle: Oracle,
+    sizes: Mapping[str, int],
+    regime: PlannedRegime,
+    has_mask: bool,
+) -> RegimeRequest:
+    return RegimeRequest(
+        regime.name,
+        regime.prefix,
+        call_plans(spec, oracle, regime.sizes, has_mask=has_mask),
+        resized=dict(regime.sizes) != dict(sizes),
+        weight_scale=regime.weight_scale,
+    )
 
 
 def _regimes(
