@@ -21,8 +21,9 @@ from .replies import CheckReply
 def oracle_weights(
     plan: Plan, reply: CheckReply, arrays: Mapping[str, Array]
 ) -> tuple[dict[str, Array], dict[str, Any]]:
-    """Weights the oracle uses: generated ones for functions, the layer's own otherwise."""
-    oracle, spec = plan.oracle, plan.spec
+    """Weights the oracle uses: generated ones for functions, the layer's own otherwise; and
+    the parameters the weight map read from the layer."""
+    spec = plan.spec
     if reply.kind == "function":
         if spec.weights and not spec.weights_from_page:
             raise SpecError(
@@ -32,46 +33,56 @@ def oracle_weights(
             )
         return dict(plan.weights), {}
     read = {key[2:]: value for key, value in arrays.items() if key.startswith("w/")}
+    declared = {t.name: t for t in plan.oracle.weights}
     weights: dict[str, Array] = {}
     scalars: dict[str, float] = {}
-    declared = {t.name: t for t in oracle.weights}
-    for name, value in read.items():
-        if name not in declared:
-            if name not in plan.params:
-                raise SpecError(
-                    f"weights: {name!r} is not a weight or parameter of oracle {oracle.name!r}",
-                    spec.location,
-                )
-            stated = plan.params[name]
-            number = np.ndim(value) == 0 and np.asarray(value).dtype.kind in "iuf"
-            if not number or isinstance(stated, (str, bool)):
-                raise SpecError(
-                    f"weights: {name!r} is a parameter of oracle {oracle.name!r}; only a "
-                    "number can be read from the layer and checked against the formula's (the "
-                    f"layer's is {_kind_of(value)}, the formula's {stated!r})",
-                    spec.location,
-                )
-            scalars[name] = float(value)
-            continue
-        weights[name] = _fit(
-            name,
-            np.asarray(value, dtype=np.float64),
-            declared[name].shape(plan.sizes),
+    for name, value in read.items():  # in the map's order: its first problem is the one said
+        if name in declared:
+            shape = declared[name].shape(plan.sizes)
+            weights[name] = _fit(name, np.asarray(value, dtype=np.float64), shape, spec.location)
+        else:
+            scalars[name] = _parameter(plan, name, value)
+    _default_the_rest(plan, weights, described(reply.unmapped_weights))
+    return weights, scalars
+
+
+def _parameter(plan: Plan, name: str, value: Array) -> float:
+    """A parameter of the oracle the weight map read from the layer: a number, or an error."""
+    oracle, spec = plan.oracle, plan.spec
+    if name not in plan.params:
+        raise SpecError(
+            f"weights: {name!r} is not a weight or parameter of oracle {oracle.name!r}",
             spec.location,
         )
+    stated = plan.params[name]
+    number = np.ndim(value) == 0 and np.asarray(value).dtype.kind in "iuf"
+    if not number or isinstance(stated, (str, bool)):
+        raise SpecError(
+            f"weights: {name!r} is a parameter of oracle {oracle.name!r}; only a "
+            "number can be read from the layer and checked against the formula's (the "
+            f"layer's is {_kind_of(value)}, the formula's {stated!r})",
+            spec.location,
+        )
+    return float(value)
+
+
+def _default_the_rest(plan: Plan, weights: dict[str, Array], unmapped: str) -> None:
+    """Give the oracle's optional weights the layer does not map their defaults, in place; an
+    error for a needed one, or where the layer has weights the map does not name (the code
+    may apply those instead: no one can tell)."""
+    oracle, spec = plan.oracle, plan.spec
     defaulted = []
-    for name, tensor in declared.items():
-        if name not in weights:
+    for tensor in oracle.weights:
+        if tensor.name not in weights:
             if not tensor.optional:
                 raise SpecError(
-                    f"weights: the layer's {name!r} is needed by oracle {oracle.name!r}; "
-                    f'map it, e.g. weights="{name}=attribute.path"',
+                    f"weights: the layer's {tensor.name!r} is needed by oracle {oracle.name!r}; "
+                    f'map it, e.g. weights="{tensor.name}=attribute.path"',
                     spec.location,
                 )
-            weights[name] = np.full(tensor.shape(plan.sizes), tensor.default)
-            defaulted.append(f"{name} = {tensor.default:g}")
-    unmapped = described(reply.unmapped_weights)
-    if defaulted and unmapped:  # the code may ignore what the oracle assumed: no one can tell
+            weights[tensor.name] = np.full(tensor.shape(plan.sizes), tensor.default)
+            defaulted.append(f"{tensor.name} = {tensor.default:g}")
+    if defaulted and unmapped:
         raise SpecError(
             f"weights: the layer has trainable weights the weight map does not name "
             f"({unmapped}), and oracle {oracle.name!r} took its own {', '.join(defaulted)} in "
@@ -79,7 +90,6 @@ def oracle_weights(
             f'e.g. weights="{_map_example(oracle)}"',
             spec.location,
         )
-    return weights, scalars
 
 
 def _kind_of(value: Array) -> str:
