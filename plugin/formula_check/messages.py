@@ -236,7 +236,7 @@ class CheckRequest:
     kind: str = "auto"
     init: Mapping[str, Value] = field(default_factory=frozen_map)
     init_sources: Mapping[str, Mapping[str, str]] = field(default_factory=frozen_map)
-    """Where each keyword of ``init`` came from: ``origin`` and what to ``said``."""
+    """Where each keyword of ``init`` came from: its ``origin``, and ``said``, in words."""
     weights: Mapping[str, str] = field(default_factory=frozen_map)
     """The weight map: a name of the formula's to an attribute path of the layer."""
     perturb: bool = True

@@ -1,1 +1,24 @@
-"""The only part of the package that runs TensorFlow: worker processes and their protocol."""
+"""The only part of the package that runs TensorFlow: the worker processes, and the build's
+end of them. The messages they exchange are typed in the core (:mod:`..messages`,
+:mod:`..replies`, framed by :mod:`..wire`).
+
+In the build process (the engine calls :mod:`.pool` only):
+
+- :mod:`.pool`: N workers lent to one request at a time (:mod:`.idle` hands them out);
+- :mod:`.process`: one worker process (start, ask, time out, kill), with its
+  :mod:`.stderr_log`, :mod:`.memory` watch and :mod:`.outcome` (the reply the pool gives);
+- :mod:`.zygote_client`, :mod:`.kept_client`: the parent's end of the zygote, one per run or
+  kept alive between runs (:mod:`.kept_place`: where it listens, how it is stopped);
+  :mod:`.forked`: a worker the zygote forked; :mod:`.control`: their line protocol;
+- :mod:`.environment`: the variables a worker may see (the one module faces read).
+
+In the check processes:
+
+- :mod:`.zygote` (imports TensorFlow, forks workers: :mod:`.zygote_server`, and kept alive
+  :mod:`.kept_server`), :mod:`.child` (a worker's loop);
+- :mod:`.isolation`: one process per check; :mod:`.reaping`: what a check leaves, ended;
+- :mod:`.execution`: the warm worker made ready; :mod:`.one_check` runs a check with
+  :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights`, :mod:`.timing_runs`,
+  :mod:`.project_reads` and :mod:`.snippet_failure`; :mod:`.faults`: the checker's own
+  failures, said as such.
+"""
