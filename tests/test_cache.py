@@ -362,8 +362,8 @@ def test_a_check_the_checker_failed_on_unloads_the_projects_modules(tmp_path: Pa
     """A failure of the checker's own (here a request sent without its arrays) must not
     leave the project's modules loaded: the next check would run the old code, and its
     result would be cached with no dependency on the edited file."""
+    from formula_check.messages import SnippetFailed
     from formula_check.planning import plan_check
-    from formula_check.replies import SnippetFailed
 
     module = tmp_path / "mymod.py"
     module.write_text("def scale(x):\n    return x\n", encoding="utf-8")

@@ -423,8 +423,7 @@ def test_a_failure_of_the_checker_itself_is_an_error_card_and_the_worker_serves_
     """A bug of ours while running a block must not look like a crash of the user's code,
     nor cost the worker: the block gets an error that says whose fault it is."""
     from formula_check import wire
-    from formula_check.messages import Calls, CheckRequest
-    from formula_check.replies import CheckReply, SnippetFailed, decode_answer
+    from formula_check.messages import Calls, CheckReply, CheckRequest, SnippetFailed, decode_answer
     from formula_check.worker import child, isolation
 
     requests = io.BytesIO()

@@ -18,9 +18,9 @@ import pytest
 
 from formula_check.digest import checker_digest
 from formula_check.engine import Engine, _bare
+from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, CheckSpec, Environment, Status
 from formula_check.planning import Plan
-from formula_check.replies import CheckReply
 from formula_check.worker.idle import IdleWorkers
 from formula_check.worker.pool import Reply, WorkerPool
 from implementations import SDPA

@@ -13,20 +13,18 @@ import pytest
 from formula_check import wire
 from formula_check.messages import (
     Cancel,
-    CheckRequest,
-    Hello,
-    Shutdown,
-    decode_request,
-)
-from formula_check.planning import plan_check
-from formula_check.replies import (
     CheckEnded,
     CheckReply,
+    CheckRequest,
+    Hello,
     RunningOn,
+    Shutdown,
     SnippetFailed,
     TimingResult,
     decode_answer,
+    decode_request,
 )
+from formula_check.planning import plan_check
 from formula_check.worker.control import WaitAnswer, ZygoteHello
 from implementations import SDPA
 from support import spec_for

@@ -14,9 +14,9 @@ from pathlib import Path
 from .cache import MemoryResults, ResultCache, cache_key, tensorflow_version
 from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError
+from .messages import SnippetFailed
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import Plan, plan_check
-from .replies import SnippetFailed
 from .worker.environment import settings_digest
 from .worker.pool import CANCELLED, Reply, WorkerPool
 

@@ -14,6 +14,7 @@ import numpy as np
 from .compare import compare, delta_array, squeeze_leading
 from .errors import OracleError, SpecError
 from .formula import judge_formula
+from .messages import CheckReply, SnippetFailed
 from .model import (
     Array,
     CheckResult,
@@ -27,7 +28,6 @@ from .model import (
 )
 from .oracle_weights import oracle_weights, param_check, unused_verdict
 from .planning import Plan
-from .replies import CheckReply, SnippetFailed
 from .result_notes import (
     blind_spots,
     output_notes,

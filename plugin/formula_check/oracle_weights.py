@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from .errors import SpecError
+from .messages import CheckReply
 from .model import Array, Location, Verdict
 from .oracles import Oracle
 from .planning import Plan
-from .replies import CheckReply
 
 
 def oracle_weights(

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .messages import CheckReply, TimingResult
 from .model import Array, Verdict
 from .oracle_weights import described
 from .planning import Plan
-from .replies import CheckReply, TimingResult
 
 
 def blind_spots(plan: Plan) -> list[str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from .messages import TimingResult
 from .model import Array, SweepPoint, TimingStats
 from .planning import Plan
-from .replies import TimingResult
 
 
 def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:

@@ -26,9 +26,8 @@ os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from .. import wire
-from ..messages import Cancel, CheckRequest, Hello, Shutdown, decode_request
+from ..messages import Cancel, CheckRequest, Hello, RunningOn, Shutdown, decode_request
 from ..model import Array
-from ..replies import RunningOn
 from . import isolation
 from .faults import internal_error
 

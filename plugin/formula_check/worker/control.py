@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..headers import Fields
+from ..messages.fields import Fields
 from ..wire import VERSION, ProtocolError
 
 LONGEST_REQUEST = 16384

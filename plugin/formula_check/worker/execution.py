@@ -21,10 +21,9 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ..messages import Hello
+from ..messages import CheckReply, Hello
 from ..model import CheckSpec, Location, TimingSpec
 from ..planning import plan_check
-from ..replies import CheckReply
 from ..snippets import inline_snippet
 from . import isolation, reaping
 from .entry_call import construct

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ..replies import SnippetFailed
+from ..messages import SnippetFailed
 from .paths import scrubbed
 
 

@@ -44,9 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import wire
-from ..messages import CheckRequest
+from ..messages import CheckEnded, CheckReply, CheckRequest, Ending, SnippetFailed
 from ..model import Array
-from ..replies import CheckEnded, CheckReply, Ending, SnippetFailed
 from .faults import internal_error
 from .reaping import become_subreaper, die_with_parent, end_children
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..messages import CheckRequest, RegimeRequest
+from ..messages import CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
 from ..model import Array
-from ..replies import CheckReply, SnippetFailed, TimingResult
 from . import isolation, layer_weights
 from .entry_call import Runner, arguments, bind, resolve_kind
 from .project_reads import READS, Reads, changed, folder_state

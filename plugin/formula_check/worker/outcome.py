@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..messages import CheckReply, SnippetFailed
 from ..model import Array, frozen_map
-from ..replies import CheckReply, SnippetFailed
 
 CANCELLED = "not checked to the end: its result was no longer wanted"
 

@@ -30,9 +30,8 @@ from typing import IO, Any, TypeVar
 
 from .. import wire
 from ..errors import MissingTensorFlowError, WorkerError
-from ..messages import Cancel, CheckRequest, Hello
+from ..messages import Answer, Cancel, CheckEnded, CheckRequest, Hello, RunningOn, decode_answer
 from ..model import Array, Environment
-from ..replies import Answer, CheckEnded, RunningOn, decode_answer
 from .environment import worker_environment
 from .forked import ForkedProcess
 from .limits import CANCEL_GRACE, POLL, STARTUP_TIMEOUT, WORKER_GRACE

@@ -8,9 +8,8 @@ import os
 import traceback
 from collections.abc import Iterator
 
-from ..messages import CheckRequest
+from ..messages import CheckRequest, SnippetFailed
 from ..model import strip_ansi
-from ..replies import SnippetFailed
 from .paths import CHECKER, shown_path
 
 MAX_TEXT = 4000

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import CheckRequest, TimingRequest
+from ..messages import CheckRequest, TimingRequest, TimingResult
 from ..model import Array
-from ..replies import TimingResult
 from .entry_call import Runner, bind
 from .snippet_failure import clean, phase
 

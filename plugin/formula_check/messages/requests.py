@@ -1,19 +1,6 @@
-"""The messages between the build and a worker, typed: each with one codec.
-
-Every message is a frozen dataclass with ``encode()``, the JSON header that :mod:`.wire`
-frames (named arrays travel beside it), and ``decode(header)``, which checks every field's
-type and fills every default once: the reading side never guesses at a key. A header that
-does not fit raises :class:`~.wire.ProtocolError`.
-
-Who sends what:
-
-- the build asks with :class:`CheckRequest` (built by :mod:`.planning`), :class:`Cancel` and
-  :class:`Shutdown` (:func:`decode_request` reads them in the worker);
-- a worker says :class:`Hello` once, then answers each request with :class:`CheckReply`
-  (the code ran), :class:`SnippetFailed` (it raised, or the checker failed on it),
-  :class:`CheckEnded` (the check's own process timed out, was cancelled or died) or, while
-  a cancelled check runs on, :class:`RunningOn` (:func:`decode_answer` reads them).
-"""
+"""What the build asks of a worker (:class:`CheckRequest`, :class:`Cancel`,
+:class:`Shutdown`), and what a worker says first (:class:`Hello`); see :mod:`.` for who
+sends what."""
 
 from __future__ import annotations
 
@@ -22,39 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .headers import Fields, Value
-from .model import Environment, frozen_map
-from .replies import (
-    CheckEnded,
-    CheckReply,
-    RunningOn,
-    SnippetFailed,
-    TimingResult,
-    decode_answer,
-)
-from .wire import ProtocolError
-
-__all__ = [
-    "Argument",
-    "Call",
-    "Calls",
-    "Cancel",
-    "CheckEnded",
-    "CheckReply",
-    "CheckRequest",
-    "Hello",
-    "ProtocolError",
-    "RegimeRequest",
-    "RunningOn",
-    "Shutdown",
-    "SnippetFailed",
-    "TimingRequest",
-    "TimingResult",
-    "TimingRun",
-    "Value",
-    "decode_answer",
-    "decode_request",
-]
+from ..model import Environment, frozen_map
+from ..wire import ProtocolError
+from .fields import Fields, Value
 
 
 @dataclass(frozen=True)

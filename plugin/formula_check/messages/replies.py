@@ -3,7 +3,7 @@
 :func:`decode_answer` tells them apart: ``op`` ``running on`` is :class:`RunningOn`, ``op``
 ``timeout``, ``cancelled`` or ``crash`` is :class:`CheckEnded`, else ``ok`` true is
 :class:`CheckReply` and anything else :class:`SnippetFailed`. (The requests and the hello
-are in :mod:`.messages`.)
+are in :mod:`.requests`.)
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .headers import Fields
-from .wire import ProtocolError
+from ..wire import ProtocolError
+from .fields import Fields
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Reading a message's JSON header: each field once, its type checked, its default filled.
 
-Shared by the codecs of :mod:`.messages` and :mod:`.replies`; a field of the wrong type is a
+Shared by the codecs of :mod:`.requests` and :mod:`.replies`; a field of the wrong type is a
 :class:`~.wire.ProtocolError` naming the message and the field.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .model import Scalar, frozen_map
-from .wire import ProtocolError
+from ..model import Scalar, frozen_map
+from ..wire import ProtocolError
 
 Value = Scalar | None
 """A value a message carries as it is (a size, a flag, a name, None)."""
