@@ -20,7 +20,7 @@ def figures_for(
     *,
     sweep_dim: str = "n",
 ) -> list[Figure]:
-    """The figures for one result (see :func:`formula_check.render.heatmaps.figures_for`)."""
+    """The figures for one result (drawn by :func:`formula_check.render.heatmaps.draw_figures`)."""
     from . import heatmaps as drawing  # the drawing code loads on the first picture
 
-    return drawing.figures_for(result, heatmaps, labels, sweep_dim=sweep_dim)
+    return drawing.draw_figures(result, heatmaps, labels, sweep_dim=sweep_dim)

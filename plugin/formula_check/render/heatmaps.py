@@ -124,7 +124,7 @@ class _Side:
     whose: str
 
 
-def figures_for(
+def draw_figures(
     result: CheckResult,
     heatmaps: tuple[str, ...] | None,
     labels: Labels,
