@@ -65,6 +65,9 @@ def _build(site: Path, maker: FakeMaker, *, strict: bool = False) -> Any:
         build(config)
     finally:
         plugin.on_shutdown()
+        # MkDocs keeps a plugin with on_startup for the next build in this process (that is
+        # how `mkdocs serve` keeps its engine): the next one must not inherit the fake.
+        plugin.engines = Engines()
     return plugin
 
 

@@ -117,9 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from .worker.pool import stop_every_kept
+    from .engine import stop_kept
 
-    stopped = stop_every_kept()
+    stopped = stop_kept()
     print(f"formula-check: stopped {stopped} kept zygote{'s' if stopped != 1 else ''}")
     return EXIT_OK
 

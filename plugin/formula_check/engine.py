@@ -18,7 +18,7 @@ from .messages import SnippetFailed
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .planning import Plan, plan_check
 from .worker.environment import settings_digest
-from .worker.pool import CANCELLED, Reply, WorkerPool
+from .worker.pool import CANCELLED, Reply, WorkerPool, stop_every_kept
 
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
 WROTE = "the code wrote into the project: "
@@ -314,3 +314,9 @@ def wrote_note(written: list[str]) -> str:
         "file it reads changes: under mkdocs serve the write rebuilds the site once, not "
         "forever"
     )
+
+
+def stop_kept() -> int:
+    """Stop every process this user keeps alive with TensorFlow imported (``keep_alive``);
+    how many there were. The faces' one way to reach them (``formula-check stop``)."""
+    return stop_every_kept()

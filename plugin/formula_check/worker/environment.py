@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -86,13 +85,6 @@ every result's cache key."""
 
 PASSED_PREFIXES = ("LC_",)
 """The locale's family of variables, every worker gets them too (and they key the cache)."""
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def bad_names(names: Sequence[str]) -> list[str]:
-    """The entries of an ``env`` option that cannot be the name of a variable."""
-    return [name for name in names if not isinstance(name, str) or not _NAME.match(name)]
 
 
 def worker_environment(
