@@ -44,7 +44,7 @@ def wall(argv: list[str]) -> float:
 def warm_overhead(repeats: int) -> tuple[float, float, int]:
     """Median (engine wall - snippet's own time) per check, median snippet time, peak RSS (KiB)."""
     from formula_check.engine import Engine
-    from formula_check.evaluate import evaluate
+    from formula_check.judge import evaluate
     from formula_check.model import Environment
     from formula_check.planning import plan_check
 

@@ -65,7 +65,7 @@ def _shared_process(root: Path) -> tuple[int, object, object]:
     the worker did before. Not a child of this script, which sweeps its own children as a
     warm worker does: started (twice forked) before this script becomes one."""
     from formula_check.worker import protocol
-    from formula_check.worker.execution import Session, run_check, warm_up
+    from formula_check.worker.execution import WorkerState, run_check, warm_up
 
     requests_out, requests_in = os.pipe()
     answers_out, answers_in = os.pipe()
@@ -77,7 +77,7 @@ def _shared_process(root: Path) -> tuple[int, object, object]:
         os.write(pid_in, str(os.getpid()).encode())
         os.close(requests_in)
         os.close(answers_out)
-        session = Session(root)
+        session = WorkerState(root)
         warm_up(session)
         with os.fdopen(requests_out, "rb") as requests, os.fdopen(answers_in, "wb") as answers:
             while True:

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from drifts import DRIFTS  # noqa: E402  (the test suite's drift matrix)
-from formula_check import evaluate  # noqa: E402
+from formula_check import judge as evaluate  # noqa: E402
 from formula_check.tolerance import SPREAD  # noqa: E402
 
 evaluate.BOUND_FIRST = False  # every check against its full tolerance: the share it used

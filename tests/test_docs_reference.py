@@ -1,7 +1,7 @@
 """The option references are generated from the options' definitions: every option is in them.
 
 The plugin's options come from the config class; the block options' table of the authoring
-page from ``parsing.BLOCK_OPTIONS``.
+page from ``fences.BLOCK_OPTIONS``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from formula_check import parsing
+from formula_check import fences
 from formula_check.config import FormulaCheckConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,8 +73,8 @@ def test_the_site_uses_the_hook_on_its_reference_page() -> None:
 
 def test_every_block_option_has_a_row_with_its_example_and_meaning() -> None:
     rows = load_hook().block_options_table().splitlines()[2:]
-    assert [row.split("`")[1] for row in rows] == list(parsing.OPTIONS)
-    for row, option in zip(rows, parsing.BLOCK_OPTIONS, strict=True):
+    assert [row.split("`")[1] for row in rows] == list(fences.OPTIONS)
+    for row, option in zip(rows, fences.BLOCK_OPTIONS, strict=True):
         assert f'| `{option.name}="{option.example}"` |' in row
         assert option.meaning.split(".")[0] in row
 
@@ -96,13 +96,13 @@ def test_the_authoring_page_holds_the_generated_block_options_table() -> None:
         return
     if page[start:end] != generated:
         pytest.fail(
-            "docs/authoring.md's options table is not the one parsing.BLOCK_OPTIONS makes: "
+            "docs/authoring.md's options table is not the one fences.BLOCK_OPTIONS makes: "
             "run with FORMULA_CHECK_UPDATE_GOLDEN=1 to rewrite it",
             pytrace=False,
         )
 
 
 def test_the_block_options_table_escapes_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
-    option = parsing.BlockOption("x", parsing.OPTIONS["id"], "1", "a | b")
-    monkeypatch.setattr(parsing, "BLOCK_OPTIONS", (option,))
+    option = fences.BlockOption("x", fences.OPTIONS["id"], "1", "a | b")
+    monkeypatch.setattr(fences, "BLOCK_OPTIONS", (option,))
     assert load_hook().block_options_table().splitlines()[2] == '| `x` | `x="1"` | a \\| b |'

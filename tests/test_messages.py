@@ -389,18 +389,18 @@ def test_a_type_error_while_constructing_names_where_each_keyword_came_from() ->
 
 @pytest.mark.tf
 def test_keras_mha_preset_with_a_factory_of_other_parameters_verifies() -> None:
-    from formula_check.evaluate import evaluate
+    from formula_check.judge import evaluate
     from formula_check.model import Environment
     from formula_check.planning import plan_check
     from formula_check.presets import init_sources
-    from formula_check.worker.execution import Session, run_check
+    from formula_check.worker.execution import WorkerState, run_check
     from support import PROJECT
 
     spec = _preset_spec("keras-mha", MAKE_MHA, init={"d_model": "d_model"}, mask="causal")
     plan = plan_check(spec, str(PROJECT), with_timing=False)
     # the request, with where each constructor keyword came from (the block before its preset)
     request = {**plan.header, "init_sources": init_sources(spec, plan.sizes)}
-    reply, arrays = run_check(Session(PROJECT), request, dict(plan.arrays))
+    reply, arrays = run_check(WorkerState(PROJECT), request, dict(plan.arrays))
     assert reply["ok"], reply.get("message")
     result = evaluate(plan, reply, arrays, Environment())
     assert result.status is Status.VERIFIED, result.headline()

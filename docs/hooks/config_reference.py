@@ -4,7 +4,7 @@ A page that contains :data:`MARKER` gets it replaced by a table of every plugin 
 name, its type, its default and the attribute docstring written under it in ``config.py``.
 The text is never copied by hand, so the reference cannot drift from the code.
 
-The block options' table (:func:`block_options_table`, from ``parsing.BLOCK_OPTIONS``) is
+The block options' table (:func:`block_options_table`, from ``fences.BLOCK_OPTIONS``) is
 written into ``docs/authoring.md`` instead, below :data:`BLOCK_OPTIONS_MARKER`: a table put
 in at build time would move every formula block under it down the page, and a block's line
 is where the build and the command line say it is. ``tests/test_docs_reference.py`` fails when
@@ -21,11 +21,11 @@ from typing import Any
 from mkdocs.config import config_options as c
 from mkdocs.config.base import BaseConfigOption
 
-from formula_check import config, parsing
+from formula_check import config, fences
 
 MARKER = "<!-- formula-check:config-reference -->"
 BLOCK_OPTIONS_MARKER = (
-    "<!-- Generated from BLOCK_OPTIONS in plugin/formula_check/parsing.py: edit them there. "
+    "<!-- Generated from BLOCK_OPTIONS in plugin/formula_check/fences.py: edit them there. "
     "FORMULA_CHECK_UPDATE_GOLDEN=1 python -m pytest tests/test_docs_reference.py rewrites "
     "this table. -->"
 )
@@ -44,7 +44,7 @@ def block_options_table() -> str:
         "| Option | Example | Meaning |",
         "|---|---|---|",
     ]
-    for option in parsing.BLOCK_OPTIONS:
+    for option in fences.BLOCK_OPTIONS:
         example = f'`{option.name}="{option.example}"`'
         meaning = option.meaning.replace("|", "\\|")
         rows.append(f"| `{option.name}` | {example} | {meaning} |")

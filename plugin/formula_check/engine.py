@@ -224,7 +224,7 @@ class Engine:
         self, spec: CheckSpec, plan: Plan, reply: Reply, env: Environment
     ) -> tuple[CheckResult, list[str]]:
         # Judging loads the LaTeX compiler; a build served from the cache never needs it.
-        from .evaluate import evaluate, snippet_failure
+        from .judge import evaluate, snippet_failure
 
         if reply.outcome == "cancelled":
             return _bare(spec, Status.SKIPPED, reply.detail, env), []

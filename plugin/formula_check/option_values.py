@@ -1,8 +1,8 @@
 """Option text -> typed values: one small validator per kind of value (pure: no files, no TF).
 
 Each validator turns an option's text into a typed value or raises :class:`ValueError` with
-a message that says what would have been accepted; :func:`.parsing.parse_options` adds the
-option's name and the page:line, once. :data:`.parsing.OPTIONS` says which option reads
+a message that says what would have been accepted; :func:`.fences.parse_options` adds the
+option's name and the page:line, once. :data:`.fences.OPTIONS` says which option reads
 its text with which validator.
 """
 

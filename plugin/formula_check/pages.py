@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import parsing
+from . import fences
 from .errors import FormulaCheckError, OracleError, PageError, SpecError
 from .front_matter import front_matter_lines, front_matter_problem, split_front_matter
 from .model import (
@@ -214,7 +214,7 @@ def build_spec(
     where = Location(page, formula.line)
     if not formula.closed:
         raise SpecError("this formula fence is never closed", where)
-    own = parsing.parse_options(parsing.parse_header(formula.header, where), where)
+    own = fences.parse_options(fences.parse_header(formula.header, where), where)
     options = {**defaults, **own}
     if not formula.latex.strip() and not options.get("skip") and options.get("formula", True):
         raise SpecError(
@@ -240,7 +240,7 @@ def build_spec(
 
 def _page_defaults(meta: Mapping[str, Any] | None, page: str) -> dict[str, Any]:
     front = Location(page, 1)
-    defaults = parsing.parse_options(parsing.page_defaults(meta, front), front)
+    defaults = fences.parse_options(fences.page_defaults(meta, front), front)
     _check_names(defaults, all_oracles(), front)  # a page may mix oracles: any of them will do
     return defaults
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from ..errors import capped
 from ..model import Array, frozen_map
 from .errors import LatexError
-from .evaluate import Env, run
 from .grid import Output, scatter
 from .indices import alias_names, assigned, index_letters
+from .interpreter import Env, run
 from .ir import Call, Named, Op, describe, leaves
 from .limits import within_stack
 from .lower import Lowerer

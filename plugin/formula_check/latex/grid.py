@@ -9,7 +9,7 @@ import numpy as np
 
 from ..model import Array
 from .errors import EvaluationError, LatexError
-from .evaluate import Env, arrange, run
+from .interpreter import Env, arrange, run
 from .ir import Op, describe
 from .shapes import base
 

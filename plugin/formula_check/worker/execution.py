@@ -31,11 +31,11 @@ from .layer_weights import read_weights
 from .one_check import check, run_check
 from .paths import SCRATCH_PREFIX
 from .snippet_failure import SnippetRaised
-from .snippet_module import Session
+from .snippet_module import WorkerState
 
 __all__ = [
-    "Session",
     "SnippetRaised",
+    "WorkerState",
     "begin",
     "check",
     "describe_environment",
@@ -59,7 +59,7 @@ def attention(q, k, v, mask=None):
 """
 
 
-def begin(root: Path, scratch: str | None = None) -> tuple[Session, Hello]:
+def begin(root: Path, scratch: str | None = None) -> tuple[WorkerState, Hello]:
     """Everything a fresh worker does before its hello: a private temporary folder, the
     session, the warm-up. Returns the session and the hello.
 
@@ -77,7 +77,7 @@ def begin(root: Path, scratch: str | None = None) -> tuple[Session, Hello]:
         scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
     os.environ["TMPDIR"] = scratch  # for what the snippet starts
     tempfile.tempdir = scratch
-    session = Session(root)
+    session = WorkerState(root)
     gpu = isolation.gpu_present()
     reaping.keep_private()  # no check reaches into the worker
     reaping.become_subreaper()  # what a check's process leaves comes to us, to be ended
@@ -90,7 +90,7 @@ def begin(root: Path, scratch: str | None = None) -> tuple[Session, Hello]:
     return session, dataclasses.replace(hello, warmed_up=warmed_up, scratch=scratch)
 
 
-def warm_up(session: Session) -> bool:
+def warm_up(session: WorkerState) -> bool:
     """Pay a fresh process's one-time costs before the first check, not inside it: one small
     check of our own, timed eagerly and under ``tf.function``, through the path every check
     takes (TensorFlow's eager runtime and thread pools, AutoGraph, tracing). Every check's
@@ -136,7 +136,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def prepare_check_process(session: Session, hello: Hello) -> None:
+def prepare_check_process(session: WorkerState, hello: Hello) -> None:
     """In a check's process, forked from the warm worker before its request is known: an
     eager context of its own, then (where the warm worker warmed up) one small check of ours,
     untimed, so that the pages and caches every check touches are this process's before its

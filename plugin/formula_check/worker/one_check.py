@@ -19,7 +19,7 @@ from . import isolation, layer_weights
 from .entry_call import Runner, arguments, bind, resolve_kind
 from .project_reads import READS, Reads, changed, folder_state
 from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
-from .snippet_module import Session, forget_local_modules, load_entry
+from .snippet_module import WorkerState, forget_local_modules, load_entry
 from .timing_runs import outputs, time_all
 
 Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
@@ -27,7 +27,7 @@ Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
 
 
 def run_check(
-    session: Session, request: Mapping[str, Any], arrays: dict[str, Array]
+    session: WorkerState, request: Mapping[str, Any], arrays: dict[str, Array]
 ) -> tuple[dict[str, Any], dict[str, Array]]:
     """:func:`check` on the wire: a request's header in, the reply's header out (the benches
     and some tests speak it)."""
@@ -35,7 +35,7 @@ def run_check(
     return reply.encode(), out
 
 
-def check(session: Session, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
+def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
     """Answer one check request: outputs, weights, timings; or the snippet's error."""
     session.counter += 1
     stdout = io.StringIO()
@@ -65,7 +65,7 @@ def check(session: Session, request: CheckRequest, arrays: Mapping[str, Array]) 
     return reply, out
 
 
-def _run(session: Session, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
+def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
     started = time.perf_counter()
     entry = load_entry(session, request)
     kind = resolve_kind(entry, request)

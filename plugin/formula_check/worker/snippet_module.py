@@ -20,7 +20,7 @@ from .snippet_failure import phase
 
 
 @dataclass
-class Session:
+class WorkerState:
     """State the worker keeps between checks."""
 
     root: Path
@@ -30,7 +30,7 @@ class Session:
     baseline_modules: set[str] = field(default_factory=lambda: set(sys.modules))
 
 
-def load_entry(session: Session, request: CheckRequest) -> Any:
+def load_entry(session: WorkerState, request: CheckRequest) -> Any:
     """The function or class the request checks, from its snippet."""
     if request.module:
         with phase("import"):
@@ -46,7 +46,7 @@ def load_entry(session: Session, request: CheckRequest) -> Any:
     return _last_definition(module)
 
 
-def _exec_source(session: Session, source: str, filename: str) -> types.ModuleType:
+def _exec_source(session: WorkerState, source: str, filename: str) -> types.ModuleType:
     name = f"formula_snippet_{session.counter}"
     module = types.ModuleType(name)
     sys.modules[name] = module
@@ -89,7 +89,7 @@ def _traced(value: Any) -> Any:
 _AUTOGRAPH_MODULE = "__autograph_generated_file"
 
 
-def forget_local_modules(session: Session, before: set[str]) -> list[str]:
+def forget_local_modules(session: WorkerState, before: set[str]) -> list[str]:
     """Report project files imported by this check, then unload them so edits are seen;
     drop the modules AutoGraph generated for it, and their temporary files."""
     root = str(session.root) + os.sep

@@ -8,7 +8,7 @@ import pytest
 from markdown import Markdown
 from mkdocs.utils.meta import get_data
 
-from formula_check import option_values, parsing
+from formula_check import fences, option_values
 from formula_check.errors import SnippetError, SpecError
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
 from formula_check.pages import (
@@ -31,7 +31,7 @@ HERE = Location("docs/page.md", 7)
 
 def test_header_accepts_double_single_and_bare_values() -> None:
     header = """ id="sdpa" oracle='attention'  seed=3 dims="b=2 n=5" """
-    assert parsing.parse_header(header, HERE) == {
+    assert fences.parse_header(header, HERE) == {
         "id": "sdpa",
         "oracle": "attention",
         "seed": "3",
@@ -40,7 +40,7 @@ def test_header_accepts_double_single_and_bare_values() -> None:
 
 
 def test_header_empty_is_no_options() -> None:
-    assert parsing.parse_header("   ", HERE) == {}
+    assert fences.parse_header("   ", HERE) == {}
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_header_empty_is_no_options() -> None:
 )
 def test_header_errors_name_the_line(header: str, message: str) -> None:
     with pytest.raises(SpecError) as caught:
-        parsing.parse_header(header, HERE)
+        fences.parse_header(header, HERE)
     assert caught.value.message.startswith(message)
     assert str(caught.value).startswith("docs/page.md:7: ")
 
@@ -158,28 +158,28 @@ def test_oracle_name_knows_the_catalog() -> None:
 
 def test_parse_options_unknown_option_did_you_mean() -> None:
     with pytest.raises(SpecError) as caught:
-        parsing.parse_options({"oracel": "attention"}, HERE)
+        fences.parse_options({"oracel": "attention"}, HERE)
     assert str(caught.value) == "docs/page.md:7: unknown option 'oracel'; did you mean 'oracle'?"
 
 
 def test_parse_options_bad_value_names_option_and_value() -> None:
     with pytest.raises(SpecError) as caught:
-        parsing.parse_options({"mask": "casual"}, HERE)
+        fences.parse_options({"mask": "casual"}, HERE)
     assert caught.value.message.startswith("option mask='casual': expected one of")
 
 
 def test_page_defaults_turn_yaml_into_header_text() -> None:
     meta = {"formula_check": {"timing": False, "dims": {"b": 2, "n": 5}, "sweep": [64, 128]}}
-    assert parsing.page_defaults(meta, HERE) == {
+    assert fences.page_defaults(meta, HERE) == {
         "timing": "false",
         "dims": "b=2 n=5",
         "sweep": "64 128",
     }
-    assert parsing.page_defaults({"title": "x"}, HERE) == {}
+    assert fences.page_defaults({"title": "x"}, HERE) == {}
     with pytest.raises(SpecError, match="must be a mapping"):
-        parsing.page_defaults({"formula_check": "atol=1"}, HERE)
+        fences.page_defaults({"formula_check": "atol=1"}, HERE)
     with pytest.raises(SpecError, match="cannot set 'id'"):
-        parsing.page_defaults({"formula_check": {"id": "x"}}, HERE)
+        fences.page_defaults({"formula_check": {"id": "x"}}, HERE)
 
 
 # -- scanning pages ----------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def test_skip_and_mask_dims_reach_the_spec(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["b n", "b 2 n m", "b n m k"])
 def test_mask_dims_needs_three_named_axes(value: str) -> None:
     with pytest.raises(SpecError, match="three axis names"):
-        parsing.parse_options({"mask_dims": value}, HERE)
+        fences.parse_options({"mask_dims": value}, HERE)
 
 
 # -- names inside option values -----------------------------------------------------------
@@ -487,9 +487,9 @@ def test_front_matter_that_is_not_yaml_is_an_error_when_it_holds_defaults(tmp_pa
 
 
 def test_every_bad_option_of_a_header_is_reported_at_once() -> None:
-    raw = parsing.parse_header('atol="-1" rtol="abc" timeout="0" dimz="b=2" seed=3', HERE)
+    raw = fences.parse_header('atol="-1" rtol="abc" timeout="0" dimz="b=2" seed=3', HERE)
     with pytest.raises(SpecError) as caught:
-        parsing.parse_options(raw, HERE)
+        fences.parse_options(raw, HERE)
     assert caught.value.message == (
         "option atol='-1': expected a number >= 0; "
         "option rtol='abc': expected a number such as 1e-5; "
