@@ -1,4 +1,4 @@
-"""A block's ``\\text{Attention}(...) = ...`` is a definition later blocks of its page call.
+r"""A block's ``\text{Attention}(...) = ...`` is a definition later blocks of its page call.
 
 Only a block that vouches for it defines anything: one shown wrong on purpose (``expect``),
 one not checked (``formula="off"``, ``skip``) and one whose formula differs from its own
@@ -189,7 +189,7 @@ def multihead_arrays() -> tuple[dict[str, Array], dict[str, Any]]:
 
 @pytest.mark.parametrize("subscript", ["_{il}", "_{i,l}", " _ {il} "])
 def test_a_definition_with_an_output_subscript_is_the_one_called(subscript: str) -> None:
-    """``\\text{Attention}(Q, K, V)_{il} = ...`` defines Attention, as ``(Q, K, V) =`` does."""
+    r"""``\text{Attention}(Q, K, V)_{il} = ...`` defines Attention, as ``(Q, K, V) =`` does."""
     written = by_element(BY_ELEMENT.replace("_{il}", subscript, 1))
     definitions = (("attention", written, "docs/page.md:6"),)
     spec = spec_for("multihead", TUTORIAL_MHA, latex=MULTIHEAD, definitions=definitions)

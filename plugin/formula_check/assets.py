@@ -1,9 +1,9 @@
-"""The files a page with formula cards needs: the card stylesheet and an offline MathJax.
+r"""The files a page with formula cards needs: the card stylesheet and an offline MathJax.
 
 MathJax 3 comes from the PyPI package ``django-static-mathjax`` (its ``es5/`` folder). We ship
 ``tex-svg.js``: one self-contained file whose glyphs are SVG paths, so nothing depends on web
 fonts loading (the failure mode seen with CHTML: typeset elements with blank glyphs). The TeX
-extensions folder rides along because MathJax's ``autoload`` fetches e.g. ``\\boldsymbol``
+extensions folder rides along because MathJax's ``autoload`` fetches e.g. ``\boldsymbol``
 support on demand, relative to the script's own URL.
 
 A site without the MkDocs plugin (Zensical, plain Markdown) calls :func:`write_assets` once

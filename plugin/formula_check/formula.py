@@ -1,10 +1,10 @@
-"""The third side of a check: the LaTeX as written, compiled and compared with the oracle.
+r"""The third side of a check: the LaTeX as written, compiled and compared with the oracle.
 
 Code ≈ oracle says the code implements the reference; formula ≈ oracle says the page states
 the same reference. Together they tie the formula a reader sees to the code that runs.
 
 A formula may call a function an earlier block of the page defined (``head_i =
-\\text{Attention}(...)``). Such a definition is used only if its own formula agrees with its
+\text{Attention}(...)``). Such a definition is used only if its own formula agrees with its
 own oracle on this check's arrays; the card names each one used (``Attention from
 docs/page.md:20``) and each one set aside, with the reason.
 """

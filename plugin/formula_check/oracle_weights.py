@@ -98,6 +98,7 @@ def _kind_of(value: Array) -> str:
 
 
 def described(unmapped: Sequence[Sequence[Any]]) -> str:
+    """Weights as a note lists them: ``name (shape)``, comma-separated."""
     return ", ".join(f"{name} {tuple(shape)}" for name, shape in unmapped)
 
 

@@ -23,11 +23,11 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    """Reports each finished block.
+    r"""Reports each finished block.
 
-    On a terminal: one line redrawn in place (``\\r``) naming the block being checked, the
+    On a terminal: one line redrawn in place (``\r``) naming the block being checked, the
     count done and the time so far, kept fresh by a ticker while TensorFlow starts. Anywhere
-    else (CI logs): one plain line per finished block, because ``\\r`` garbles a log file.
+    else (CI logs): one plain line per finished block, because ``\r`` garbles a log file.
     """
 
     def __init__(self, stream: TextIO, total: int, *, live: bool | None = None) -> None:

@@ -62,6 +62,8 @@ def output_notes(
     dtypes: Sequence[str],
     keys: Sequence[str] | None = None,
 ) -> list[str]:
+    """What a card notes about the code's outputs: a dict whose keys are not the oracle's,
+    more values than compared, a dtype other than float32."""
     notes = []
     if keys and list(keys) != list(names[: len(keys)]):
         notes.append(

@@ -21,6 +21,8 @@ def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingSt
 
 
 def timing_stats(runs: Sequence[TimingResult]) -> list[TimingStats]:
+    """The card's timings: eager and ``tf.function`` medians of each timed run (the
+    size sweep's runs are the scaling plot's, not these)."""
     stats: list[TimingStats] = []
     for run in runs:
         if run.label.startswith("sweep"):
@@ -33,6 +35,7 @@ def timing_stats(runs: Sequence[TimingResult]) -> list[TimingStats]:
 
 
 def sweep_points(runs: Sequence[TimingResult]) -> tuple[SweepPoint, ...]:
+    """One point per size of a ``sweep=`` run: the size and its eager median and spread."""
     points = []
     for run in runs:
         label = run.label
@@ -45,6 +48,7 @@ def sweep_points(runs: Sequence[TimingResult]) -> tuple[SweepPoint, ...]:
 def oracle_timing(
     plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5
 ) -> TimingStats:
+    """How long the float64 oracle takes on the block's inputs (median of ``repeats``)."""
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -1,7 +1,7 @@
-"""LaTeX formulas as written, compiled into float64 NumPy functions and checked against oracles.
+r"""LaTeX formulas as written, compiled into float64 NumPy functions and checked against oracles.
 
 A hand-written recursive-descent compiler: lexer -> parser (syntax tree) -> lowering (names,
-types with named dims) -> NumPy evaluation. Index notation (``x_i``, ``\\sum_j``, ``y_i = …``)
+types with named dims) -> NumPy evaluation. Index notation (``x_i``, ``\sum_j``, ``y_i = …``)
 lowers to reductions over named axes (see :mod:`.indices`), and a formula may be split into
 statements that use one another (see :mod:`.where`). An oracle's ``axis`` param places a
 formula whose indices name no axis (see :mod:`.along`). Anything outside the executable subset

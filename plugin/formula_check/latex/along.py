@@ -1,12 +1,12 @@
-"""An oracle's ``axis`` param, and the axis a formula's indices run along.
+r"""An oracle's ``axis`` param, and the axis a formula's indices run along.
 
 Index notation places an index by position only: ``x_i`` is x's last axis. The textbook
-softmax, ``\\text{softmax}(x)_i = e^{x_i} / \\sum_j e^{x_j}``, is a function of a vector and
+softmax, ``\text{softmax}(x)_i = e^{x_i} / \sum_j e^{x_j}``, is a function of a vector and
 says nothing of which axis of a tensor that vector lies along; a block's ``axis=1`` says it.
 So a formula none of whose indices ranges over the axis's dim is compiled with that dim moved
 last in the symbols read from the oracle's input: its ``x_i`` then runs along the axis, as the
 block's code and the oracle do, and the compiled form says so. A formula that indexes the dim
-itself (``e^{x_{ij}} / \\sum_k e^{x_{kj}}`` for axis 1 of ``(b, n, m)``) says where it sums
+itself (``e^{x_{ij}} / \sum_k e^{x_{kj}}`` for axis 1 of ``(b, n, m)``) says where it sums
 and is taken as written: if it sums elsewhere, it differs.
 """
 

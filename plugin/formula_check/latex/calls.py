@@ -126,7 +126,7 @@ def _member(node: Expr) -> tuple[str, Expr] | None:
 
 
 def concat(lowerer: Lowering, node: Apply) -> Op:
-    """``Concat(head_1, \\dots, head_h)``: the family ``head_i`` side by side, head 1 first."""
+    r"""``Concat(head_1, \dots, head_h)``: the family ``head_i`` side by side, head 1 first."""
     args = node.args
     first, last = (_member(args[0]), _member(args[-1])) if len(args) == 3 else (None, None)
     if first is None or last is None or not isinstance(args[1], Dots) or first[0] != last[0]:

@@ -200,9 +200,9 @@ def compile_formula(
     *,
     definitions: Mapping[str, CompiledFormula] = frozen_map(),
 ) -> CompiledFormula:
-    """Compile ``latex`` as written against ``symbols``.
+    r"""Compile ``latex`` as written against ``symbols``.
 
-    ``definitions`` are earlier blocks that define functions (``\\text{Attention}(Q, K, V) =
+    ``definitions`` are earlier blocks that define functions (``\text{Attention}(Q, K, V) =
     ...``), by name. Raises :class:`LatexError` (with a column) or :class:`NotExecutable`,
     also for a formula too long or too deep to compile (see :mod:`.limits`).
     """

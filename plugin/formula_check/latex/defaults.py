@@ -53,7 +53,7 @@ def _epsilon(params: Mapping[str, Any]) -> float:
 
 
 def _moment(key: str, moment: str) -> Symbol:
-    """``\\mu`` or ``\\sigma`` of ``arrays[key]`` over its last axis (biased, as Keras)."""
+    r"""``\mu`` or ``\sigma`` of ``arrays[key]`` over its last axis (biased, as Keras)."""
     whole = array_loader(key, ("b", "n", "d_model"))
 
     def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:

@@ -1,11 +1,11 @@
-"""Index notation over named axes: ``x_i``, ``W_{ij}``, ``\\sum_j``, ``\\max_j``, ``y_i = …``.
+r"""Index notation over named axes: ``x_i``, ``W_{ij}``, ``\sum_j``, ``\max_j``, ``y_i = …``.
 
 An index is an axis of its own (``#i``), so values broadcast by index as ``einsum`` does:
 ``x_i`` renames x's last axis to ``#i`` (the last axes first: ``W_{ij}`` is row ``i``,
 column ``j``), a sum over ``j`` reduces axis ``#j``, and ``y_i = …`` gives ``#i`` back the
 dim it ranged over. An index ranges over the dim it is first used with, or that its sum's
 upper limit names; using it over another dim is an error. An upper limit that names nothing
-declared (the ``d`` of ``\\sum_{i=1}^{d}``) is that dim's size for the whole formula.
+declared (the ``d`` of ``\sum_{i=1}^{d}``) is that dim's size for the whole formula.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def index_letters(sub: Expr, taken: Collection[str]) -> tuple[Word, ...] | None:
 
 
 def alias_names(roots: Iterator[Expr], taken: Collection[str]) -> frozenset[str]:
-    """The upper limits that name nothing declared: ``d`` in ``\\sum_{i=1}^{d}``."""
+    r"""The upper limits that name nothing declared: ``d`` in ``\sum_{i=1}^{d}``."""
     found: set[str] = set()
     stack = list(roots)
     while stack:
@@ -95,9 +95,9 @@ def element(lowerer: Lowering, value: Op, letters: tuple[Word, ...], col: int) -
 
 
 def reduction(lowerer: Lowering, node: BigOp) -> Op:
-    """``\\sum_j body``: the body with the axis of ``j`` summed away (or multiplied, or its
+    r"""``\sum_j body``: the body with the axis of ``j`` summed away (or multiplied, or its
     largest or smallest kept); a ``j`` the body does not use repeats it ``m`` times, which
-    needs the limit ``\\sum_{j=1}^{m}`` to say how many."""
+    needs the limit ``\sum_{j=1}^{m}`` to say how many."""
     limit = _limit(lowerer, node)
     if limit is not None and len(node.indices) > 1:
         raise lowerer.fail(f"\\{node.op} over several indices takes no limits", node.col)

@@ -117,7 +117,7 @@ class Relabel:
 
 @dataclass(frozen=True)
 class Reduce:
-    """``\\sum_j``, ``\\prod_j``, ``\\max_j``, ``\\min_j``: the axis of index ``index`` reduced."""
+    r"""``\sum_j``, ``\prod_j``, ``\max_j``, ``\min_j``: the axis of index ``index`` reduced."""
 
     fn: str
     arg: Op

@@ -1,8 +1,8 @@
-"""LaTeX math source -> tokens with 0-based columns.
+r"""LaTeX math source -> tokens with 0-based columns.
 
-Spacing (``\\,``, ``\\quad``), delimiter sizing (``\\left``, ``\\Big``) and font commands that
-keep a letter a letter (``\\mathbf``) carry no meaning for the value, so they vanish here.
-Upright text (``\\text{softmax}``) becomes one ``text`` token: it names a function or a word.
+Spacing (``\,``, ``\quad``), delimiter sizing (``\left``, ``\Big``) and font commands that
+keep a letter a letter (``\mathbf``) carry no meaning for the value, so they vanish here.
+Upright text (``\text{softmax}``) becomes one ``text`` token: it names a function or a word.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class _Lexer:
         return name
 
     def _environment(self, start: int) -> str:
-        """The ``{name}`` after ``\\begin`` or ``\\end``."""
+        r"""The ``{name}`` after ``\begin`` or ``\end``."""
         while self.pos < len(self.source) and self.source[self.pos].isspace():
             self.pos += 1
         close = self.source.find("}", self.pos) if self.source.startswith("{", self.pos) else -1

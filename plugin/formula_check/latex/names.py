@@ -16,7 +16,7 @@ TRANSPOSE_MARKS = frozenset({"T", "⊤"})
 
 
 def script_text(node: Expr | None) -> str | None:
-    """``k`` for ``_k``, ``model`` for ``_{\\text{model}}``, ``1`` for ``_1``; else None."""
+    r"""``k`` for ``_k``, ``model`` for ``_{\text{model}}``, ``1`` for ``_1``; else None."""
     if isinstance(node, Word):
         return node.text
     if isinstance(node, Num) and node.value.is_integer():

@@ -16,9 +16,9 @@ class Num:
 
 @dataclass(frozen=True)
 class Word:
-    """A run of adjacent letters (``QK``, ``pos``), a Greek letter (``\\gamma``) or upright text.
+    r"""A run of adjacent letters (``QK``, ``pos``), a Greek letter (``\gamma``) or upright text.
 
-    Upright words (``\\text{softmax}``) are names as a whole; italic runs may be products of
+    Upright words (``\text{softmax}``) are names as a whole; italic runs may be products of
     several declared names and are split later, against the symbol table.
     """
 
@@ -39,7 +39,7 @@ class Script:
 
 @dataclass(frozen=True)
 class Apply:
-    """A name followed by a delimited argument list: ``\\text{softmax}(x)``, ``\\max\\{0, x\\}``."""
+    r"""A name followed by a delimited argument list: ``\text{softmax}(x)``, ``\max\{0, x\}``."""
 
     func: Word
     args: tuple[Expr, ...]
@@ -48,7 +48,7 @@ class Apply:
 
 @dataclass(frozen=True)
 class Binary:
-    """``left op right``; ``op`` is ``+``, ``-``, ``/``, ``mul`` (juxtaposition, ``\\cdot``) or
+    r"""``left op right``; ``op`` is ``+``, ``-``, ``/``, ``mul`` (juxtaposition, ``\cdot``) or
     ``odot`` (element-wise product)."""
 
     op: str
@@ -67,7 +67,7 @@ class Neg:
 
 @dataclass(frozen=True)
 class Dots:
-    """``\\dots``: only meaningful between the first and last member of a family."""
+    r"""``\dots``: only meaningful between the first and last member of a family."""
 
     col: int
 
@@ -82,7 +82,7 @@ class Tuple:
 
 @dataclass(frozen=True)
 class BigOp:
-    """``\\sum_{j=1}^{m} body``, ``\\prod_j``, ``\\max_j``, ``\\min_j``: ``op`` over each of
+    r"""``\sum_{j=1}^{m} body``, ``\prod_j``, ``\max_j``, ``\min_j``: ``op`` over each of
     ``indices``, the ``lower`` and ``upper`` limits as written (``j=1``, ``m``) or None."""
 
     op: str

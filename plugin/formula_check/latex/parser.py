@@ -1,24 +1,24 @@
-"""Tokens -> statements: a recursive-descent parser for the executable subset of LaTeX math.
+r"""Tokens -> statements: a recursive-descent parser for the executable subset of LaTeX math.
 
-Grammar (juxtaposition binds like ``\\cdot``; ``/`` is left-associative at the same level)::
+Grammar (juxtaposition binds like ``\cdot``; ``/`` is left-associative at the same level)::
 
     document   := statement (separator statement)* separator?
-    separator  := (',' | ';' | '.' | '\\\\' | \\text{where|and|with})+
+    separator  := (',' | ';' | '.' | '\\' | \text{where|and|with})+
     statement  := expression ('=' expression)?
     expression := ('+' | '-')? term (('+' | '-') term)*
-    term       := unary (('\\cdot' | '\\times' | '*' | '/' | '\\odot')? unary)*
+    term       := unary (('\cdot' | '\times' | '*' | '/' | '\odot')? unary)*
     unary      := '-' unary | postfix
     postfix    := atom (('_' | '^') script)*
-    atom       := number | word | word args | function args | '\\frac' script script
-                | '\\sqrt' script | '(' expression ')' | '{' expression '}' | '\\dots' | greek
+    atom       := number | word | word args | function args | '\frac' script script
+                | '\sqrt' script | '(' expression ')' | '{' expression '}' | '\dots' | greek
                 | bigop
-    bigop      := ('\\sum' | '\\prod' | '\\max' | '\\min') limits term
+    bigop      := ('\sum' | '\prod' | '\max' | '\min') limits term
     limits     := ('_' index | '^' script)*        (an index once, an upper limit at most once)
     index      := letter | '{' letters (',' letters)* ('=' expression)? '}'
-    args       := ('(' | '[' | '\\{') expression (',' expression)* (')' | ']' | '\\}')
+    args       := ('(' | '[' | '\{') expression (',' expression)* (')' | ']' | '\}')
     script     := '{' expression (',' expression)* '}' | letter | digit | command atom
 
-A big operator's body runs to the end of its term: ``\\sum_j a_j b_j + c`` sums ``a_j b_j``.
+A big operator's body runs to the end of its term: ``\sum_j a_j b_j + c`` sums ``a_j b_j``.
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ class Parser:
         raise NotExecutable(f"\\{name} is outside the executable subset")
 
     def big_op(self, token: Token) -> BigOp:
-        """``\\sum_{j=1}^{m} body``: the index once, the upper limit at most once."""
+        r"""``\sum_{j=1}^{m} body``: the index once, the upper limit at most once."""
         indices: tuple[Word, ...] = ()
         lower: Expr | None = None
         upper: Expr | None = None
@@ -329,8 +329,8 @@ class Parser:
         return BigOp(token.text, indices, lower, upper, self.term(), token.col)
 
     def sum_index(self, op: str) -> tuple[tuple[Word, ...], Expr | None]:
-        """``j``, ``{j}``, ``{i,j}``, ``{ij}`` or ``{j=1}``: the indices, and the lower limit,
-        of ``\\op`` (``sum``, ``max``, ...)."""
+        r"""``j``, ``{j}``, ``{i,j}``, ``{ij}`` or ``{j=1}``: the indices, and the lower limit,
+        of ``\op`` (``sum``, ``max``, ...)."""
         if self.peek().kind == "letter":  # _jx: the subscript is j alone, as TeX reads it
             token = self.advance()
             return (Word(token.text, token.col),), None
@@ -362,7 +362,7 @@ class Parser:
         return tuple(Word(t.text, t.col) for t in letters)
 
     def function(self, func: Word) -> Expr:
-        """``\\sin(x)``, ``\\max\\{0, x\\}``, or an undelimited argument: ``\\sin x``."""
+        r"""``\sin(x)``, ``\max\{0, x\}``, or an undelimited argument: ``\sin x``."""
         if self.at(*CLOSERS):
             return Apply(func, self.arguments(), func.col)
         return Apply(func, (self.postfix(),), func.col)

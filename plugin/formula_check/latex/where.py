@@ -1,8 +1,8 @@
-"""Definitions split over several statements: ``\\mu = …``, ``\\sigma^2 = …``, then the result.
+r"""Definitions split over several statements: ``\mu = …``, ``\sigma^2 = …``, then the result.
 
-A statement that assigns a name (``\\mu``, ``\\sigma^2``, ``\\alpha_{ij}``) is an intermediate
+A statement that assigns a name (``\mu``, ``\sigma^2``, ``\alpha_{ij}``) is an intermediate
 when another statement uses the name, and an output otherwise. Intermediates are lowered when
-first used, in any order (``… \\text{where} \\mu = …`` works too), so they may use each other;
+first used, in any order (``… \text{where} \mu = …`` works too), so they may use each other;
 within its own right side a name means what the symbol table declares (``x = x + 1``).
 """
 

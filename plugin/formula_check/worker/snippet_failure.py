@@ -108,4 +108,5 @@ def _snippet_line(error: BaseException, filename: str, root: str) -> tuple[str, 
 
 
 def clean(text: str) -> str:
+    """``text`` as a reply may carry it: no terminal colours, at most ``MAX_TEXT`` long."""
     return strip_ansi(text)[:MAX_TEXT]
