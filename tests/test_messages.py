@@ -4,6 +4,7 @@ made here, and the faces that would check blocks are given an engine that hands 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import traceback
 import xml.etree.ElementTree as ET
@@ -342,18 +343,18 @@ def make_layer(d_model: int, num_heads: int) -> tuple[int, int]:
 
 @pytest.mark.tf
 def test_a_factory_is_given_only_the_preset_keywords_it_takes() -> None:
-    from formula_check.worker.execution import _construct
+    from formula_check.worker.entry_call import construct
 
     init = {"num_heads": 4, "key_dim": 8, "d_model": 32}
-    assert _construct(make_layer, init, SOURCES) == (32, 4)
+    assert construct(make_layer, init, SOURCES) == (32, 4)
 
 
 @pytest.mark.tf
 def test_a_parameter_no_option_gives_is_an_error_naming_the_sources() -> None:
-    from formula_check.worker.execution import _construct
+    from formula_check.worker.entry_call import construct
 
     with pytest.raises(TypeError) as raised:
-        _construct(make_layer, {"num_heads": 4, "key_dim": 8}, SOURCES)
+        construct(make_layer, {"num_heads": 4, "key_dim": 8}, SOURCES)
     assert str(raised.value) == (
         'make_layer() needs d_model, which no option gives: add init="d_model=..." '
         "(keywords given: num_heads=4 (preset keras-mha; h from dims); not given, as "
@@ -367,18 +368,18 @@ def make_broken(d_model: int, num_heads: int) -> None:
 
 @pytest.mark.tf
 def test_a_type_error_while_constructing_names_where_each_keyword_came_from() -> None:
-    from formula_check.worker.execution import _construct
+    from formula_check.worker.entry_call import construct
 
     sources = {**SOURCES, "units": {"origin": "init", "said": "init="}}
     with pytest.raises(TypeError) as raised:
-        _construct(make_layer, {"num_heads": 4, "d_model": 32, "units": 2}, sources)
+        construct(make_layer, {"num_heads": 4, "d_model": 32, "units": 2}, sources)
     assert str(raised.value) == (
         "make_layer() got an unexpected keyword argument 'units' (keywords given: num_heads=4 "
         "(preset keras-mha; h from dims); d_model=32 (init=; d_model from dims); units=2 "
         "(init=))"
     )
     with pytest.raises(TypeError) as raised:
-        _construct(make_broken, {"num_heads": "h", "d_model": 32}, {})
+        construct(make_broken, {"num_heads": "h", "d_model": 32}, {})
     assert str(raised.value) == (
         "unsupported operand type(s) for //: 'int' and 'str' "
         "(keywords given: num_heads='h'; d_model=32)"
@@ -390,18 +391,21 @@ def test_a_type_error_while_constructing_names_where_each_keyword_came_from() ->
 @pytest.mark.tf
 def test_keras_mha_preset_with_a_factory_of_other_parameters_verifies() -> None:
     from formula_check.judge import evaluate
+    from formula_check.messages import CheckReply
     from formula_check.model import Environment
     from formula_check.planning import plan_check
     from formula_check.presets import init_sources
-    from formula_check.worker.execution import WorkerState, run_check
+    from formula_check.worker.one_check import check
+    from formula_check.worker.snippet_module import WorkerState
     from support import PROJECT
 
     spec = _preset_spec("keras-mha", MAKE_MHA, init={"d_model": "d_model"}, mask="causal")
     plan = plan_check(spec, str(PROJECT), with_timing=False)
     # the request, with where each constructor keyword came from (the block before its preset)
-    request = {**plan.header, "init_sources": init_sources(spec, plan.sizes)}
-    reply, arrays = run_check(WorkerState(PROJECT), request, dict(plan.arrays))
-    assert reply["ok"], reply.get("message")
+    sources = init_sources(spec, plan.sizes)
+    request = dataclasses.replace(plan.request, init_sources=sources)
+    reply, arrays = check(WorkerState(PROJECT), request, dict(plan.arrays))
+    assert isinstance(reply, CheckReply), reply
     result = evaluate(plan, reply, arrays, Environment())
     assert result.status is Status.VERIFIED, result.headline()
 
@@ -422,14 +426,15 @@ def test_a_layer_norm_built_with_another_epsilon_is_a_mismatch_that_says_so() ->
 
 @pytest.mark.tf
 def test_a_layer_norm_without_beta_says_center_false() -> None:
-    from formula_check.worker.execution import SnippetRaised, _read_weights
+    from formula_check.worker.layer_weights import read_weights
+    from formula_check.worker.snippet_failure import SnippetRaised
 
     class LayerNormalization:
         gamma = np.ones(3)
         beta = None
 
     with pytest.raises(SnippetRaised) as raised:
-        _read_weights(LayerNormalization(), {"gamma": "gamma", "beta": "beta"})
+        read_weights(LayerNormalization(), {"gamma": "gamma", "beta": "beta"})
     assert str(raised.value.error) == (
         "beta is None (a LayerNormalization built with center=False has no beta)"
     )

@@ -73,14 +73,11 @@ def snippet_failure(plan: Plan, failed: SnippetFailed, root: str) -> SnippetFail
 
 def evaluate(
     plan: Plan,
-    reply: CheckReply | Mapping[str, Any],
+    reply: CheckReply,
     arrays: Mapping[str, Array],
     env: Environment,
 ) -> CheckResult:
-    """Compare the code's outputs with the oracle's and build the result. ``reply`` may also
-    be the reply's header, as a worker's ``run_check`` gives it (tests and benches call it so)."""
-    if not isinstance(reply, CheckReply):
-        reply = CheckReply.decode(reply)
+    """Compare the code's outputs with the oracle's and build the result."""
     spec, oracle = plan.spec, plan.oracle
     outputs = [arrays[f"out/{i}"] for i in range(reply.outputs)]
     unused = [unused_verdict(plan, name) for name in reply.unused_weights]

@@ -26,9 +26,7 @@ from ..model import CheckSpec, Location, TimingSpec
 from ..planning import plan_check
 from ..snippets import inline_snippet
 from . import isolation, reaping
-from .entry_call import construct
-from .layer_weights import read_weights
-from .one_check import check, run_check
+from .one_check import check
 from .paths import SCRATCH_PREFIX
 from .snippet_failure import SnippetRaised
 from .snippet_module import WorkerState
@@ -40,12 +38,8 @@ __all__ = [
     "check",
     "describe_environment",
     "prepare_check_process",
-    "run_check",
     "warm_up",
 ]
-# The names tests/test_messages.py reaches for, from before the worker was split by concern.
-_construct = construct
-_read_weights = read_weights
 
 _WARM_UP_SNIPPET = """
 import tensorflow as tf
