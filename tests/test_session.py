@@ -63,11 +63,11 @@ def failed(block: PageBlock) -> CheckResult:
 def test_a_placeholder_becomes_the_card_once_the_result_is_in(session: FormulaSession) -> None:
     block = block_of(session)
     future: Future[CheckResult] = Future()
-    session.page = PageContext("docs/a.md", url="a/")
+    session.enter_page(PageContext("docs/a.md", url="a/"))
     html = "<main>" + session.placeholder(future, block, None) + "</main>"
     assert 'class="fc-pending"' in html and len(session.placeholders) == 1
     future.set_result(failed(block))
-    session.page = PageContext("docs/b.md", url="b/")  # another page renders meanwhile
+    session.enter_page(PageContext("docs/b.md", url="b/"))  # another page renders meanwhile
     filled = session.fill_placeholders(html)
     assert filled.startswith('<main><div class="admonition danger fc-card fc-status-error"')
     assert "&lt;b&gt;bad&lt;/b&gt;" in filled and "<b>bad</b>" not in filled

@@ -109,7 +109,9 @@ class FormulaPreprocessor(Preprocessor):
             return _tagged(lines, find_formulas(lines))
         session = self.extension.session
         if session.page.path == PageContext.path:
-            session.page = zensical_page(self.md, lines, session.settings.root) or session.page
+            zensical = zensical_page(self.md, lines, session.settings.root)
+            if zensical is not None:
+                session.enter_page(zensical)
         page = session.page
         meta = page.meta if page.meta is not None else front_matter(lines)
         blocks = page_blocks(

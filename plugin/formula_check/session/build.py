@@ -1,215 +1,25 @@
-"""State shared by every page of one build: engine, results, figures, the page being rendered.
-
-Markdown makes a new extension instance per page (MkDocs does, Zensical does); the session is
-what survives between them, so the TensorFlow workers start once and a block checked in the
-MkDocs plugin's site-wide pre-pass is not checked again when its page renders.
-
-The MkDocs plugin also lets pages render while their blocks are still being checked
-(:meth:`FormulaSession.check_in_background`): a card whose result is not in yet is written as
-a placeholder element, filled in by :meth:`FormulaSession.fill_placeholders` once the page's
-HTML is complete. Markdown, templates and the TensorFlow import then use the machine at once.
-"""
+"""One build's session: the results every page shares, checked in the background, and the
+cards (or placeholders, filled once the page's HTML is complete) the pages show."""
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as NotYet
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from .engine import Engine
-from .model import CheckResult, CheckSpec, Location, SnippetFailure, Status
-from .options import EngineSettings
-from .pages import PageBlock, Settings
-from .render import Figure, Labels, labels_for, render_card
-from .render.figure_cache import FigureCache
-
-
-@dataclass(frozen=True)
-class PageContext:
-    """The page being rendered.
-
-    ``line_offset`` is how many lines were cut from the top of the file before Markdown saw it
-    (MkDocs strips front matter). ``meta`` is the page's front matter; ``None`` means "read it
-    from the text" (plain Markdown keeps it in). ``url`` is the page's URL in the site, used to
-    make figure links relative.
-    """
-
-    path: str = "<page>"
-    line_offset: int = 0
-    meta: dict[str, Any] | None = None
-    url: str = ""
-    front_matter_error: str | None = None
-    """Why front matter holding defaults could not be read, judged on the page's text before
-    Markdown expanded its tabs (``None``: judge the lines Markdown gives)."""
-
-
-class ImageSink(Protocol):
-    """Stores a figure where the page can load it and returns the URL to use."""
-
-    def url(self, figure: Figure, page: PageContext) -> str:
-        """The URL of ``figure`` as seen from ``page``."""
-
-
-class DataUriImages:
-    """Figures inlined as ``data:`` URIs: nothing to copy, pages are self-contained."""
-
-    def url(self, figure: Figure, page: PageContext) -> str:
-        """The file's bytes as a base64 ``data:`` URI."""
-        return figure.data_uri
-
-
-class DirectoryImages:
-    """Figures written to ``directory``; pages link to them under ``url_prefix``."""
-
-    def __init__(self, directory: Path, url_prefix: str) -> None:
-        self.directory = directory
-        self.url_prefix = url_prefix.rstrip("/")
-
-    def url(self, figure: Figure, page: PageContext) -> str:
-        """Write the file (once) and return its URL."""
-        name = figure.file_name
-        target = self.directory / name
-        if not target.exists():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(figure.data)
-        return f"{self.url_prefix}/{name}"
-
-
-def is_failure(result: CheckResult, fail_on: frozenset[str] | set[str]) -> bool:
-    """Should this result fail the build? A broken promise (``expect=``) always does."""
-    if result.outcome_ok:
-        return False
-    if result.expected_failure:
-        return True
-    return result.status.value in fail_on
-
-
-class Checker(Protocol):
-    """What a face needs of an engine (:class:`~formula_check.engine.Engine`, or a fake that
-    answers without TensorFlow in the faces' tests)."""
-
-    @property
-    def startup_seconds(self) -> float:
-        """Time spent starting workers, never counted in a block's own time."""
-
-    def check_many(self, specs: Iterable[CheckSpec]) -> list[CheckResult]:
-        """Every block's result, in input order."""
-
-    def iter_check(
-        self,
-        specs: Iterable[CheckSpec],
-        *,
-        prepared: bool = False,
-        stop: threading.Event | None = None,
-    ) -> Iterator[CheckResult]:
-        """Results in input order, each as soon as it and those before it are done; closing
-        the iterator (when it has ``close``) stops the checks not started yet."""
-
-    def prepare(self, specs: Iterable[CheckSpec]) -> None:
-        """Do on the calling thread what the first check would do before asking a worker."""
-
-    def start_in_background(self) -> object:
-        """Start the workers now, without waiting for them."""
-
-    def close(self) -> None:
-        """Stop the workers."""
-
-
-EngineMaker = Callable[[EngineSettings], Checker]
-
-
-def open_engine(settings: EngineSettings) -> Engine:
-    """A new engine for ``settings``: the one place settings become engine arguments."""
-    return Engine(
-        settings.root,
-        workers=settings.workers,
-        cache_dir=settings.cache_dir,
-        use_cache=settings.cache,
-        python=settings.python,
-        memory_limit_mb=settings.memory_limit_mb,
-        fork=settings.fork_workers,
-        keep_alive=settings.keep_alive,
-        env=settings.env,
-    )
-
-
-class Engines:
-    """Engines by their settings: equal settings share one engine (one TensorFlow import).
-
-    ``make`` builds a missing one (:func:`open_engine`; the faces' tests give a fake).
-    :meth:`only` keeps a single engine, as the MkDocs plugin does across ``mkdocs serve``
-    rebuilds: new settings close the engine made for the old ones.
-    """
-
-    def __init__(self, make: EngineMaker = open_engine) -> None:
-        self.make = make
-        self._made: dict[EngineSettings, Checker] = {}
-        self._lock = threading.Lock()
-
-    def get(self, settings: EngineSettings) -> Checker:
-        """The engine for ``settings``, made on first use."""
-        with self._lock:
-            if settings not in self._made:
-                self._made[settings] = self.make(settings)
-            return self._made[settings]
-
-    def only(self, settings: EngineSettings) -> Checker:
-        """The engine for ``settings``; any engine made for other settings is closed."""
-        with self._lock:
-            stale = [key for key in self._made if key != settings]
-            for key in stale:
-                self._made.pop(key).close()
-        return self.get(settings)
-
-    def close(self) -> None:
-        """Close every engine made so far."""
-        with self._lock:
-            made, self._made = list(self._made.values()), {}
-        for engine in made:
-            engine.close()
-
-
-SHARED_ENGINES = Engines()
-"""Engines of faces that own no build lifetime (the Markdown extension alone, Zensical): a new
-engine per page would import TensorFlow once per page. Closed when the process exits."""
-atexit.register(SHARED_ENGINES.close)
-
-
-def checked_in_order(
-    engine: Checker | None, blocks: Sequence[PageBlock]
-) -> Iterator[tuple[PageBlock, CheckResult]]:
-    """Each block with its result, in block order, as soon as it is known: a block that could
-    not be built (no spec) is its error result and reaches no worker (nor needs an engine:
-    ``None`` will do when no block has a spec)."""
-    specs = [block.spec for block in blocks if block.spec is not None]
-    if specs and engine is None:
-        raise ValueError("blocks to check, and no engine to check them")
-    results = engine.iter_check(specs) if engine is not None and specs else None
-    try:
-        for block in blocks:
-            if block.spec is None or results is None:
-                yield block, block.error_result()
-            else:
-                yield block, next(results)
-    finally:
-        _close(results)
-
-
-def _close(results: Iterator[CheckResult] | None) -> None:
-    """Stop the checks of ``results`` not started yet (an engine's generator can)."""
-    close = getattr(results, "close", None)
-    if close is not None:
-        close()
-
+from ..model import CheckResult, CheckSpec, Location, SnippetFailure, Status
+from ..pages import PageBlock, Settings
+from ..render import Labels, labels_for, render_card
+from ..render.figure_cache import FigureCache
+from .engines import Checker, checked_in_order, close_results
+from .page import ImageSink, PageContext
 
 _SUPERSEDED_POLL = 0.1
 """Seconds between looks at :attr:`FormulaSession.superseded` while a page waits."""
@@ -296,7 +106,7 @@ class FormulaSession:
             self.engine = self.engine_factory()
         return self.engine
 
-    def results_for(self, blocks: Sequence[PageBlock]) -> list[CheckResult]:
+    def _check_now(self, blocks: Sequence[PageBlock]) -> list[CheckResult]:
         """Results in block order: reused when known, the rest checked in one batch."""
         todo = [block for block in blocks if self._reusable(block) is None]
         engine = self.get_engine() if any(block.spec is not None for block in todo) else None
@@ -350,7 +160,7 @@ class FormulaSession:
                     if not future.done():
                         future.set_exception(exc)
             finally:
-                _close(results)  # stops the queue of checks not started yet
+                close_results(results)  # stops the queue of checks not started yet
                 for future in futures.values():
                     future.cancel()  # only those never answered: nobody will answer them
 
@@ -428,7 +238,7 @@ class FormulaSession:
         """Known results and futures of blocks being checked; the rest is checked now."""
         found = [self.lookup(block) for block in blocks]
         missing = [block for block, answer in zip(blocks, found, strict=True) if answer is None]
-        fresh = iter(self.results_for(missing) if missing else [])
+        fresh = iter(self._check_now(missing) if missing else [])
         return [answer if answer is not None else next(fresh) for answer in found]
 
     def _record(self, block: PageBlock, result: CheckResult) -> None:
