@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from formula_check.model import CheckResult, CheckSpec, Status, Verdict
 from formula_check.options import EngineSettings
@@ -23,14 +24,7 @@ Answer = Callable[[CheckSpec], CheckResult]
 def verified(spec: CheckSpec) -> CheckResult:
     """A pass with one output verdict well inside its tolerance."""
     verdict = Verdict("output", True, ("n",), (4,), (4,), n_total=4, atol=1e-5, max_abs=1e-7)
-    return CheckResult(
-        spec.block_id,
-        spec.location,
-        spec.oracle,
-        Status.VERIFIED,
-        expect=spec.expect,
-        verdicts=(verdict,),
-    )
+    return _answer(spec, Status.VERIFIED, verdict)
 
 
 def mismatch(spec: CheckSpec) -> CheckResult:
@@ -38,13 +32,17 @@ def mismatch(spec: CheckSpec) -> CheckResult:
     verdict = Verdict(
         "output", False, ("n",), (4,), (4,), n_total=4, n_bad=4, atol=1e-5, max_abs=0.5
     )
+    return _answer(spec, Status.MISMATCH, verdict)
+
+
+def drift_on_axis_1(spec: CheckSpec) -> CheckResult:
+    """The tests' softmax pages: code over axis 1 drifts, any other code passes."""
+    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
+
+
+def _answer(spec: CheckSpec, status: Status, verdict: Verdict) -> CheckResult:
     return CheckResult(
-        spec.block_id,
-        spec.location,
-        spec.oracle,
-        Status.MISMATCH,
-        expect=spec.expect,
-        verdicts=(verdict,),
+        spec.block_id, spec.location, spec.oracle, status, expect=spec.expect, verdicts=(verdict,)
     )
 
 
@@ -114,3 +112,29 @@ class FakeMaker:
     def checked(self) -> list[CheckSpec]:
         """Every spec any engine made here was asked to check."""
         return [spec for engine in self.made for spec in engine.checked]
+
+
+_CONFTEST = """
+import sys
+
+sys.path.insert(0, {tests!r})
+
+import pytest
+from fakes import FakeMaker, {answer}
+
+from formula_check import pytest_plugin
+from formula_check.session import Engines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    run = config.stash.get(pytest_plugin.RUN, None)
+    if run is not None:
+        run.engines = Engines(FakeMaker({answer}))
+"""
+
+
+def pytest_conftest(answer: str = "drift_on_axis_1") -> str:
+    """A ``conftest.py`` for a pytester run: the run's engines are fakes answering with the
+    function of this module named ``answer``."""
+    return _CONFTEST.format(tests=str(Path(__file__).parent), answer=answer)

@@ -18,9 +18,8 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from fakes import FakeMaker, mismatch, verified
+from fakes import FakeMaker, drift_on_axis_1, pytest_conftest, verified
 from formula_check import cli
-from formula_check.model import CheckSpec
 from formula_check.session import Engines
 
 pytest_plugins = ["pytester"]
@@ -42,8 +41,7 @@ PAGE = "# Page\n\n" + BLOCK.format(name="good", axis=-1) + "\n" + BLOCK.format(n
 BAD_LINE = 3 + BLOCK.count("\n") + 1  # the second block's formula fence
 
 
-def answer(spec: CheckSpec) -> Any:
-    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
+answer = drift_on_axis_1
 
 
 @pytest.fixture
@@ -190,32 +188,9 @@ def test_cli_show_prints_the_card_of_the_block_at_a_line(
 
 # -- the pytest plugin -------------------------------------------------------------------------
 
-CONFTEST = """
-import sys
-
-sys.path.insert(0, {tests!r})
-
-import pytest
-from fakes import FakeMaker, mismatch, verified
-
-from formula_check import pytest_plugin
-from formula_check.session import Engines
-
-
-def answer(spec):
-    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config):
-    run = config.stash.get(pytest_plugin.RUN, None)
-    if run is not None:
-        run.engines = Engines(FakeMaker(answer))
-"""
-
 
 def test_pytest_plugin_makes_each_block_a_test(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST.format(tests=str(Path(__file__).parent)))
+    pytester.makeconftest(pytest_conftest())
     pytester.mkdir("docs").joinpath("index.md").write_text(PAGE, encoding="utf-8")
     result = pytester.runpytest_subprocess(
         "--formula-check", "docs", "-p", "no:cacheprovider", "-p", "no:xdist"
@@ -227,7 +202,7 @@ def test_pytest_plugin_makes_each_block_a_test(pytester: pytest.Pytester) -> Non
 
 
 def test_pytest_plugin_without_its_switch_collects_no_page(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST.format(tests=str(Path(__file__).parent)))
+    pytester.makeconftest(pytest_conftest())
     pytester.mkdir("docs").joinpath("index.md").write_text(PAGE, encoding="utf-8")
     result = pytester.runpytest_subprocess("docs", "-p", "no:cacheprovider", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED

@@ -1,7 +1,7 @@
 """``pytest --formula-check``: a docs folder as tests, inside a real (pytester) pytest run.
 
 One run checks the blocks for real (``tf``); the others test the face itself on a fake engine
-(``FAKE_ENGINE``, a conftest giving the run's ``engines`` a maker of fakes), which answers a
+(``fakes.pytest_conftest``, a conftest giving the run's ``engines`` a maker of fakes), which answers a
 softmax over axis 1 with a drift and any other block with a pass.
 """
 
@@ -17,31 +17,9 @@ import pytest
 # modules a run imported, and the next run would import some again next to stale copies of
 # others (MkDocs' theme loader then failed on its own YAML, depending on the test order).
 import formula_check.project  # noqa: F401
+from fakes import pytest_conftest
 
 pytest_plugins = ["pytester"]
-
-FAKE_ENGINE = f"""
-import sys
-
-sys.path.insert(0, {str(Path(__file__).parent)!r})
-
-import pytest
-from fakes import FakeMaker, mismatch, verified
-
-from formula_check import pytest_plugin
-from formula_check.session import Engines
-
-
-def answer(spec):
-    return mismatch(spec) if "axis=1" in spec.snippet.source else verified(spec)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config):
-    run = config.stash.get(pytest_plugin.RUN, None)
-    if run is not None:
-        run.engines = Engines(FakeMaker(answer))
-"""
 
 SOFTMAX = """\
 ```formula id="{id}" oracle="softmax" timing="off"{extra}
@@ -95,7 +73,7 @@ def docs(pytester: pytest.Pytester, cache_dir: Path) -> Path:
 @pytest.fixture
 def faked(pytester: pytest.Pytester, docs: Path) -> Path:
     """The same project, its blocks answered by a fake engine."""
-    pytester.makeconftest(FAKE_ENGINE)
+    pytester.makeconftest(pytest_conftest())
     return docs
 
 
@@ -163,7 +141,7 @@ def test_inert_without_the_switch(pytester: pytest.Pytester, docs: Path) -> None
 def test_a_broken_promise_fails_and_a_broken_block_says_why(pytester: pytest.Pytester) -> None:
     # Every check "verifies" here (no TensorFlow needed): what is judged is the plugin's
     # reading of a result against the block's expect=, and a header error's report.
-    pytester.makeconftest(FAKE_ENGINE.replace("mismatch(spec) if", "verified(spec) if"))
+    pytester.makeconftest(pytest_conftest("verified"))
     page = SOFTMAX.format(id="promised-drift", extra=' expect="mismatch"', axis=-1)
     page += "\n" + SOFTMAX.format(id="typo", extra=' dimz="b=2"', axis=-1)
     pytester.mkdir("docs").joinpath("promise.md").write_text(page, encoding="utf-8")
