@@ -27,9 +27,10 @@ ENGINE_COLD = """
 import sys
 sys.path[:0] = [{bench!r}]
 from workload import ROOT, blocks
-from formula_check.engine import Engine
 from formula_check.model import Status
-with Engine(ROOT / "tests" / "snippets", use_cache=False) as engine:
+from formula_check.options import Options
+from formula_check.session import open_engine
+with open_engine(Options(cache=False).engine(ROOT / "tests" / "snippets")) as engine:
     results = engine.check_many(blocks())
 assert all(r.status is Status.VERIFIED for r in results), [r.headline() for r in results if r.status is not Status.VERIFIED]
 """
@@ -43,23 +44,27 @@ def wall(argv: list[str]) -> float:
 
 def warm_overhead(repeats: int) -> tuple[float, float, int]:
     """Median (engine wall - snippet's own time) per check, median snippet time, peak RSS (KiB)."""
-    from formula_check.engine import Engine
     from formula_check.judge import evaluate
+    from formula_check.messages import CheckReply
     from formula_check.model import Environment
+    from formula_check.options import Options
     from formula_check.planning import plan_check
+    from formula_check.session import open_engine
 
     overheads, own = [], []
-    with Engine(ROOT / "tests" / "snippets", use_cache=False) as engine:
+    with open_engine(Options(cache=False).engine(ROOT / "tests" / "snippets")) as engine:
         engine.warm_up()
         for _ in range(repeats):
             for spec in blocks():
                 start = time.perf_counter()
                 plan = plan_check(spec, str(engine.root), with_timing=False)
-                reply, _ = engine.pool.request(plan.header, plan.arrays, 60)
-                evaluate(plan, reply.header, reply.arrays, Environment())
+                reply, _ = engine.pool.request(plan.request, plan.arrays, 60)
+                answer = reply.answer
+                assert isinstance(answer, CheckReply), (spec.block_id, reply)
+                evaluate(plan, answer, reply.arrays, Environment())
                 total = time.perf_counter() - start
-                overheads.append(total - reply.header["snippet_seconds"])
-                own.append(reply.header["snippet_seconds"])
+                overheads.append(total - answer.snippet_seconds)
+                own.append(answer.snippet_seconds)
         return statistics.median(overheads), statistics.median(own), engine.pool.peak_rss_kb
 
 

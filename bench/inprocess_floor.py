@@ -25,17 +25,14 @@ def run_block(spec) -> bool:
     exec(compile(spec.snippet.source, "<snippet>", "exec"), namespace)
     defined = [v for v in namespace.values() if getattr(v, "__module__", None) == "snippet"]
     entry = namespace[spec.snippet.entry] if spec.snippet.entry else defined[-1]
-    header, arrays = plan.header, plan.arrays
-    is_layer = (
-        isinstance(entry, type) or bool(header["init"]) or header["kind"] in {"layer", "factory"}
-    )
-    call = header["layer_call" if is_layer else "function_call"]
-    args = [tf.constant(arrays[r["array"]]) if "array" in r else r["value"] for r in call["args"]]
+    request, arrays = plan.request, plan.arrays
+    is_layer = isinstance(entry, type) or bool(request.init) or request.kind in {"layer", "factory"}
+    call = request.calls.layer if is_layer else request.calls.function
+    args = [tf.constant(arrays[a.array]) if a.array else a.value for a in call.args]
     kwargs = {
-        k: tf.constant(arrays[r["array"]]) if "array" in r else r["value"]
-        for k, r in call["kwargs"].items()
+        k: tf.constant(arrays[a.array]) if a.array else a.value for k, a in call.kwargs.items()
     }
-    target = entry(**header["init"]) if is_layer else entry
+    target = entry(**request.init) if is_layer else entry
     out = target(*args, **kwargs)
     first = out[0] if isinstance(out, (tuple, list)) else out
     arrays64 = {**plan.inputs, **plan.weights}

@@ -64,8 +64,9 @@ def _shared_process(root: Path) -> tuple[int, object, object]:
     """A process that starts TensorFlow's runtime once and runs every check it is sent, as
     the worker did before. Not a child of this script, which sweeps its own children as a
     warm worker does: started (twice forked) before this script becomes one."""
-    from formula_check.worker import protocol
-    from formula_check.worker.execution import WorkerState, run_check, warm_up
+    from formula_check import wire
+    from formula_check.messages import CheckRequest
+    from formula_check.worker.execution import WorkerState, check, warm_up
 
     requests_out, requests_in = os.pipe()
     answers_out, answers_in = os.pipe()
@@ -82,11 +83,11 @@ def _shared_process(root: Path) -> tuple[int, object, object]:
         with os.fdopen(requests_out, "rb") as requests, os.fdopen(answers_in, "wb") as answers:
             while True:
                 try:
-                    header, arrays = protocol.read_message(requests)
+                    header, arrays = wire.read_message(requests)
                 except EOFError:
                     os._exit(0)
-                reply, out = run_check(session, header, arrays)
-                protocol.write_message(answers, reply, out)
+                reply, out = check(session, CheckRequest.decode(header), arrays)
+                wire.write_message(answers, reply.encode(), out)
     os.waitpid(first, 0)
     pid = int(os.read(pid_out, 20))
     for fd in (requests_out, answers_in, pid_out, pid_in):
@@ -105,16 +106,18 @@ def main() -> None:
     parser.add_argument("--no-timing", action="store_true", help="plan the checks untimed")
     args = parser.parse_args()
 
-    from formula_check.planning import plan_check
-    from formula_check.worker import isolation, protocol
-    from formula_check.worker.execution import begin, prepare_check_process, run_check
+    from formula_check import wire
+    from formula_check.messages import Answer, CheckReply, decode_answer
+    from formula_check.planning import Plan, plan_check
+    from formula_check.worker import isolation
+    from formula_check.worker.execution import begin, check, prepare_check_process
 
     root = HERE.parent / "tests" / "snippets"
     shared_pid, shared_in, shared_out = _shared_process(root)
     scratch = tempfile.mkdtemp(prefix="isolation-bench-")
     session, hello = begin(root, scratch)
     print(
-        f"warm worker: TensorFlow {hello['tf_version']}, {hello['threads']} thread(s); "
+        f"warm worker: TensorFlow {hello.tf_version}, {hello.threads} thread(s); "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     plans = {
@@ -124,12 +127,12 @@ def main() -> None:
     shared: dict[str, list[float]] = {name: [] for name in plans}
     forked: dict[str, list[float]] = {name: [] for name in plans}
 
-    def in_shared(plan: object) -> dict:
-        protocol.write_message(shared_in, dict(plan.header), dict(plan.arrays))
-        return protocol.read_message(shared_out)[0]
+    def in_shared(plan: Plan) -> Answer:
+        wire.write_message(shared_in, plan.request.encode(), dict(plan.arrays))
+        return decode_answer(wire.read_message(shared_out)[0])
 
     checks = isolation.CheckProcesses(
-        lambda h, a: run_check(session, h, a),
+        lambda request, arrays: check(session, request, arrays),
         lambda: prepare_check_process(session, hello),
         conversation=[],
         scratch=scratch,
@@ -137,9 +140,9 @@ def main() -> None:
     checks.tidy()  # the first check's process, forked and made ready
     clock = [time.perf_counter()]  # when the check now timed was asked for
 
-    def in_own_process(plan: object) -> dict:
-        message = checks.run(dict(plan.header), dict(plan.arrays), time_limit=120)
-        answer = protocol.decode(message)[0]
+    def in_own_process(plan: Plan) -> Answer:
+        message = checks.run(plan.request, dict(plan.arrays), time_limit=120)
+        answer = decode_answer(wire.decode(message)[0])
         checks.tidy()  # as the worker does once the answer is sent
         return answer
 
@@ -152,7 +155,7 @@ def main() -> None:
     for name, plan in plans.items():  # one untimed round each way: a correctness check too
         for way in (in_shared, in_own_process):
             reply = way(plan)
-            assert reply.get("ok"), (name, way.__name__, reply)
+            assert isinstance(reply, CheckReply), (name, way.__name__, reply)
     cpu_used: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.repeats):
         for name, plan in plans.items():

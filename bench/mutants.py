@@ -803,17 +803,17 @@ class Program:
     """One block made ready to run in float64: its entry, arguments, and how to call it."""
 
     def __init__(self, options: Mapping[str, str], code: str) -> None:
-        from formula_check import fences
+        from formula_check import option_values
         from formula_check.oracles import get_oracle
         from formula_check.presets import PRESETS
 
         self.oracle = get_oracle(options["oracle"])
         preset = PRESETS.get(options.get("preset", ""), {})
-        given = fences.assignments(options["params"]) if "params" in options else {}
+        given = option_values.assignments(options["params"]) if "params" in options else {}
         self.params = {**self.oracle.params, **preset.get("params", {}), **given}
-        dims = fences.sizes(options["dims"]) if "dims" in options else {}
+        dims = option_values.sizes(options["dims"]) if "dims" in options else {}
         self.sizes = self.oracle.resolve_dims(dims, self.params)
-        own_init = fences.assignments(options["init"]) if "init" in options else {}
+        own_init = option_values.assignments(options["init"]) if "init" in options else {}
         init = {**preset.get("init", {}), **own_init}
         self.init = {k: self.sizes.get(v, v) if isinstance(v, str) else v for k, v in init.items()}
         call = options.get("call")

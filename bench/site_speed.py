@@ -379,23 +379,27 @@ def pid_alive(pid: int) -> bool:
 
 def snippet_own_seconds(root: Path, page: str, block_id: str, repeats: int) -> tuple[float, float]:
     """Median snippet run time and whole-check time of one block in a warm engine."""
-    from formula_check.engine import Engine
+    from formula_check.messages import CheckReply
+    from formula_check.options import Options
     from formula_check.pages import Settings, page_blocks
     from formula_check.planning import plan_check
+    from formula_check.session import open_engine
 
     lines = (root / page).read_text(encoding="utf-8").split("\n")
     blocks = page_blocks(lines, page=page, settings=Settings(root, 60.0, timing=False))
     specs = {block.block_id: block.spec for block in blocks if block.spec is not None}
     spec = specs[block_id]
     own, whole = [], []
-    with Engine(root, use_cache=False) as engine:
+    # the site's own env option: its snippets write to the ledger that variable names
+    options = Options(cache=False, env=(sitegen.LEDGER_ENV,))
+    with open_engine(options.engine(root)) as engine:
         engine.check_many(specs.values())  # warm the worker as serve's earlier builds did
         for _ in range(repeats):
             plan = plan_check(spec, str(engine.root), with_timing=False)
-            reply, _ = engine.pool.request(plan.header, plan.arrays, 60)
-            if not reply.header.get("ok"):
-                raise SystemExit(f"{block_id} failed in the bench's engine: {dict(reply.header)}")
-            own.append(float(reply.header["snippet_seconds"]))
+            reply, _ = engine.pool.request(plan.request, plan.arrays, 60)
+            if not isinstance(reply.answer, CheckReply):
+                raise SystemExit(f"{block_id} failed in the bench's engine: {reply}")
+            own.append(reply.answer.snippet_seconds)
             start = time.perf_counter()
             engine.check(spec)
             whole.append(time.perf_counter() - start)
@@ -655,8 +659,9 @@ def checking_throughput(root: Path, args: argparse.Namespace) -> dict[int, list[
     """Seconds to check every block of the site at ``root`` with 1 and with 2 workers already
     started (TensorFlow imported, workers forked): what a second worker adds to the checking,
     apart from the start-up both pay once."""
-    from formula_check.engine import Engine
+    from formula_check.options import Options
     from formula_check.pages import Settings, page_blocks
+    from formula_check.session import open_engine
 
     specs = []
     for page in sorted((root / "docs").glob("*.md")):
@@ -667,7 +672,7 @@ def checking_throughput(root: Path, args: argparse.Namespace) -> dict[int, list[
     seconds: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(args.repeats):
         for workers in (1, 2):
-            with Engine(root, workers=workers, use_cache=False) as engine:
+            with open_engine(Options(workers=workers, cache=False).engine(root)) as engine:
                 engine.check_many(specs[:workers])  # import TensorFlow, start every worker
                 start = time.perf_counter()
                 results = engine.check_many(specs)
@@ -706,6 +711,8 @@ def main() -> None:
         help="timing: false on every block (by default each snippet is timed, as on a site)",
     )
     args = parser.parse_args()
+    if args.command == "serve" and args.pages < 2:
+        parser.error("serve edits a block of the second page: --pages must be at least 2")
     args.run(args)
 
 
