@@ -261,7 +261,7 @@ def test_regimes_are_part_of_the_request_and_deterministic() -> None:
 
     spec = spec_for("attention", SDPA, mask="causal")
     first, second = plan_check(spec, "."), plan_check(spec, ".")
-    assert [r["name"] for r in first.header["regimes"]] == [
+    assert [r.name for r in first.request.regimes] == [
         "large logits",
         "masked keys score high",
     ]

@@ -111,7 +111,7 @@ def test_a_reply_that_does_not_fit_its_type_is_refused(header: dict[str, Any], s
 
 
 def test_a_request_without_its_calls_is_refused() -> None:
-    header = plan_check(spec_for("softmax", SDPA), ".").header
+    header = plan_check(spec_for("softmax", SDPA), ".").request.encode()
     del header["layer_call"]
     with pytest.raises(wire.ProtocolError, match="a check request has no 'layer_call'"):
         decode_request(header)

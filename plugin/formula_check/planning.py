@@ -53,11 +53,6 @@ class Plan:
     arrays: Mapping[str, Array]
     regimes: tuple[PlannedRegime, ...] = ()
 
-    @property
-    def header(self) -> dict[str, Any]:
-        """The request's header as the worker receives it."""
-        return self.request.encode()
-
 
 def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     """Generate inputs, weights and mask for ``spec``, and the request that runs its code.

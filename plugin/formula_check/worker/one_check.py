@@ -26,15 +26,6 @@ Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
 """A check's reply, and the arrays that go with it."""
 
 
-def run_check(
-    session: WorkerState, request: Mapping[str, Any], arrays: dict[str, Array]
-) -> tuple[dict[str, Any], dict[str, Array]]:
-    """:func:`check` on the wire: a request's header in, the reply's header out (the benches
-    and some tests speak it)."""
-    reply, out = check(session, CheckRequest.decode(request), arrays)
-    return reply.encode(), out
-
-
 def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
     """Answer one check request: outputs, weights, timings; or the snippet's error."""
     session.counter += 1
