@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,19 @@ def test_plugin_builds_cards_logs_the_drift_and_reports_every_block(
     assert len(maker.made) == 1 and maker.made[0].closed, "one engine, closed at shutdown"
     assert maker.made[0].settings is not None
     assert maker.made[0].settings.cache_dir == site.resolve() / ".cache" / "formula-check"
+
+
+def test_plugin_says_when_checks_start_and_sums_them_up(
+    site: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        _build(site, FakeMaker(answer))
+    ours = [r.getMessage() for r in caplog.records if r.getMessage().startswith("formula-check: ")]
+    assert ours[0] == (
+        "formula-check: checking 2 blocks on 1 page with 1 worker; unchanged blocks come from "
+        "the cache"
+    )
+    assert re.fullmatch(r"formula-check: 2 blocks in \S+ \S+: 1 verified, 1 failing", ours[-1])
 
 
 def test_plugin_strict_build_fails_on_the_drift(site: Path) -> None:

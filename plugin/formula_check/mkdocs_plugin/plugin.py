@@ -32,6 +32,7 @@ from .. import serving
 from ..config import FormulaCheckConfig, options_from
 from ..errors import FormulaCheckError
 from ..front_matter import front_matter_lines, front_matter_problem
+from ..model import CheckResult
 from ..options import Options
 from ..oracles import load_oracle
 from ..pages import (
@@ -44,6 +45,7 @@ from ..render import labels_for
 from ..render.figure_cache import FigureCache
 from ..session import Engines, FormulaSession, PageContext
 from . import report, site, watching
+from .tally import Tally
 
 
 class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-untyped-call]
@@ -60,6 +62,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.pages: list[File] = []
         self.report: File | None = None
         self.watcher = watching.Watcher()
+        self.tally = Tally(self.options.fail_on)
         self.started: object = None
         self.serving = False
         self.figures: FigureCache | None = None
@@ -124,7 +127,6 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
 
     def _make_session(self, config: MkDocsConfig) -> FormulaSession:
         self.images = site.SiteImages()
-        fail_on = self.options.fail_on
         engine = self.options.engine(self.root)
         return FormulaSession(
             settings=self.settings,
@@ -132,10 +134,14 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             images=self.images,
             engine_factory=lambda: self.engines.only(engine),
             fail_on=frozenset(),  # the plugin logs failures; the extension must not raise
-            on_result=lambda result: site.log_result(result, fail_on),
+            on_result=self._on_result,
             figure_cache=self._figure_cache(engine.cache_dir if engine.cache else None),
             superseded=self._superseded,
         )
+
+    def _on_result(self, result: CheckResult) -> None:
+        site.log_result(result, self.options.fail_on)
+        self.tally.add(result)
 
     def _superseded(self) -> bool:
         server = self.watcher.server
@@ -172,6 +178,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         with site.plugin_errors():
             self.session.begin_build()  # a rebuild starts after the last batch has ended
         self.blocks = [block for file in self.pages for block in self._blocks(file)]
+        self.tally = Tally(self.options.fail_on)
+        self.tally.start(self.blocks, len(self.pages), self.options.workers)
         self.session.check_in_background(self.blocks)
         self.watcher.add(watching.snippet_files(self.blocks, self.root))
         if self.config.report:
@@ -263,6 +271,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 "rewritten before formula-check could fill them (a theme override or another "
                 "plugin changing the page's HTML); the checks themselves ran and are logged above"
             )
+        summary = self.tally.summary()
+        if summary:
+            site.log.info(summary)
         if self.serving and any(block.spec is not None for block in self.blocks):
             self._start_engine(session)
         site_dir = Path(config.site_dir)
