@@ -11,18 +11,31 @@ from .scope import Definition, Locals, Lowering, Scope
 from .shapes import Type, base, concat_type, is_index_axis
 
 UNARY = {
-    "softmax": "softmax",
-    "sqrt": "sqrt",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "exp": "exp",
-    "log": "log",
+    **{name: name for name in ("sqrt", "sin", "cos", "tan", "exp", "log", "tanh", "sigmoid")},
     "ln": "log",
-    "tanh": "tanh",
-    "relu": "relu",
+    **dict.fromkeys(("softmax", "Softmax", "SoftMax"), "softmax"),
+    **dict.fromkeys(("relu", "ReLU", "Relu", "ReLu"), "relu"),
 }
+"""Builtins by their exact spellings. Case is meaning here: ``LN`` is no ``ln`` and ``Exp``
+no ``exp``, so a name is never matched by lowering its case."""
 ROW_WISE = frozenset({"softmax"})
+EXTREMA = frozenset({"max", "min"})
+CONCAT = frozenset({"Concat", "concat", "CONCAT"})
+LAYER_NORM = "LayerNorm"
+TABLE_ALIASES = dict.fromkeys(
+    ("LN", "LayerNorm", "Layernorm", "layernorm", "LayerNormalization"), LAYER_NORM
+)
+"""The spellings of the functions a symbol table may define, by the name it defines them
+under: ``\\mathrm{LN}`` is layer normalisation where the oracle has one."""
+UNSUPPORTED = {
+    LAYER_NORM: "layer normalisation",
+    "GELU": "the GELU activation",
+    "gelu": "the GELU activation",
+    "Dropout": "dropout",
+    "dropout": "dropout",
+}
+"""Upright names whose meaning is known but not executable here: a formula calling one the
+oracle does not define is not executable, never read as another function or a product."""
 
 
 def call(lowerer: Lowering, node: Apply) -> Op:
@@ -32,26 +45,47 @@ def call(lowerer: Lowering, node: Apply) -> Op:
     definition = _definition(scope, name)
     if definition is not None:
         return inline(lowerer, definition, node)
-    if name in scope.table.functions:
+    table_name = TABLE_ALIASES.get(name, name)
+    if table_name in scope.table.functions:
         value = _single(lowerer, node)
-        return Call(scope.table.functions[name], value, value.type)
-    builtin = name.lower()
-    if builtin in UNARY:
-        return _unary(lowerer, UNARY[builtin], node)
-    if builtin in ("max", "min"):
-        return _extremum(lowerer, builtin, node)
-    if builtin == "concat":
-        return concat(lowerer, node)
+        return Call(scope.table.functions[table_name], value, value.type)
+    builtin = _builtin(lowerer, node)
+    if builtin is not None:
+        return builtin
     if not node.func.upright and len(node.args) == 1:  # x(W_1 + W_2): a product, not a call
         return lowerer.juxtapose(
             lowerer.name(node.func, None, None), lowerer.lower(node.args[0]), node.args[0].col
         )
+    known = UNSUPPORTED.get(table_name)
+    if known is not None and node.func.upright:
+        raise NotExecutable(
+            f"unknown function {name}: {known}, which this oracle's symbols do not define"
+        )
     raise lowerer.fail(f"unknown function {name!r}: define it in an earlier block", node.col)
 
 
+def _builtin(lowerer: Lowering, node: Apply) -> Op | None:
+    """A builtin function's value, or None when ``node`` calls no builtin."""
+    name = node.func.text
+    if name in UNARY and (node.func.upright or name not in lowerer.vocabulary()):
+        return _unary(lowerer, UNARY[name], node)
+    if name in EXTREMA:
+        return _extremum(lowerer, name, node)
+    if name in CONCAT:
+        return concat(lowerer, node)
+    if name == "\\sigma" and name not in lowerer.vocabulary():  # applied, undeclared: sigmoid
+        return _unary(lowerer, "sigmoid", node)
+    return None
+
+
 def _definition(scope: Scope, name: str) -> Definition | None:
+    r"""The page's definition of ``name``; ``\textrm{sublayer}`` calls a ``Sublayer``, but a
+    short name must match exactly (``LN`` is not an ``Ln``) and a builtin is never redefined
+    by case alone."""
     if name in scope.definitions:
         return scope.definitions[name]
+    if len(name) <= 2 or name in UNARY or name in EXTREMA:
+        return None
     matches = [d for key, d in scope.definitions.items() if key.lower() == name.lower()]
     return matches[0] if len(matches) == 1 else None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import capped
 from ..model import Array, frozen_map
 from .errors import LatexError
@@ -64,6 +66,10 @@ class CompiledFormula:
         """The formula's value; a dict by output name when it has several (``Q = ..., K = ...``)."""
         limits = {key: sizes[base(dim)] for key, dim in self.aliases.items() if base(dim) in sizes}
         env = Env(arrays, {**sizes, **limits})
+        with np.errstate(all="ignore"):  # a wrong formula's NaN is its difference, not a warning
+            return self._evaluate(env)
+
+    def _evaluate(self, env: Env) -> Array | dict[str, Array]:
         grouped: dict[str, list[Output]] = {}
         for out in self.outputs:
             grouped.setdefault(out.name, []).append(out)

@@ -43,6 +43,7 @@ MAPS: dict[str, Callable[[Array], Array]] = {
     "log": np.log,
     "tanh": np.tanh,
     "relu": lambda x: np.maximum(0.0, x),
+    "sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),  # exact, and no overflow warning
     "softmax": _softmax,
 }
 REDUCE: dict[str, Callable[..., Array]] = {

@@ -302,8 +302,9 @@ class Parser:
             return self.function(Word(name, token.col, upright=True))
         if name in DOTS:
             return Dots(token.col)
-        if name in GREEK:
-            return Word(f"\\{name}", token.col)
+        if name in GREEK:  # \sigma(x): applied, an activation unless \sigma is declared
+            word = Word(f"\\{name}", token.col)
+            return self.maybe_apply(word) if self.at("(") else word
         if name in TRANSPOSE:
             if name == "mathsf":  # \mathsf{T}
                 self.script()

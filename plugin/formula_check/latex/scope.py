@@ -133,6 +133,10 @@ class Lowering(Protocol):
         """The letters that cannot be indices."""
         ...
 
+    def vocabulary(self) -> frozenset[str]:
+        """The names a written run may be read as here."""
+        ...
+
     def name(self, word: Word, sub: Expr | None, sup: Expr | None) -> Op:
         """A written name, with its subscript and superscript."""
         ...
