@@ -219,4 +219,17 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "LayerNormalization()",
         {},
     ),
+    # head width stated apart from d_model / h (Keras' key_dim)
+    "multihead: scaled by sqrt(d_model / h), not sqrt(key_dim)": (
+        "multihead-wide-heads",
+        "tf.sqrt(float(self.key_dim))",
+        "tf.sqrt(float(self.d_model // self.num_heads))",
+        {},
+    ),
+    "multihead: output projection forgotten with wide heads": (
+        "multihead-wide-heads",
+        "return self.wo(out), weights",
+        "return out, weights",
+        {},
+    ),
 }

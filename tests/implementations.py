@@ -227,6 +227,42 @@ SUBLAYER_WEIGHTS = (
 
 FFN_VARIABLES_MAP = {"W_1": "w1", "b_1": "b1", "W_2": "w2", "b_2": "b2"}
 
+WIDE_HEADS_MHA = """
+import tensorflow as tf
+
+class WideHeadAttention(tf.keras.layers.Layer):
+    def __init__(self, d_model, num_heads, key_dim):
+        super().__init__()
+        self.d_model, self.num_heads, self.key_dim = d_model, num_heads, key_dim
+        self.wq = tf.keras.layers.Dense(num_heads * key_dim)
+        self.wk = tf.keras.layers.Dense(num_heads * key_dim)
+        self.wv = tf.keras.layers.Dense(num_heads * key_dim)
+        self.wo = tf.keras.layers.Dense(d_model)
+
+    def heads(self, x):
+        shape = (tf.shape(x)[0], tf.shape(x)[1], self.num_heads, self.key_dim)
+        return tf.transpose(tf.reshape(x, shape), (0, 2, 1, 3))
+
+    def call(self, q, k, v, mask=None):
+        Q, K, V = self.heads(self.wq(q)), self.heads(self.wk(k)), self.heads(self.wv(v))
+        scores = tf.matmul(Q, K, transpose_b=True) / tf.sqrt(float(self.key_dim))
+        if mask is not None:
+            scores += mask * -1e9
+        weights = tf.nn.softmax(scores, axis=-1)
+        out = tf.transpose(tf.matmul(weights, V), (0, 2, 1, 3))
+        out = tf.reshape(out, (tf.shape(q)[0], tf.shape(q)[1], self.num_heads * self.key_dim))
+        return self.wo(out), weights
+"""
+"""Heads wider than ``d_model / h``, as Keras' ``key_dim`` allows: written by hand."""
+
+WIDE_HEADS_WEIGHTS = {
+    **{
+        f"{kind}_{part}": f"w{part}.{attr}"
+        for part in "qkvo"
+        for kind, attr in (("W", "kernel"), ("b", "bias"))
+    },
+}
+
 CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
     "attention": ("attention", SDPA, {}),
     "attention-causal": ("attention", SDPA, {"mask": "causal"}),
@@ -323,5 +359,20 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
             "weights": dict(p.split("=") for p in SUBLAYER_WEIGHTS.split()),
             "params": {"norm": "pre"},
         },
+    ),
+    "multihead-wide-heads": (
+        "multihead",
+        WIDE_HEADS_MHA,
+        {
+            "init": {"d_model": "d_model", "num_heads": "h", "key_dim": "depth"},
+            "weights": WIDE_HEADS_WEIGHTS,
+            "dims": {"d_model": 12, "h": 3, "depth": 8},
+            "mask": "padding",
+        },
+    ),
+    "multihead-keras-key-dim-d-model": (
+        "multihead",
+        KERAS_MHA_FACTORY,
+        {"preset": "keras-mha", "dims": {"d_model": 12, "h": 3, "depth": 12}, "mask": "padding"},
     ),
 }

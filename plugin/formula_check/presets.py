@@ -15,8 +15,13 @@ from typing import Any
 from .errors import SpecError
 from .model import CheckSpec
 
-# Keras' MultiHeadAttention keeps per-head kernels: (d_model, heads, key_dim) for the input
-# projections and (heads, key_dim, d_model) for the output. The engine reshapes a weight
+# Keras' MultiHeadAttention keeps per-head kernels: (d_model, heads, key_dim) for the query
+# and key projections, (d_model, heads, value_dim) for the value's and (heads, value_dim,
+# d_model) for the output. key_dim is the block's depth as written in dims= (d_model / h
+# when unstated): a stated head width builds the layer it states. Keras' value_dim follows
+# key_dim, as the oracle's depth_v follows depth; a block that states another depth_v says
+# init="value_dim=depth_v" (without it, the value kernel's shape is an error that names
+# both shapes). The engine reshapes a weight
 # whose rank differs from the oracle's declared one (row-major), which is exactly
 # "concatenate the heads" — the same order the paper's Concat(head_1, ..., head_h) uses.
 _KERAS_MHA: Mapping[str, Any] = {

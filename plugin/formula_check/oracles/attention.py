@@ -51,22 +51,32 @@ ATTENTION = Oracle(
 # multihead ----------------------------------------------------------------------------------
 
 MH_INPUTS = (tensor("q", "b n d_model"), tensor("k", "b m d_model"), tensor("v", "b m d_model"))
-MH_WEIGHTS = tuple(
-    spec
-    for part in "qkvo"
-    for spec in (
-        tensor(f"W_{part}", "d_model d_model", f"{part} projection"),
-        tensor(f"b_{part}", "d_model", f"{part} projection bias", default=0.0),
-    )
+HEADS_QK, HEADS_V = "h*depth", "h*depth_v"
+"""The concatenated widths of the heads: ``h`` heads of ``depth`` (queries and keys, Keras'
+``key_dim``) and of ``depth_v`` (values, Keras' ``value_dim``). Both are ``d_model`` when the
+head width is ``d_model / h``, as in the paper; never stated, always derived."""
+MH_WEIGHTS = (
+    tensor("W_q", f"d_model {HEADS_QK}", "q projection"),
+    tensor("b_q", HEADS_QK, "q projection bias", default=0.0),
+    tensor("W_k", f"d_model {HEADS_QK}", "k projection"),
+    tensor("b_k", HEADS_QK, "k projection bias", default=0.0),
+    tensor("W_v", f"d_model {HEADS_V}", "v projection"),
+    tensor("b_v", HEADS_V, "v projection bias", default=0.0),
+    tensor("W_o", f"{HEADS_V} d_model", "o projection"),
+    tensor("b_o", "d_model", "o projection bias", default=0.0),
 )
+MH_VARIANTS = ("cross", "self", "causal")
+"""``cross``: queries attend to another sequence; ``self``: one sequence is the queries, keys
+and values; ``causal``: self-attention where each position sees itself and earlier ones only
+(Keras' ``use_causal_mask=True``), and the block's own mask, if any, as well."""
 
 
 def _split_heads(x: Array, h: int) -> Array:
-    """(b, n, d_model) -> (b, h, n, depth), as the paper: reshape, then move heads forward."""
-    b, n, d_model = x.shape
-    if d_model % h:
-        raise OracleError(f"d_model ({d_model}) must be divisible by h ({h})")
-    heads: Array = x.reshape(b, n, h, d_model // h).transpose(0, 2, 1, 3)
+    """(b, n, h * depth) -> (b, h, n, depth), as the paper: reshape, then move heads forward."""
+    b, n, width = x.shape
+    if width % h:
+        raise OracleError(f"the projections' width ({width}) must be divisible by h ({h})")
+    heads: Array = x.reshape(b, n, h, width // h).transpose(0, 2, 1, 3)
     return heads
 
 
@@ -77,11 +87,21 @@ def _merge_heads(x: Array) -> Array:
     return merged
 
 
+def causal_keep(n: int, m: int) -> Array:
+    """``(n, m)``: True where query ``i`` may see key ``j <= i`` (the last keys aligned with
+    the last queries when ``m > n``, as Keras aligns them)."""
+    kept: Array = np.tril(np.ones((n, m), dtype=bool), k=max(0, m - n))
+    return kept
+
+
 def _multihead(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
     h = int(params["h"])
     W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o = (given(arrays, s) for s in MH_WEIGHTS)
     q, k, v = (given(arrays, s) for s in MH_INPUTS)
     keep = keep_mask(arrays)
+    if choice(params, "variant", MH_VARIANTS) == "causal":
+        causal = causal_keep(q.shape[1], k.shape[1])
+        keep = causal[np.newaxis] if keep is None else keep & causal
     if keep is not None and keep.ndim == 3:
         keep = keep[:, np.newaxis]  # one mask for every head
     heads, weights = scaled_dot_product(
@@ -94,13 +114,29 @@ def _multihead(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[s
     return {"output": _merge_heads(heads) @ W_o + b_o, "weights": weights}
 
 
-def _derive_multihead(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
-    sizes = positive_sizes(sizes, params)
+def head_widths(sizes: dict[str, int]) -> dict[str, int]:
+    """``depth`` as stated, or ``d_model / h``; ``depth_v`` as stated, or ``depth``; and the
+    concatenated widths ``h*depth`` and ``h*depth_v``. A stated width is used as written,
+    whatever ``d_model`` is (Keras' ``key_dim=d_model``)."""
     d_model, h = sizes["d_model"], sizes["h"]
-    if d_model % h:
-        raise OracleError(f"d_model ({d_model}) must be divisible by h ({h})")
-    sizes["depth"] = d_model // h  # always derived: a default depth must not outvote d_model
-    if choice(params, "variant", ("cross", "self")) == "self":
+    if "depth" not in sizes:
+        if d_model % h:
+            raise OracleError(
+                f"d_model ({d_model}) must be divisible by h ({h}), or the head width "
+                'stated (dims="depth=…")'
+            )
+        sizes["depth"] = d_model // h
+    sizes.setdefault("depth_v", sizes["depth"])
+    for whole, part in ((HEADS_QK, "depth"), (HEADS_V, "depth_v")):
+        width = h * sizes[part]
+        if sizes.setdefault(whole, width) != width:
+            raise OracleError(f"{whole} is h × {part} ({width}), not {sizes[whole]}: state {part}")
+    return sizes
+
+
+def _derive_multihead(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[str, int]:
+    sizes = head_widths(positive_sizes(sizes, params))
+    if choice(params, "variant", MH_VARIANTS) != "cross":
         sizes["m"] = sizes["n"]  # self-attention: keys and values are the queries
     return sizes
 
@@ -108,7 +144,7 @@ def _derive_multihead(sizes: dict[str, int], params: Mapping[str, Any]) -> dict[
 def _generate_multihead(
     sizes: Mapping[str, int], rng: np.random.Generator, params: Mapping[str, Any]
 ) -> dict[str, Array]:
-    if choice(params, "variant", ("cross", "self")) == "self":
+    if choice(params, "variant", MH_VARIANTS) != "cross":
         x = rng.standard_normal((sizes["b"], sizes["n"], sizes["d_model"]))
         return {"q": x, "k": x, "v": x}
     return {spec.name: rng.standard_normal(spec.shape(sizes)) for spec in MH_INPUTS}
@@ -117,15 +153,26 @@ def _generate_multihead(
 MULTIHEAD = Oracle(
     name="multihead",
     title="Multi-head attention",
-    summary="Projects queries, keys and values, attends in h heads of size d_model/h, "
-    "concatenates the heads and projects the result.",
+    summary="Projects queries, keys and values, attends in h heads of width depth "
+    "(d_model/h unless stated), concatenates the heads and projects the result.",
     latex=r"\text{MultiHead}(Q, K, V) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)W^O,"
     r" \quad \text{head}_i = \text{Attention}(QW_i^Q, KW_i^K, VW_i^V)",
     compute=_multihead,
     inputs=MH_INPUTS,
     outputs=(tensor("output", "b n d_model"), tensor("weights", "b h n m")),
     weights=MH_WEIGHTS,
-    dims={"b": 2, "n": 5, "m": 7, "d_model": 12, "h": 3, "depth": 4},
+    dims={
+        "b": 2,
+        "n": 5,
+        "m": 7,
+        "d_model": 12,
+        "h": 3,
+        "depth": 4,
+        "depth_v": 4,
+        HEADS_QK: 12,
+        HEADS_V: 12,
+    },
+    derived_dims=("depth", "depth_v", HEADS_QK, HEADS_V),
     params={"variant": "cross"},
     heatmaps=("weights",),
     mask_dims=("b", "1", "n", "m"),

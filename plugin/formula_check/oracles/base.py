@@ -130,6 +130,10 @@ class Oracle:
     regimes: tuple[Regime, ...] | None = None
     """Input regimes checked after the standard one; ``None``: :data:`WIDE` for an oracle
     with inputs, none for one that computes from sizes alone; ``()``: the standard only."""
+    derived_dims: tuple[str, ...] = ()
+    """Dims that ``derive`` computes from the others unless a block states them (a head
+    width follows ``d_model / h``): ``dims`` gives their size at the default sizes, but that
+    default never outvotes a stated ``d_model``, and a stated size is used as written."""
 
     def input_regimes(self) -> tuple[Regime, ...]:
         """The regimes a block of this oracle is checked on besides the standard inputs."""
@@ -154,7 +158,8 @@ class Oracle:
 
     def resolve_dims(self, given: Mapping[str, int], params: Mapping[str, Any]) -> dict[str, int]:
         """Default sizes overridden by ``given``, then derived dims filled in and validated."""
-        sizes = {**self.dims, **given}
+        defaults = {k: v for k, v in self.dims.items() if k not in self.derived_dims}
+        sizes = {**defaults, **given}
         if self.derive is not None:
             sizes = self.derive(sizes, params)
         return sizes

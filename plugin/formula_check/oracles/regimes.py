@@ -35,7 +35,7 @@ def large_logits(names: tuple[str, ...], scale: float) -> Regime:
         params: Mapping[str, Any],
     ) -> dict[str, Array]:
         # self-attention's one sequence is its queries, keys and values alike
-        every = params.get("variant") == "self"
+        every = params.get("variant") in ("self", "causal")
         return {
             key: value * scale if every or key in names else value
             for key, value in standard.items()
