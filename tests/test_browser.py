@@ -110,6 +110,38 @@ BROKEN_HEADERS = """() => [...document.querySelectorAll('.fc-card th')].flatMap(
 })"""
 
 
+# Each display formula's drawn width against its natural width (MathJax's ex size in px):
+# a formula squeezed to 1 px, or shrunk to fit, is drawn smaller than its content.
+MATH_WIDTHS = """() => [...document.querySelectorAll('div.arithmatex mjx-container svg')].map((svg) => ({
+  tex: svg.closest('div.arithmatex').textContent.trim().slice(0, 40),
+  drawn: svg.getBoundingClientRect().width,
+  natural: svg.width.baseVal.value,
+}))"""
+
+# Words of card table cells drawn on more than one line: cut mid-word ("outpu/t").
+BROKEN_CELLS = """() => [...document.querySelectorAll('.fc-card td')].flatMap((cell) => {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  const broken = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const words = node.data.split(/(\\s+)/);
+    let offset = 0;
+    for (const word of words) {
+      if (word.trim()) {
+        const range = document.createRange();
+        range.setStart(node, offset);
+        range.setEnd(node, offset + word.length);
+        const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+        if (lines.size > 1) broken.push(`${word} (${lines.size} lines)`);
+      }
+      offset += word.length;
+    }
+  }
+  return broken;
+})"""
+WIDTHS = (390, 700, 1280)
+"""A phone, a split-screen editor and preview, a desktop."""
+
+
 @dataclass
 class PageLog:
     """What one page did on the wire and in its console."""
@@ -299,3 +331,26 @@ def test_pages_render_math_cards_and_figures_offline(
     assert verified > 0, "no card shows the verified status"
     context.close()
     save_card_screenshots(browser, server + pages[0], artifacts)
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_math_keeps_its_size_and_cells_their_words_at_every_width(
+    browser: Any, server: str, built_site: Path, artifacts: Path, width: int, scheme: str
+) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    for page_url in card_pages(built_site):
+        name = f"{page_url.strip('/') or 'index'} at {width} px, {scheme}"
+        page, log = open_page(context, server + page_url)
+        page.evaluate(f"() => {{ document.body.dataset.mdColorScheme = '{scheme}'; }}")
+        widths = page.evaluate(MATH_WIDTHS)
+        assert widths, f"{name}: no display formula"
+        squeezed = [w for w in widths if w["drawn"] < max(2.0, w["natural"] - 1.0)]
+        assert squeezed == [], f"{name}: formulas drawn smaller than their content: {squeezed}"
+        assert page.evaluate(BROKEN_CELLS) == [], f"{name}: card cells cut mid-word"
+        assert_headers_unbroken(page, name)
+        if page_url == "":
+            page.screenshot(path=artifacts / f"index-{width}-{scheme}.png", full_page=True)
+        assert_nothing_external_or_failed(log, name)
+        page.close()
+    context.close()
