@@ -147,13 +147,14 @@ def test_masks() -> None:
     assert padding.any(axis=-1).all() and not padding.all()
     both = keep_mask("both", 2, 5, 7, rng)
     assert both.any(axis=-1).all()
-    additive = snippet_mask(causal, "additive", ("b", "1", "n", "m"))
+    axes = ("b", "n", "m")
+    additive = snippet_mask(causal, "additive", ("b", "1", "n", "m"), axes)
     assert additive.shape == (2, 1, 4, 4) and additive.dtype == np.float32
     assert np.array_equal(additive[:, 0] == 1.0, ~causal)
-    assert snippet_mask(causal, "keep", ("b", "n", "m")).dtype == bool
-    assert snippet_mask(causal, "keep-float", ("b", "n", "m")).dtype == np.float32
-    with pytest.raises(SpecError, match="three named axes"):
-        snippet_mask(causal, "keep", ("b", "n"))
+    assert snippet_mask(causal, "keep", axes, axes).dtype == bool
+    assert snippet_mask(causal, "keep-float", axes, axes).dtype == np.float32
+    with pytest.raises(SpecError, match="leaves out the query axis"):
+        snippet_mask(causal, "keep", ("b", "m"), axes)
 
 
 def _blind_spots(oracle: str, dims: str, **fields: Any) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SpecError
+from .masks import CONVENTIONS
 from .model import Location
 from .option_values import (
     Validator,
@@ -130,10 +131,10 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "mask_convention",
-        choice("additive", "keep", "keep-float"),
+        choice(*CONVENTIONS),
         "keep",
-        "How the mask is encoded: `additive` (default), `keep` or `keep-float`. See "
-        "[Masks](#masks).",
+        "How the mask is encoded: `additive` (default), `keep`, `keep-float`, `neg-inf`, "
+        "`neg-large` or `lengths` (valid lengths). See [Masks](#masks).",
     ),
     BlockOption(
         "init",
@@ -249,8 +250,10 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "mask_dims",
         mask_dims,
         "b 1 n m",
-        "The axes of the mask as the code expects it: three names (batch, query, key) plus "
-        "literal `1`s for broadcast axes. Default: the oracle's mask shape.",
+        "The axes of the mask as the code takes it: the oracle's batch, query and key axes "
+        "(any of them, in any order) plus literal `1`s for broadcast axes, such as `b 1 m` or "
+        "`n m`; for valid lengths `b` or `b n`. An axis left out must be one the mask does "
+        "not vary along. Default: the oracle's mask shape. See [Masks](#masks).",
     ),
     BlockOption(
         "symbols",
@@ -293,9 +296,30 @@ def parse_options(raw: Mapping[str, str], where: Location) -> dict[str, Any]:
             parsed[key] = validator(value)
         except ValueError as exc:
             problems.append(f"option {key}={value!r}: {exc}")
+    problems += _contradictions(parsed)
     if problems:
         raise SpecError("; ".join(problems), where)
     return parsed
+
+
+def _contradictions(parsed: Mapping[str, Any]) -> list[str]:
+    """Values of one header (or one page's defaults) that another of them would leave
+    without effect: each stated value takes effect or is an error, never ignored."""
+    problems = []
+    timing = parsed.get("timing")
+    if timing is not None and not timing[0]:
+        problems += [
+            f"{key}= cannot take effect: this block's timing is off"
+            for key in ("timing_dims", "sweep")
+            if key in parsed
+        ]
+    if parsed.get("mask") == "none":
+        problems += [
+            f"{key}= cannot take effect: mask is none"
+            for key in ("mask_convention", "mask_dims")
+            if key in parsed
+        ]
+    return problems
 
 
 def _yaml_text(value: object) -> str:

@@ -92,6 +92,7 @@ def evaluate(
             environment=env,
             stdout=reply.stdout,
         )
+    _options_took_effect(plan, reply)
     weights, read_params = oracle_weights(plan, reply, arrays)
     params = dict(plan.params)  # the formula's: what the code says of them is checked below
     oracle_arrays = {**plan.inputs, **weights}
@@ -102,13 +103,16 @@ def evaluate(
     verdicts, pictured = _judge_outputs(
         plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
     )
+    _heatmaps_drawable(plan, pictured[1])
+    verdicts += _unreturned(plan, names, len(outputs))
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
     formula = judge_formula(spec, oracle_arrays, params)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
-        output_notes(plan, names, outputs, reply.output_dtypes, reply.output_keys)
+        list(plan.notes)
+        + output_notes(plan, names, outputs, reply.output_dtypes, reply.output_keys)
         + [note for _, note in checked if note]
         + unmapped_notes(plan, reply)
         + blind_spots(plan)
@@ -136,6 +140,65 @@ def evaluate(
         stdout=reply.stdout,
         formula=formula,
     )
+
+
+def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
+    """A function is called, never built: what a block says of building (``init=``, weights
+    ``perturb=false``) would be ignored, and a weight its ``call=`` never passes never
+    reaches the code. Each is an error at the block's place."""
+    if reply.kind != "function":
+        return
+    spec = plan.spec
+    own_init = [k for k, said in plan.request.init_sources.items() if said.get("origin") == "init"]
+    if own_init:
+        raise SpecError(
+            f"init: {', '.join(own_init)} cannot take effect: this code is called as a "
+            'function, never constructed (kind="layer" or "factory" builds it)',
+            spec.location,
+        )
+    if not spec.perturb_weights:
+        raise SpecError(
+            "perturb=false cannot take effect: this code is a function, given its weights as "
+            "arguments; only a layer's own weights are moved",
+            spec.location,
+        )
+    call = plan.request.calls.function
+    passed = {arg.array for arg in (*call.args, *call.kwargs.values())}
+    missing = [t.name for t in plan.oracle.weights if f"wt/{t.name}" not in passed]
+    if spec.call is not None and missing:
+        raise SpecError(
+            f"call={' '.join(spec.call)!r} never passes {', '.join(missing)}, weights of oracle "
+            f"{plan.oracle.name!r}: a function must be given every weight the formula uses",
+            spec.location,
+        )
+
+
+def _heatmaps_drawable(plan: Plan, expected: Mapping[str, Array]) -> None:
+    """A heatmap the block asks for by name must have values to draw."""
+    for name in plan.spec.heatmaps or ():
+        if name not in expected:
+            raise SpecError(
+                f"heatmaps: oracle {plan.oracle.name!r} has no {name!r} to draw (it has "
+                f"{', '.join(sorted(expected))})",
+                plan.spec.location,
+            )
+
+
+def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:
+    """``returns=`` names more values than the code returned: each missing one fails."""
+    named = plan.spec.returns or ()
+    return [
+        Verdict(
+            name=name,
+            ok=False,
+            dims=(),
+            expected_shape=(),
+            actual_shape=(),
+            problem=f"returns= names it as value {index + 1}, but the code returned only {count}",
+        )
+        for index, name in enumerate(named)
+        if index >= count and name != "_"
+    ]
 
 
 Pictured = tuple[Mapping[str, Array], Mapping[str, Array]]

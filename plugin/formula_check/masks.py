@@ -1,10 +1,22 @@
-"""Attention masks: one logical *keep* mask for the oracle, in the convention the code expects.
+"""Attention masks: one logical *keep* mask for the oracle, in the form the code expects.
 
-Two conventions are common in the wild:
+The oracle always works from a boolean ``(b, n, m)`` keep mask. The code receives it as a
+block asks, which is how the code in the wild takes it:
 
 * ``additive`` — TF tutorials: a float mask with **1 = masked**, used as ``logits += mask * -1e9``;
 * ``keep`` — Keras: a boolean mask with **True = may attend** (``attention_mask=``);
-  ``keep-float`` is the same as 0/1 floats.
+  ``keep-float`` is the same as 0/1 floats;
+* ``neg-inf`` and ``neg-large`` — a float mask added to the logits as it is: 0 where a key
+  is kept, ``-inf`` (or ``-1e9``) where it is hidden;
+* ``lengths`` — d2l's ``valid_lens``: how many leading keys each batch element (``(b,)``) or
+  each query (``(b, n)``) may see, as int32.
+
+``mask_dims`` names the axes of the array the code gets, from the oracle's mask axes (batch,
+query, key: ``b n m``), with ``1`` for a broadcast axis: ``b 1 m`` is a key-padding mask
+shared by every query, ``n m`` a causal mask shared by the batch, ``b 1 1 m`` one shared by
+every head and query too. An axis left out must be one the mask does not vary along, and
+named axes may come in another order (the array is transposed to it); anything else is an
+error, never a reshape that silently means something else.
 """
 
 from __future__ import annotations
@@ -14,7 +26,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import SpecError
-from .model import Array, MaskConvention, MaskKind
+from .model import Array, MaskKind
+
+CONVENTIONS = ("additive", "keep", "keep-float", "neg-inf", "neg-large", "lengths")
+"""Every encoding a block's ``mask_convention`` may ask for."""
+
+LARGE_NEGATIVE = -1e9
+"""The hidden keys' value under ``neg-large``."""
+
+_ROLES = ("batch", "query", "key")
 
 
 def keep_mask(kind: MaskKind, b: int, n: int, m: int, rng: np.random.Generator) -> Array:
@@ -31,24 +51,114 @@ def keep_mask(kind: MaskKind, b: int, n: int, m: int, rng: np.random.Generator) 
     return keep
 
 
-def snippet_mask(keep: Array, convention: MaskConvention, dims: Sequence[str]) -> Array:
-    """``keep`` reshaped to ``dims`` (e.g. ``(b, 1, n, m)``) in the code's convention.
+def default_dims(keep: Array, convention: str, oracle_dims: Sequence[str]) -> tuple[str, ...]:
+    """The mask's axes when a block names none: the oracle's; for ``lengths``, one length
+    per batch element when every query sees the same keys, else one per query."""
+    if convention != "lengths":
+        return tuple(oracle_dims)
+    batch, query, _ = _named(oracle_dims)
+    return (batch,) if _constant(keep, 1) else (batch, query)
 
-    Digits in ``dims`` are literal size-1 axes; the three named ones take ``keep``'s sizes.
-    """
-    named = [d for d in dims if not d.isdigit()]
-    if len(named) != 3:
+
+def snippet_mask(
+    keep: Array, convention: str, dims: Sequence[str], oracle_dims: Sequence[str]
+) -> Array:
+    """``keep`` laid out on ``dims`` (the oracle's mask axes are ``oracle_dims``) and encoded
+    in ``convention``; a layout or encoding that cannot hold this mask is a :class:`SpecError`
+    (the caller adds the block's place)."""
+    if convention not in CONVENTIONS:
         raise SpecError(
-            f"mask dims need three named axes (batch, query, key), got ({', '.join(dims)})"
+            f"unknown mask convention {convention!r}; use one of {', '.join(CONVENTIONS)}"
         )
-    sizes_in_order = iter(keep.shape)
-    shape = tuple(1 if d.isdigit() else next(sizes_in_order) for d in dims)
-    reshaped = keep.reshape(shape)
+    if convention == "lengths":
+        return _lengths(keep, dims, oracle_dims)
+    laid = _laid_out(keep, dims, oracle_dims)
     if convention == "additive":
-        return (~reshaped).astype(np.float32)
+        return (~laid).astype(np.float32)
     if convention == "keep":
-        kept: Array = reshaped.copy()
+        kept: Array = laid.copy()
         return kept
     if convention == "keep-float":
-        return reshaped.astype(np.float32)
-    raise SpecError(f"unknown mask convention {convention!r}; use additive, keep or keep-float")
+        return laid.astype(np.float32)
+    hidden = -np.inf if convention == "neg-inf" else LARGE_NEGATIVE
+    return np.where(laid, 0.0, hidden).astype(np.float32)
+
+
+def _named(oracle_dims: Sequence[str]) -> tuple[str, str, str]:
+    named = [d for d in oracle_dims if not d.isdigit()]
+    if len(named) != 3:  # an oracle's declaration, not a block's
+        raise SpecError(f"an oracle's mask has three named axes, got ({', '.join(oracle_dims)})")
+    return named[0], named[1], named[2]
+
+
+def _positions(dims: Sequence[str], oracle_dims: Sequence[str]) -> list[int]:
+    """Which logical axis (0 batch, 1 query, 2 key) each named axis of ``dims`` is."""
+    axes = _named(oracle_dims)
+    spelled = " ".join(axes)
+    for part in dims:
+        if part.isdigit() and part != "1":
+            raise SpecError(f"mask_dims: {part!r} is not an axis: use a name of ({spelled}) or 1")
+    positions: list[int] = []
+    for name in (d for d in dims if not d.isdigit()):
+        free = [i for i, axis in enumerate(axes) if axis == name and i not in positions]
+        if not free:
+            known = "" if name in axes else f" (the mask's axes are {spelled})"
+            said = "is named twice" if name in axes else "is not an axis of the mask"
+            raise SpecError(f"mask_dims: {name!r} {said}{known}")
+        positions.append(free[0])
+    return positions
+
+
+def _constant(keep: Array, axis: int) -> bool:
+    return bool(np.all(keep == keep.take([0], axis=axis)))
+
+
+def _left_out(keep: Array, positions: Sequence[int], dims: Sequence[str]) -> Array:
+    """``keep`` without the logical axes ``positions`` leaves out (each must be constant)."""
+    for axis in (a for a in range(3) if a not in positions):
+        if not _constant(keep, axis):
+            raise SpecError(
+                f"mask_dims={' '.join(dims)!r} leaves out the {_ROLES[axis]} axis, but this "
+                f"mask differs from one {_ROLES[axis]} to the next: name that axis"
+            )
+    taken: Array = keep[tuple(slice(None) if a in positions else 0 for a in range(3))]
+    return taken
+
+
+def _laid_out(keep: Array, dims: Sequence[str], oracle_dims: Sequence[str]) -> Array:
+    positions = _positions(dims, oracle_dims)
+    reduced = _left_out(keep, positions, dims)
+    # the reduced array's axes are the kept positions in ascending order; put them in dims'
+    order = [sorted(positions).index(p) for p in positions]
+    moved = np.transpose(reduced, order) if order else reduced
+    shape = iter(moved.shape)
+    laid: Array = moved.reshape(tuple(1 if d.isdigit() else next(shape) for d in dims))
+    return laid
+
+
+def _lengths(keep: Array, dims: Sequence[str], oracle_dims: Sequence[str]) -> Array:
+    """Valid lengths: the number of leading keys each row may see, laid out on ``dims``."""
+    positions = _positions(dims, oracle_dims)
+    if 2 in positions or any(d.isdigit() for d in dims) or 0 not in positions:
+        batch, query, _ = _named(oracle_dims)
+        raise SpecError(
+            f"mask_dims={' '.join(dims)!r}: valid lengths count keys per batch element "
+            f"({batch!r}) or per query ({batch} {query!r}); name no key axis and no 1"
+        )
+    counts = keep.sum(axis=-1)
+    prefix = np.arange(keep.shape[-1]) < counts[..., np.newaxis]
+    if not np.array_equal(prefix, keep):
+        raise SpecError(
+            "mask_convention='lengths': this mask hides keys that are not at the end of a row, "
+            "which valid lengths cannot say"
+        )
+    if positions == [0]:
+        if not _constant(keep, 1):
+            raise SpecError(
+                f"mask_dims={' '.join(dims)!r}: one valid length per batch element cannot hold "
+                f"this mask, whose queries see different keys: name the query axis too"
+            )
+        per_batch: Array = counts[:, 0].astype(np.int32)
+        return per_batch
+    lengths: Array = counts.astype(np.int32)
+    return lengths if positions == [0, 1] else lengths.T.copy()

@@ -231,11 +231,16 @@ def oracle_name(value: str) -> str:
 
 
 def mask_dims(value: str) -> str:
-    """``b 1 n m``: the mask's axes as the code expects them (three names, plus literal 1s)."""
+    """``b 1 n m``: the mask's axes as the code takes them: one to three of the oracle's mask
+    axes (batch, query, key; which ones is checked when the block is planned), plus literal
+    1s for broadcast axes."""
     parts = value.split()
     named = [p for p in parts if not p.isdigit()]
-    if len(named) != 3 or any(p.isdigit() and p != "1" for p in parts):
+    if not 1 <= len(named) <= 3 or any(p.isdigit() and p != "1" for p in parts):
         raise ValueError(
-            "expected three axis names (batch, query, key) and optional 1s, e.g. 'b 1 n m'"
+            "expected the mask's axis names (batch, query, key: up to three) and optional 1s, "
+            "e.g. 'b 1 n m', 'b 1 m' or 'b'"
         )
+    if any(not _NAME.fullmatch(p) for p in named):
+        raise ValueError("expected axis names such as 'b n m', and 1s")
     return " ".join(parts)

@@ -52,6 +52,8 @@ class Plan:
     request: CheckRequest
     arrays: Mapping[str, Array]
     regimes: tuple[PlannedRegime, ...] = ()
+    notes: tuple[str, ...] = ()
+    """What the card says about the block's options (an input ``call=`` passes as another)."""
 
 
 def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
@@ -86,6 +88,8 @@ def _planned(
     """``block`` is the spec as written, before its preset was applied."""
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
+    _dims_as_stated(spec, oracle, sizes)
+    _options_that_apply(spec)
     params.update(sizes)
     timed = with_timing and spec.timing.enabled
     numbers = _numbers(spec, oracle, sizes, "the check", MAX_NUMBERS, outputs=True)
@@ -97,6 +101,7 @@ def _planned(
     inputs = _round32(oracle.make_inputs(sizes, rng, params))
     weights = _round32(oracle.make_weights(sizes, rng))
     keep = _keep_mask(spec, oracle, sizes, rng)
+    notes = _inputs_the_call_passes(spec, oracle, inputs, has_mask=keep is not None)
     arrays = _check_arrays(spec, oracle, inputs, weights, keep)
     regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep)
     arrays.update(_regime_arrays(regimes, weights))
@@ -109,7 +114,86 @@ def _planned(
         regimes=tuple(_regime_request(spec, oracle, sizes, r, keep is not None) for r in regimes),
         timing=timing,
     )
-    return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes)
+    return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes, notes)
+
+
+def _dims_as_stated(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int]) -> None:
+    """A size the block states is the size checked: an oracle that derives another (a
+    multi-head ``depth`` is ``d_model / h``; self-attention's ``m`` is ``n``) is an error."""
+    for dim, size in spec.dims.items():
+        if dim in sizes and sizes[dim] != size:
+            raise SpecError(
+                f"dims: {dim}={size} cannot take effect: oracle {oracle.name!r} makes {dim} "
+                f"{sizes[dim]} from the other sizes and parameters; drop {dim}= or change those",
+                spec.location,
+            )
+
+
+def _options_that_apply(spec: CheckSpec) -> None:
+    """Options whose value would be ignored by this block: an error, never silence."""
+    stated_mask = [
+        f"{key}={value!r}"
+        for key, value, unset in (
+            ("mask_convention", spec.mask_convention, "additive"),
+            ("mask_dims", spec.params.get("mask_dims"), None),
+        )
+        if value != unset
+    ]
+    if spec.mask == "none" and stated_mask:
+        raise SpecError(
+            f"{' and '.join(stated_mask)} cannot take effect: the block passes no mask "
+            '(add mask="padding", "causal" or "both", here or in the page\'s defaults)',
+            spec.location,
+        )
+    if spec.sweep_dim != "n" and not spec.sweep:
+        raise SpecError(
+            f"sweep_dim={spec.sweep_dim!r} cannot take effect without sweep= (the sizes to time "
+            "at)",
+            spec.location,
+        )
+    if spec.symbols and not spec.check_formula:
+        raise SpecError(
+            "symbols= cannot take effect: the formula check is off (formula=off), so no "
+            "formula is compiled",
+            spec.location,
+        )
+
+
+def _inputs_the_call_passes(
+    spec: CheckSpec, oracle: Oracle, inputs: Mapping[str, Array], *, has_mask: bool
+) -> tuple[str, ...]:
+    """Every oracle input must reach the code, and the block's mask too: a ``call=`` that
+    leaves one out is an error, unless it passes another input holding the same numbers (a
+    self-attention's ``q``, ``k`` and ``v``), which the card notes."""
+    if spec.call is None:
+        return ()
+    named = {token.partition("=")[2] or token for token in spec.call}
+    if has_mask and "mask" not in named:
+        raise SpecError(
+            f"call={' '.join(spec.call)!r} never passes the block's mask ({spec.mask}), which "
+            "the oracle applies: pass it, e.g. mask=mask",
+            spec.location,
+        )
+    notes = []
+    for tensor in oracle.inputs:
+        if tensor.name in named:
+            continue
+        same = [
+            other
+            for other in sorted(named & set(inputs))
+            if np.array_equal(inputs[other], inputs[tensor.name])
+        ]
+        if not same:
+            raise SpecError(
+                f"call={' '.join(spec.call)!r} never passes {tensor.name!r}, an input of oracle "
+                f"{oracle.name!r}: the code would compute without it",
+                spec.location,
+            )
+        notes.append(
+            f"call= passes no {tensor.name}: its values are {same[0]}'s in this check, which "
+            "the code receives"
+        )
+    return tuple(notes)
 
 
 def _check_arrays(
@@ -123,8 +207,7 @@ def _check_arrays(
     arrays = {f"in/{k}": v.astype(np.float32) for k, v in inputs.items()}
     arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
     if keep is not None:
-        axes = _mask_dims(spec, oracle)
-        arrays["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, axes)
+        arrays["in/mask"] = _snippet_mask(spec, oracle, keep)
     return arrays
 
 
@@ -295,12 +378,19 @@ def _keep_mask(
     return masks.keep_mask(spec.mask, sizes["b"], sizes["n"], m, rng)
 
 
-def _mask_dims(spec: CheckSpec, oracle: Oracle) -> tuple[str, ...]:
+def _snippet_mask(spec: CheckSpec, oracle: Oracle, keep: Array) -> Array:
+    """The mask as the code takes it: the block's ``mask_dims`` and ``mask_convention``."""
+    assert oracle.mask_dims is not None  # _keep_mask made no mask otherwise
     given = spec.params.get("mask_dims")
-    if isinstance(given, str):
-        return tuple(given.split())
-    assert oracle.mask_dims is not None
-    return oracle.mask_dims
+    convention = str(spec.mask_convention)
+    try:
+        if isinstance(given, str):
+            dims = tuple(given.split())
+        else:
+            dims = masks.default_dims(keep, convention, oracle.mask_dims)
+        return masks.snippet_mask(keep, convention, dims, oracle.mask_dims)
+    except SpecError as exc:
+        raise SpecError(exc.message, spec.location) from None
 
 
 def resolve_init(init: Mapping[str, Scalar], sizes: Mapping[str, int]) -> dict[str, Scalar]:
@@ -410,7 +500,7 @@ def _timing_variant(
     }
     keep = _keep_mask(spec, oracle, sizes, rng)
     if keep is not None:
-        made["in/mask"] = masks.snippet_mask(keep, spec.mask_convention, _mask_dims(spec, oracle))
+        made["in/mask"] = _snippet_mask(spec, oracle, keep)
     arrays = {
         prefix + k: np.asarray(v).astype(np.float32) if np.asarray(v).dtype.kind == "f" else v
         for k, v in made.items()
