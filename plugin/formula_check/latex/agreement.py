@@ -12,6 +12,7 @@ from ..model import Array, frozen_map, largest_index
 from ..oracles import Oracle, get_oracle
 from .along import compile_along
 from .compiler import CompiledFormula
+from .declarations import parse_symbols
 from .defaults import default_definitions, default_symbols
 from .errors import NotExecutable
 from .limits import within_stack
@@ -113,11 +114,31 @@ def compile_for_oracle(
     """Compile ``latex`` against ``symbols`` (default: the oracle's own table), with the
     oracle's own definitions under the page's, along the oracle's ``axis`` where the formula's
     indices name none (see :mod:`.along`). Raises ``LatexError`` or ``NotExecutable``."""
-    table = symbols or default_symbols(oracle_name, params)
-    if table is None:
-        raise NotExecutable(f"no symbols are declared for oracle {oracle_name!r}")
+    oracle = get_oracle(oracle_name)
+    own = oracle_symbols(oracle, params)
+    if symbols is not None:
+        table = symbols.over(own or SymbolTable())
+    elif own is not None:
+        table = own
+    else:
+        raise NotExecutable(
+            f"no symbols are declared for oracle {oracle_name!r}: declare the formula's names "
+            "with symbols= on the block, or in the oracle's symbols"
+        )
     known = {**default_definitions(oracle_name, params), **definitions}
-    return compile_along(latex, table, known, get_oracle(oracle_name), params)
+    return compile_along(latex, table, known, oracle, params)
+
+
+def oracle_symbols(oracle: Oracle, params: Mapping[str, Any]) -> SymbolTable | None:
+    """The names an oracle's formula may use without declaring them: a builtin's own table,
+    or the declarations an oracle of one's own carries in its ``symbols`` (the syntax of a
+    block's ``symbols=``); None when it has neither."""
+    builtin = default_symbols(oracle.name, params)
+    declared = getattr(oracle, "symbols", "")
+    if not isinstance(declared, str) or not declared.strip():
+        return builtin
+    table = parse_symbols(declared)
+    return table.over(builtin) if builtin is not None else table.resolved()
 
 
 def check_against_oracle(

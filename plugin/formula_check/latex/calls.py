@@ -8,7 +8,7 @@ from .ir import Call, Concat, Map, Named, Op
 from .names import script_text
 from .nodes import Apply, Dots, Expr, Num, Script, Word
 from .scope import Definition, Locals, Lowering, Scope
-from .shapes import Type, base, concat_type, is_index_axis
+from .shapes import Type, base, concat_type, index_axis, is_index_axis
 
 UNARY = {
     **{name: name for name in ("sqrt", "sin", "cos", "tan", "exp", "log", "tanh", "sigmoid")},
@@ -98,9 +98,32 @@ def _single(lowerer: Lowering, node: Apply) -> Op:
 
 def _unary(lowerer: Lowering, fn: str, node: Apply) -> Op:
     value = _single(lowerer, node)
+    if node.sub is not None:
+        return Map(fn, value, value.type, _along(lowerer, node, value))
     if fn in ROW_WISE and value.type.core == 0:
         raise lowerer.fail(f"{fn} needs a vector or a matrix, got {value.type}", node.col)
     return Map(fn, value, value.type)
+
+
+def _along(lowerer: Lowering, node: Apply, value: Op) -> str:
+    r"""The axis ``\mathrm{softmax}_k(x)`` runs along: the axis of index ``k``, of dim ``k``
+    (an alias too), or the rows of a declared matrix ``K`` (``softmax_k`` over the keys)."""
+    letter = script_text(node.sub)
+    table = lowerer.scope.table
+    dims = value.type.dims
+    if letter is not None and index_axis(letter) in dims:
+        return index_axis(letter)
+    by_name = [d for d in dims if letter is not None and base(d) == table.dim_of(letter)]
+    matrix = table.symbols.get((letter or "").upper())
+    rows = matrix.dims[-2] if matrix is not None and matrix.core == 2 else None
+    by_rows = [d for d in dims if rows is not None and base(d) == base(rows)]
+    found = by_name or by_rows
+    if letter is None or len(found) != 1:
+        raise NotExecutable(
+            f"{node.func.text}_{letter or '…'}: the subscript names no index or axis of "
+            f'{value.type}; declare which dim it is, e.g. symbols="{letter or "k"} = m"'
+        )
+    return found[0]
 
 
 def _extremum(lowerer: Lowering, fn: str, node: Apply) -> Op:

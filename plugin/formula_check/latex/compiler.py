@@ -20,6 +20,7 @@ from .names import canonical_name
 from .nodes import Apply, Expr, Script, Statement, Tuple, Word
 from .parser import parse
 from .scope import Definition, Local, Locals, Scope
+from .shaped import check_result_shape, declared_shapes
 from .shapes import base
 from .symbols import SymbolTable
 from .where import as_local, lower_local, where_line
@@ -212,7 +213,11 @@ def compile_formula(
     ...``), by name. Raises :class:`LatexError` (with a column) or :class:`NotExecutable`,
     also for a formula too long or too deep to compile (see :mod:`.limits`).
     """
-    statements = parse(latex)
+    written = parse(latex)
+    statements = tuple(s for s in written if not s.declares)
+    if not statements:
+        raise LatexError("the formula only states shapes: add what it computes", latex, 0)
+    symbols = declared_shapes(written, symbols, latex)
     known = {name: f.definition for name, f in definitions.items() if f.definition is not None}
     compiler = _Compiler(latex, symbols, known, statements)
     with within_stack(latex):
@@ -234,6 +239,10 @@ def compile_formula(
     seen = [out.name for out in outputs if not out.index]
     if len(seen) != len(set(seen)):
         raise compiler.lowerer.fail("two statements assign the same name", outputs[-1].col)
+    for statement in statements:
+        shown = [out for out in outputs if out.col == statement.col and not out.index]
+        if shown:
+            check_result_shape(statement, shown[0].op.type, symbols, latex)
     where = tuple(locals_.lowered[name] for name in locals_.used)
     return CompiledFormula(
         latex,

@@ -29,6 +29,7 @@ _DECLARATIONS: dict[str, re.Pattern[str]] = {
     "output": re.compile(_NAME + r"output\s*" + _DIMS + "$"),
     "scalar": re.compile(_NAME + r"scalar\s*=\s*(?P<value>[-+0-9.eE]+)$"),
     "product": re.compile(r"(?P<whole>\w+)\s*=\s*(?P<count>\w+)\s*\*\s*(?P<part>\w+)$"),
+    "alias": re.compile(r"(?P<name>[^:=]+?)\s*=\s*(?P<target>[^:=*\[\]]+?)$"),
 }
 
 
@@ -63,6 +64,7 @@ class Declarations:
         self.indices: dict[str, str] = {}
         self.products: dict[str, str] = {}
         self.outputs: dict[str, tuple[str, ...]] = {}
+        self.aliases: dict[str, str] = {}
 
     def add(self, line: str, col: int) -> None:
         for kind, pattern in _DECLARATIONS.items():
@@ -80,11 +82,12 @@ class Declarations:
             frozen_map(self.indices),
             frozen_map(self.products),
             frozen_map(self.outputs),
+            aliases=frozen_map(self.aliases),
         )
 
     def _name(self, match: re.Match[str], col: int) -> str:
         name = parse_name(match.group("name"), self.source, col)
-        if name in self.symbols or name in self.outputs:
+        if name in self.symbols or name in self.outputs or name in self.aliases:
             raise LatexError(f"{name} is declared twice", self.source, col)
         return name
 
@@ -92,6 +95,7 @@ class Declarations:
         dims = tuple(d.strip() for d in match.group("dims").split(","))
         if not all(re.fullmatch(r"\w+", d) for d in dims):
             raise LatexError("dims are names separated by commas: [b, n, d_k]", self.source, col)
+        dims = tuple(self.aliases.get(d, d) for d in dims)  # d = d_k; Q: [b, n, d]
         # A square matrix's second d_model is d_model': axes are told apart by name.
         return tuple(d + "'" * dims[:at].count(d) for at, d in enumerate(dims))
 
@@ -127,6 +131,13 @@ class Declarations:
 
     def _product(self, match: re.Match[str], col: int) -> None:
         self.products[f"{match.group('count')}*{match.group('part')}"] = match.group("whole")
+
+    def _alias(self, match: re.Match[str], col: int) -> None:
+        name = self._name(match, col)
+        target = match.group("target")
+        plain = re.fullmatch(r"\w+", target)  # a dim as dims are written: d_model
+        at = col + match.start("target")
+        self.aliases[name] = target if plain else parse_name(target, self.source, at)
 
     def _put(self, symbol: Symbol) -> None:
         self.symbols[symbol.name] = symbol

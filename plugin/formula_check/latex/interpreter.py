@@ -90,8 +90,11 @@ def run(op: Op, env: Env) -> Array:  # noqa: PLR0911, PLR0912  (one line per kin
             return np.asarray(float(env.sizes[dim]))
         case Const(value=value):
             return np.asarray(value)
-        case Map(fn=fn, arg=arg):
+        case Map(fn=fn, arg=arg, axis=""):
             return MAPS[fn](run(arg, env))
+        case Map(fn=fn, arg=arg, axis=axis):
+            at = arg.type.dims.index(axis)
+            return np.moveaxis(MAPS[fn](np.moveaxis(run(arg, env), at, -1)), -1, at)
         case Binary():
             left = arrange(run(op.left, env), op.left_dims, op.type.dims)
             return BINARY[op.op](left, arrange(run(op.right, env), op.right_dims, op.type.dims))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard, get_args
 
-from .shapes import SCALAR, Type
+from .shapes import INDEX, SCALAR, Type, base
 from .symbols import Symbol, TableFunction
 
 
@@ -38,11 +38,13 @@ class Const:
 
 @dataclass(frozen=True)
 class Map:
-    """An element-wise function (``sqrt``, ``sin``, ``neg``), or ``softmax`` over the last dim."""
+    """An element-wise function (``sqrt``, ``sin``, ``neg``), or ``softmax`` over the last dim,
+    or over ``axis`` when a subscript names one (``softmax_k``)."""
 
     fn: str
     arg: Op
     type: Type
+    axis: str = ""
 
 
 @dataclass(frozen=True)
@@ -196,8 +198,9 @@ def describe(op: Op) -> str:  # noqa: PLR0911, PLR0912  (one line per kind of op
             return _number(value)
         case Map(fn="neg", arg=arg):
             return f"-{_operand(arg, 3, right=True)}"
-        case Map(fn=fn, arg=arg):
-            return f"{fn}({describe(arg)})"
+        case Map(fn=fn, arg=arg, axis=axis):
+            along = f"_{base(axis).removeprefix(INDEX)}" if axis else ""
+            return f"{fn}{along}({describe(arg)})"
         case Binary(op="max" | "min", left=left, right=right):
             return f"{op.op}({describe(left)}, {describe(right)})"
         case Binary(op=symbol, left=left, right=right):

@@ -3,6 +3,9 @@ r"""LaTeX math source -> tokens with 0-based columns.
 Spacing (``\,``, ``\quad``), delimiter sizing (``\left``, ``\Big``) and font commands that
 keep a letter a letter (``\mathbf``) carry no meaning for the value, so they vanish here.
 Upright text (``\text{softmax}``) becomes one ``text`` token: it names a function or a word.
+Size commands (``\Large``) vanish with the braces of the group they enlarge, which may hold
+a whole equation. A wide space (``\quad``) or a line break becomes a ``break`` token: the
+parser takes it for the end of a statement only between two equations written side by side.
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ from typing import Literal
 from .errors import LatexError
 from .limits import check_length
 
-TokenKind = Literal["letter", "digit", "symbol", "command", "text", "end"]
+TokenKind = Literal["letter", "digit", "symbol", "command", "text", "break", "end"]
 
-SPACING = frozenset({",", ";", ":", "!", " ", "quad", "qquad", "displaystyle", "textstyle"})
+SPACING = frozenset({",", ";", ":", "!", " ", ">", "displaystyle", "textstyle", "scriptstyle"})
+BREAKS = frozenset({"quad", "qquad"})
+SIZES = frozenset(
+    {"tiny", "scriptsize", "footnotesize", "small", "normalsize", "large", "Large", "LARGE"}
+    | {"huge", "Huge"}
+)
+r"""Font sizes: ``\Large{x = y}`` and ``{\Large x = y}`` are ``x = y``."""
 LIMITS = frozenset({"limits", "nolimits"})  # where \sum's limits are drawn, not what they are
 LAYOUT = frozenset({"aligned", "align", "align*", "gathered", "gather", "gather*", "split"})
 """Environments that only line statements up (their ``&`` vanish, their ``\\\\`` separate)."""
@@ -45,6 +54,7 @@ class _Lexer:
         self.source = source
         self.pos = 0
         self.tokens: list[Token] = []
+        self.hidden: set[int] = set()  # the closing braces of groups a size command opened
 
     def run(self) -> list[Token]:
         while self.pos < len(self.source):
@@ -55,6 +65,11 @@ class _Lexer:
     def _step(self) -> None:
         char, start = self.source[self.pos], self.pos
         self.pos += 1
+        if start in self.hidden:
+            return
+        if char == "\n":
+            self.tokens.append(Token("break", "\n", start, self.pos))
+            return
         if char.isspace() or char in "&~":
             return
         if char == "%":  # a TeX comment runs to the end of the line
@@ -75,6 +90,12 @@ class _Lexer:
         name = self._command_name()
         if name in SPACING or name in FONTS or name in LIMITS:
             return
+        if name in BREAKS:
+            self.tokens.append(Token("break", name, start, self.pos))
+            return
+        if name in SIZES:
+            self._hide_group()
+            return
         if name in SIZING:
             if self.source.startswith(".", self.pos):  # \left. is an invisible delimiter
                 self.pos += 1
@@ -90,6 +111,31 @@ class _Lexer:
             self.tokens.append(Token("text", self._braced_word(start), start, self.pos))
         else:
             self.tokens.append(Token("command", name, start, self.pos))
+
+    def _hide_group(self) -> None:
+        r"""Drop the braces of the group that starts here, if one does (``\Large{...}``)."""
+        at = self.pos
+        while at < len(self.source) and self.source[at].isspace():
+            at += 1
+        opened = self.source.startswith("{", at)
+        if opened:
+            depth, scan = 0, at
+        elif self.tokens and self.tokens[-1].text == "{":  # {\Large x = y}: the group it opens
+            depth, scan = 1, self.pos
+            self.tokens.pop()
+        else:
+            return
+        while scan < len(self.source):
+            char = self.source[scan]
+            if char == "\\":  # \{ and \} are delimiters, not braces
+                scan += 2
+                continue
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth == 0:
+                self.hidden.add(scan)
+                self.pos = at + 1 if opened else self.pos
+                return
+            scan += 1
 
     def _command_name(self) -> str:
         end = self.pos

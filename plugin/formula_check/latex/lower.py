@@ -154,8 +154,9 @@ class Lowerer:
             return assignment
         if name in scope.alias_names:
             return Size(name, ALIAS + name)
-        if name not in scope.table.symbols:
-            return Size(name, scope.renames.get(name, name))
+        if name not in scope.table.symbols:  # a dim, read as its size (d for d_k: an alias)
+            dim = scope.table.dim_of(name)
+            return Size(name, scope.renames.get(dim, dim))
         symbols = (scope.caller or scope.table).symbols
         if name not in symbols:
             raise self.fail(f"{name} is not a parameter, and the caller declares no {name}", col)

@@ -44,6 +44,8 @@ class Apply:
     func: Word
     args: tuple[Expr, ...]
     col: int
+    sub: Expr | None = None
+    r"""``\mathrm{softmax}_k(…)``: the index or dim the function runs along."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,15 @@ Expr = Num | Word | Script | Apply | Binary | Neg | Dots | Tuple | BigOp
 
 @dataclass(frozen=True)
 class Statement:
-    """``lhs = rhs``, or a bare ``rhs``."""
+    r"""``lhs = rhs``, or a bare ``rhs``; ``shape`` holds the dims of a trailing
+    ``\in \mathbb{R}^{n \times d}`` (a bare name with a shape declares that name's dims)."""
 
     lhs: Expr | None
     rhs: Expr
     col: int
+    shape: tuple[Expr, ...] | None = None
+
+    @property
+    def declares(self) -> bool:
+        r"""Whether this statement only states a name's shape: ``Q \in \mathbb{R}^{n \times d}``."""
+        return self.lhs is None and self.shape is not None and isinstance(self.rhs, Word | Script)

@@ -3,8 +3,9 @@ r"""Tokens -> statements: a recursive-descent parser for the executable subset o
 Grammar (juxtaposition binds like ``\cdot``; ``/`` is left-associative at the same level)::
 
     document   := statement (separator statement)* separator?
-    separator  := (',' | ';' | '.' | '\\' | \text{where|and|with})+
-    statement  := expression ('=' expression)?
+    separator  := (',' | ';' | '.' | '\\' | \text{where|and|with} | break)+
+    statement  := expression ('=' expression)? shape?
+    shape      := '\in' '\mathbb' '{R}' ('^' script)?   (dims as factors of '\times')
     expression := ('+' | '-')? term (('+' | '-') term)*
     term       := unary (('\cdot' | '\times' | '*' | '/' | '\odot')? unary)*
     unary      := '-' unary | postfix
@@ -19,6 +20,8 @@ Grammar (juxtaposition binds like ``\cdot``; ``/`` is left-associative at the sa
     script     := '{' expression (',' expression)* '}' | letter | digit | command atom
 
 A big operator's body runs to the end of its term: ``\sum_j a_j b_j + c`` sums ``a_j b_j``.
+A ``break`` (``\quad``, a line break) separates statements only where an equation stands on
+each side of it (see :func:`statement_breaks`); elsewhere it is space.
 """
 
 from __future__ import annotations
@@ -69,6 +72,59 @@ PRODUCTS = {"cdot": "mul", "times": "mul", "*": "mul", "odot": "odot", "/": "/"}
 CLOSERS = {"(": ")", "[": "]", "\\{": "\\}"}
 DOTS = frozenset({"dots", "ldots", "cdots"})
 TRANSPOSE = frozenset({"top", "intercal", "mathsf"})
+ACCENTS = frozenset(
+    {"hat", "widehat", "tilde", "widetilde", "bar", "overline", "vec", "dot", "ddot", "check"}
+)
+"""Decorations that make a new name: ``\\hat{y}`` is a symbol of its own, never ``y``."""
+SUBSCRIPTED = frozenset({"softmax", "Softmax", "SoftMax"})
+"""Functions a subscript may follow: ``\\mathrm{softmax}_k(x)`` runs along ``k``."""
+OPENERS = frozenset({"(", "[", "{", "\\{"})
+CLOSING = frozenset({")", "]", "}", "\\}"})
+STOPS = frozenset({",", ";", "\\\\"})
+
+
+def statement_breaks(tokens: list[Token]) -> list[Token]:
+    r"""``tokens`` without the breaks that are only space. A break outside every group stays,
+    as a separator, after a shape (``Q \in \mathbb{R}^{n \times d} \qquad …``), and between
+    two equations side by side: the statement before it and the one after it (up to the next
+    separator) each hold an ``=``."""
+    kept: list[Token] = []
+    depth = 0
+    has_equals = has_shape = False  # the statement so far
+    pending: tuple[int, Token] | None = None  # a break, and where it would go
+    equals_after = False
+
+    def settle() -> None:
+        nonlocal pending
+        if pending is not None and equals_after:
+            kept.insert(*pending)
+        pending = None
+
+    for at, token in enumerate(tokens):
+        top = depth == 0
+        if token.kind == "break":
+            if top:
+                settle()
+                if has_shape:
+                    kept.append(token)
+                    has_equals = has_shape = False
+                pending, equals_after = ((len(kept), token), False) if has_equals else (None, False)
+            continue
+        stop = token.kind == "symbol" and token.text in STOPS
+        if top and (token.kind == "end" or stop or Parser.is_separator_word(token)):
+            settle()
+            has_equals = has_shape = False
+        elif top and token.kind == "symbol" and token.text == "=":
+            equals_after = equals_after or pending is not None
+            has_equals = True
+        elif top and token.text == "in" and tokens[at + 1].text == "mathbb":
+            has_shape = True
+        if token.kind == "symbol" and token.text in OPENERS:
+            depth += 1
+        elif token.kind == "symbol" and token.text in CLOSING:
+            depth = max(0, depth - 1)
+        kept.append(token)
+    return kept
 
 
 class Parser:
@@ -76,7 +132,7 @@ class Parser:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.tokens = tokenize(source)
+        self.tokens = statement_breaks(tokenize(source))
         self.pos = 0
         self.depth = 0
 
@@ -133,7 +189,11 @@ class Parser:
 
     def separator(self) -> bool:
         found = False
-        while self.at(",", ";", ".", "\\\\") or self.is_separator_word(self.peek()):
+        while (
+            self.at(",", ";", ".", "\\\\")
+            or self.is_separator_word(self.peek())
+            or self.peek().kind == "break"
+        ):
             self.advance()
             found = True
         return found
@@ -146,9 +206,34 @@ class Parser:
         col = self.peek().col
         first = self.expression()
         if not self.at("="):
-            return Statement(None, first, col)
+            return Statement(None, first, col, self.shape())
         self.advance()
-        return Statement(first, self.expression(), col)
+        rhs = self.expression()
+        return Statement(first, rhs, col, self.shape())
+
+    def at_shape(self) -> bool:
+        r"""Whether ``\in \mathbb{R}`` follows: a shape, not a relation."""
+        following = self.tokens[self.pos + 1] if self.pos + 1 < len(self.tokens) else None
+        return self.at("in") and following is not None and following.text == "mathbb"
+
+    def shape(self) -> tuple[Expr, ...] | None:
+        r"""The dims of ``\in \mathbb{R}^{n \times d}``: ``(n, d)``; None when none follows."""
+        if not self.at_shape():
+            return None
+        self.advance()
+        self.advance()
+        braced = self.at("{")
+        if braced:
+            self.advance()
+        if self.peek().text != "R":
+            raise NotExecutable("membership of a set other than \\mathbb{R} is not a shape")
+        self.advance()
+        if braced:
+            self.expect("}")
+        if not self.at("^"):
+            return ()
+        self.advance()
+        return _factors(self.script())
 
     # Expressions --------------------------------------------------------------------------
 
@@ -183,7 +268,7 @@ class Parser:
         if token.kind == "text":
             return not self.is_separator_word(token)
         if token.kind == "command":
-            return token.text not in PRODUCTS
+            return token.text not in PRODUCTS and not self.at_shape()
         return token.text in ("(", "[", "\\{", "{")
 
     def unary(self) -> Expr:
@@ -276,12 +361,28 @@ class Parser:
             token = self.advance()
             text, end = text + token.text, token.end
         word = Word(text, first.col)
+        if text in SUBSCRIPTED:
+            return self.maybe_apply(word)
         return self.maybe_apply(word) if self.at("(") else word
 
     def maybe_apply(self, func: Word) -> Expr:
+        r"""``func(args)``, ``\mathrm{softmax}_k(args)``, or ``func`` alone."""
+        sub = self.function_subscript(func)
         if not self.at(*CLOSERS):
             return func
-        return Apply(func, self.arguments(), func.col)
+        return Apply(func, self.arguments(), func.col, sub)
+
+    def function_subscript(self, func: Word) -> Expr | None:
+        """The subscript of ``softmax_k(...)``; none (and nothing read) unless arguments follow."""
+        if func.text not in SUBSCRIPTED or not self.at("_"):
+            return None
+        mark = self.pos
+        self.advance()
+        sub = self.script()
+        if self.at(*CLOSERS):
+            return sub
+        self.pos = mark
+        return None
 
     def arguments(self) -> tuple[Expr, ...]:
         opener = self.advance()
@@ -302,6 +403,8 @@ class Parser:
             return self.function(Word(name, token.col, upright=True))
         if name in DOTS:
             return Dots(token.col)
+        if name in ACCENTS:
+            return self.accented(token)
         if name in GREEK:  # \sigma(x): applied, an activation unless \sigma is declared
             word = Word(f"\\{name}", token.col)
             return self.maybe_apply(word) if self.at("(") else word
@@ -310,6 +413,14 @@ class Parser:
                 self.script()
             return Word("⊤", token.col)
         raise NotExecutable(f"\\{name} is outside the executable subset")
+
+    def accented(self, token: Token) -> Expr:
+        r"""``\hat{y}``: a name of its own, applied when arguments follow (``\hat{f}(x)``)."""
+        inner = self.script()
+        if not isinstance(inner, Word):
+            raise NotExecutable(f"\\{token.text} over an expression names no value")
+        word = Word(f"\\{token.text}{{{inner.text}}}", token.col)
+        return self.maybe_apply(word) if self.at("(") else word
 
     def big_op(self, token: Token) -> BigOp:
         r"""``\sum_{j=1}^{m} body``: the index once, the upper limit at most once."""
@@ -367,6 +478,13 @@ class Parser:
         if self.at(*CLOSERS):
             return Apply(func, self.arguments(), func.col)
         return Apply(func, (self.postfix(),), func.col)
+
+
+def _factors(node: Expr) -> tuple[Expr, ...]:
+    r"""``n \times d`` as ``(n, d)``: the dims of a shape, in order."""
+    if isinstance(node, Binary) and node.op == "mul":
+        return (*_factors(node.left), *_factors(node.right))
+    return (node,)
 
 
 def _col(node: Expr) -> int:

@@ -11,6 +11,7 @@ line or separated by ``;``::
     PE: output [n, d_model]                  an output assigned cell by cell (PE_{(pos, 2i)})
     d_model = h * depth                      concatenating h blocks of depth gives d_model
     c: scalar = 0.5                          a constant
+    d = d_k                                  d is another name of dim d_k (or of a symbol)
 
 Every named dim also reads as its size: ``d_k`` in a formula is the size of dim ``d_k``.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..model import Array, frozen_map
-from .errors import EvaluationError
+from .errors import EvaluationError, LatexError
 
 Loader = Callable[[Mapping[str, Array], Mapping[str, int]], Array]
 MASKED_LOGIT = -1e9
@@ -60,6 +61,9 @@ class SymbolTable:
     products: Mapping[str, str] = field(default_factory=frozen_map)
     outputs: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
     functions: Mapping[str, TableFunction] = field(default_factory=frozen_map)
+    aliases: Mapping[str, str] = field(default_factory=frozen_map)
+    """Other names of dims: ``d`` for ``d_k`` reads as d_k's size, and names d_k's axis in a
+    shape (``\\mathbb{R}^{n \\times d}``). An alias of a symbol is a copy of the symbol."""
 
     @property
     def dims(self) -> frozenset[str]:
@@ -73,7 +77,48 @@ class SymbolTable:
     @property
     def names(self) -> frozenset[str]:
         """Every name a run of letters may split into."""
-        return frozenset(self.symbols) | self.dims
+        return frozenset(self.symbols) | self.dims | frozenset(self.aliases)
+
+    def dim_of(self, name: str) -> str:
+        """The dim ``name`` means: itself, or the dim it is an alias of."""
+        return self.aliases.get(name, name)
+
+    def over(self, base: SymbolTable) -> SymbolTable:
+        """``base`` with this table's declarations added; where both declare a name, this
+        table's wins. A block's ``symbols=`` lies over its oracle's own table this way."""
+        return SymbolTable(
+            frozen_map({**base.symbols, **self.symbols}),
+            frozen_map({**base.indices, **self.indices}),
+            frozen_map({**base.products, **self.products}),
+            frozen_map({**base.outputs, **self.outputs}),
+            frozen_map({**base.functions, **self.functions}),
+            frozen_map({**base.aliases, **self.aliases}),
+        ).resolved()
+
+    def resolved(self) -> SymbolTable:
+        """Each alias of a symbol made a copy of it, each alias of a dim kept; an alias of
+        anything else is an error in its declaration."""
+        symbols = dict(self.symbols)
+        dims: dict[str, str] = {}
+        for name, target in self.aliases.items():
+            if name in self.symbols and self.symbols[name].origin != f"alias of {target}":
+                written = f"{name} = {target}"
+                raise LatexError(
+                    f"{name} is declared, so it cannot also be another name", written, 0
+                )
+            if target in self.symbols:
+                symbols[name] = replace(
+                    self.symbols[target], name=name, origin=f"alias of {target}"
+                )
+            elif target in self.dims or target in self.aliases:
+                dims[name] = self.aliases.get(target, target)
+            else:
+                written = f"{name} = {target}"
+                message = (
+                    f"{target} is neither a declared symbol nor a dim, so {name} cannot name it"
+                )
+                raise LatexError(message, written, len(name) + 3)
+        return replace(self, symbols=frozen_map(symbols), aliases=frozen_map(dims))
 
     def extended(self, *symbols: Symbol, **functions: TableFunction) -> SymbolTable:
         """A copy with more symbols and functions."""
