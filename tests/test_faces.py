@@ -190,6 +190,24 @@ def test_cli_broken_block_reaches_no_engine(
     assert "docs/index.md:1 [typo]: error: SpecError: " in out and "'sofmax'" in out
 
 
+def test_cli_annotations_and_junit_name_pages_from_the_repository_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".git").mkdir()
+    project = tmp_path / "handbook"
+    (project / "docs").mkdir(parents=True)
+    (project / "mkdocs.yml").write_text("site_name: h\nplugins:\n  - formula-check\n")
+    (project / "docs" / "index.md").write_text(PAGE, encoding="utf-8")
+    monkeypatch.chdir(project)
+    argv = ["check", "--github", "--junit-xml", "junit.xml", "--json", "out.json"]
+    assert cli.main(argv, make_engine=FakeMaker(answer)) == 1
+    out = capsys.readouterr().out
+    assert f"::error file=handbook/docs/index.md,line={BAD_LINE}," in out
+    assert 'file="handbook/docs/index.md"' in (project / "junit.xml").read_text("utf-8")
+    blocks = json.loads((project / "out.json").read_text(encoding="utf-8"))["blocks"]
+    assert blocks[0]["page"] == "docs/index.md", "the report stays relative to the project"
+
+
 def test_cli_show_prints_the_card_of_the_block_at_a_line(
     site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -183,8 +183,30 @@ def _nearest_site() -> Path | None:
     return found
 
 
+def _repository_top(here: Path) -> Path | None:
+    """The folder holding ``.git`` at or above ``here`` (git's top level), if any."""
+    return next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
+
+
+def _from_repository_top(results: Sequence[CheckResult], root: Path) -> list[CheckResult]:
+    """``results`` with page paths relative to the repository's top rather than the project
+    folder: GitHub places annotations, and CI systems JUnit files, by the path in the
+    repository, and docs often live in a subfolder of it."""
+    top = _repository_top(root.resolve())
+    if top is None or top == root.resolve():
+        return list(results)
+    prefix = root.resolve().relative_to(top).as_posix()
+    return [
+        dataclasses.replace(
+            result,
+            location=dataclasses.replace(result.location, path=f"{prefix}/{result.location.path}"),
+        )
+        for result in results
+    ]
+
+
 def _search_limit(here: Path) -> Path:
-    repository = next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
+    repository = _repository_top(here)
     if repository is not None:
         return repository
     home = Path.home().resolve()
@@ -285,10 +307,11 @@ def _check(args: argparse.Namespace) -> int:
         startup, starters = engine.startup_seconds, options.workers
     if args.json is not None:
         _write(args.json, report_json(results))
+    from_top = _from_repository_top(results, project.root)
     if args.junit_xml is not None:
-        _write(args.junit_xml, ci_formats.junit_xml(results, failing))
+        _write(args.junit_xml, ci_formats.junit_xml(from_top, failing))
     if args.github:
-        for line in ci_formats.github_annotations(results, failing):
+        for line in ci_formats.github_annotations(from_top, failing):
             print(line)
     deselected = len(blocks) - len(chosen)
     told = summary(
