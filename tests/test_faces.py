@@ -106,6 +106,23 @@ def test_plugin_says_when_checks_start_and_sums_them_up(
     assert re.fullmatch(r"formula-check: 2 blocks in \S+ \S+: 1 verified, 1 failing", ours[-1])
 
 
+def test_a_card_names_the_code_it_checked_when_it_lies_elsewhere(site: Path) -> None:
+    (site / "snippets").mkdir()
+    (site / "snippets" / "sm.py").write_text(
+        "import tensorflow as tf\n\n\ndef softmax(x):\n    return tf.nn.softmax(x)\n",
+        encoding="utf-8",
+    )
+    (site / "docs" / "index.md").write_text(
+        '```formula id="file" oracle="softmax" code="snippets/sm.py:softmax"\nx\n```\n\n'
+        + BLOCK.format(name="inline", axis=-1),
+        encoding="utf-8",
+    )
+    _build(site, FakeMaker(answer))
+    html = (site / "site" / "index.html").read_text(encoding="utf-8")
+    assert '<span class="fc-code">code <code>snippets/sm.py:softmax</code></span>' in html
+    assert html.count('class="fc-code"') == 1, "the inline block's code is right there"
+
+
 def test_plugin_strict_build_fails_on_the_drift(site: Path) -> None:
     with pytest.raises(Abort):
         _build(site, FakeMaker(answer), strict=True)

@@ -63,18 +63,20 @@ def render_card(
     sweep_dim: str = "n",
     make_figures: Callable[..., list[Figure]] = figures_for,
     timeout: float | None = None,
+    code: str | None = None,
 ) -> str:
     """The HTML fragment for one result: badge, errors, figures, shapes, timings, output.
 
     ``make_figures`` has :func:`figures_for`'s signature; a caller may pass a caching one.
-    ``timeout``: the block's, said in the card's language when it ran out.
+    ``timeout``: the block's, said in the card's language when it ran out. ``code``: which
+    code was checked, when it is not the fence under the formula (``pkg.mod:Name``).
     """
     figures = make_figures(result, heatmaps, labels, sweep_dim=sweep_dim)
     by_name = {figure.name: figure for figure in figures}
     values = [f for f in figures if f.name not in {"delta", "sweep"}]
     key = outcome_key(result)
     sections = [
-        _title(result, key, labels),
+        _title(result, key, labels, code),
         _message(result, labels, timeout),
         _verdicts(result.verdicts, labels),
         _formula(result.formula, labels),
@@ -107,7 +109,7 @@ def _expected_text(expect: str, labels: Labels) -> str:
     return labels.expected_other.format(expect=word)
 
 
-def _title(result: CheckResult, key: str, labels: Labels) -> str:
+def _title(result: CheckResult, key: str, labels: Labels, code: str | None = None) -> str:
     parts = [f'<span class="fc-badge">{_esc(labels.outcome(key))}</span>']
     if key == "expected_failure":
         underlying = labels.outcome(result.status.value)
@@ -118,6 +120,10 @@ def _title(result: CheckResult, key: str, labels: Labels) -> str:
         )
     parts.append(f'<code class="fc-oracle">{_esc(result.oracle)}</code>')
     parts.append(f'<span class="fc-where">{_esc(str(result.location))}</span>')
+    if code:
+        parts.append(
+            f'<span class="fc-code">{_esc(labels.checked_code)} <code>{_esc(code)}</code></span>'
+        )
     if result.cached:
         parts.append(f'<span class="fc-cached">{_esc(labels.cached)}</span>')
     return f'<p class="admonition-title fc-title">{" ".join(parts)}</p>'

@@ -36,6 +36,8 @@ class Labels:
     any_failure: str
     nonfinite: str
     cached: str
+    checked_code: str
+    """Before the code a card checked, when it is not the page's own fence."""
     compared: str
     shapes: str
     timings: str
@@ -137,6 +139,7 @@ ENGLISH = Labels(
     any_failure="failure",
     nonfinite="{count} non-finite",
     cached="cached",
+    checked_code="code",
     compared="Compared outputs",
     shapes="Shapes",
     timings="Timings",
@@ -214,6 +217,7 @@ CHINESE = Labels(
     any_failure="失败",
     nonfinite="{count} 个非有限值",
     cached="缓存结果",
+    checked_code="代码",
     compared="比较的输出",
     shapes="张量形状",
     timings="运行耗时",

@@ -14,7 +14,7 @@ from concurrent.futures import TimeoutError as NotYet
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import CheckResult, CheckSpec, Location, SnippetFailure, Status
+from ..model import CheckResult, CheckSpec, Location, Snippet, SnippetFailure, Status
 from ..pages import PageBlock, Settings
 from ..render import Labels, labels_for, render_card
 from ..render.figure_cache import FigureCache
@@ -297,6 +297,7 @@ class FormulaSession:
             sweep_dim=spec.sweep_dim if spec else "n",
             make_figures=self._figures(),
             timeout=spec.timeout if spec else None,
+            code=checked_code(spec.snippet) if spec else None,
         )
 
     def _figures(self) -> FigureCache:
@@ -304,3 +305,12 @@ class FormulaSession:
         if self.figure_cache is None:
             self.figure_cache = FigureCache(None)
         return self.figure_cache
+
+
+def checked_code(snippet: Snippet) -> str | None:
+    """The code a card names: ``file.py:func`` or ``pkg.mod:Name`` (nothing for the page's
+    own fence, which sits right under the formula)."""
+    if snippet.origin == "inline":
+        return None
+    place = snippet.module if snippet.origin == "module" else snippet.location.path
+    return f"{place}:{snippet.entry}" if snippet.entry else place
