@@ -1018,3 +1018,25 @@ def test_inf_and_nan_on_both_sides_render_a_mismatch_quietly() -> None:
     )
     [block] = json.loads(report_json([result]))["blocks"]
     assert block["status"] == "mismatch"
+
+
+def test_an_error_card_leads_with_the_message_tensorflow_buried() -> None:
+    wrapped = (
+        "{{function_node __wrapped__MatMul_device_/job:localhost/replica:0/task:0/device:CPU:0}} "
+        "Matrix size-incompatible: In[0]: [2,5,7], In[1]: [2,6,4] [Op:BatchMatMulV2] name: "
+    )
+    failure = SnippetFailure("InvalidArgumentError", wrapped, Location("docs/a.md", 9))
+    result = CheckResult("mm", Location("docs/a.md", 3), "attention", Status.ERROR, failure=failure)
+    card = render_card(result, labels=EN, image_url=image_url)
+    shown = re.search(r'<pre class="fc-error-message"><code>(.*?)</code></pre>', card, re.S)
+    assert shown is not None
+    assert shown.group(1).startswith("Matrix size-incompatible: In[0]: [2,5,7]")
+    assert "function_node" not in shown.group(1)
+    assert '<details class="fc-section fc-full-message"><summary>Full message</summary>' in card
+    assert "{{function_node __wrapped__MatMul" in card, "the whole message is one click away"
+
+
+def test_an_error_card_with_a_plain_message_has_no_second_copy() -> None:
+    failure = SnippetFailure("ValueError", "shapes differ", None)
+    result = CheckResult("v", Location("docs/a.md", 3), "attention", Status.ERROR, failure=failure)
+    assert "fc-full-message" not in render_card(result, labels=ZH, image_url=image_url)

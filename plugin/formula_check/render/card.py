@@ -18,6 +18,7 @@ from ..model import (
     Status,
     TimingStats,
     Verdict,
+    brief_message,
     format_seconds,
     strip_ansi,
 )
@@ -227,12 +228,16 @@ def _failure(result: CheckResult, labels: Labels) -> str:
     where = (
         f' <span class="fc-where">{_esc(str(failure.location))}</span>' if failure.location else ""
     )
+    brief = brief_message(failure.message)
     lines = [
         '<div class="fc-error">',
         f'<p class="fc-error-title"><strong>{_esc(labels.error_heading)}</strong> '
         f"<code>{_esc(failure.type)}</code>{where}</p>",
-        f'<pre class="fc-error-message"><code>{_esc(failure.message)}</code></pre>',
+        f'<pre class="fc-error-message"><code>{_esc(brief)}</code></pre>',
     ]
+    if brief != failure.message.strip():  # TensorFlow's or Keras' wrapping was cut
+        whole = f"<pre><code>{_esc(failure.message)}</code></pre>"
+        lines.append(_details("fc-full-message", labels.full_message, [whole]))
     if failure.traceback:
         trace = f"<pre><code>{_esc(failure.traceback)}</code></pre>"
         lines.append(_details("fc-traceback", labels.traceback, [trace]))

@@ -37,6 +37,8 @@ class Labels:
     nonfinite: str
     cached: str
     checked_code: str
+    full_message: str
+    """The section holding an error's message as TensorFlow wrote it, wrapping and all."""
     """Before the code a card checked, when it is not the page's own fence."""
     compared: str
     shapes: str
@@ -140,6 +142,7 @@ ENGLISH = Labels(
     nonfinite="{count} non-finite",
     cached="cached",
     checked_code="code",
+    full_message="Full message",
     compared="Compared outputs",
     shapes="Shapes",
     timings="Timings",
@@ -218,6 +221,7 @@ CHINESE = Labels(
     nonfinite="{count} 个非有限值",
     cached="缓存结果",
     checked_code="代码",
+    full_message="完整信息",
     compared="比较的输出",
     shapes="张量形状",
     timings="运行耗时",
