@@ -210,7 +210,7 @@ def _checked_definition(
 
 
 _DEFINED = re.compile(
-    r"\\(?:text|mathrm|operatorname)\{(\w+)\}\s*\([^)]*\)\s*(?:_\s*(?:\{[^{}]*\}|\w)\s*)?="
+    r"\\(?:text|textrm|mathrm|operatorname)\{(\w+)\}\s*\([^)]*\)\s*(?:_\s*(?:\{[^{}]*\}|\w)\s*)?="
 )
 """``\\text{Attention}(Q, K, V) =``, or with the output's indices, ``\\text{softmax}(x)_i =``:
 the function a definition block defines."""

@@ -125,8 +125,17 @@ class Lowerer:
             unknown = (written if sub is not None else word.text)[stuck:]
             unknown = written if stuck >= len(word.text) else unknown
             where = f" in {written!r}" if unknown != written else ""
-            raise self.fail(f"undeclared name {unknown!r}{where}", word.col + stuck)
+            hint = self.alias_hint(unknown)
+            raise self.fail(f"undeclared name {unknown!r}{where}{hint}", word.col + stuck)
         return self.product(word, found[0], sup, None)
+
+    def alias_hint(self, unknown: str) -> str:
+        """``; if it is d_k, declare it: symbols="d = d_k"`` for a ``d`` where dims ``d_k``
+        exist, the short name papers write for a dim; otherwise nothing."""
+        dims = sorted(d for d in self.scope.table.dims if d.startswith(f"{unknown}_"))
+        if not dims:
+            return ""
+        return f'; if it is {" or ".join(dims)}, declare it: symbols="{unknown} = {dims[0]}"'
 
     def product(
         self, word: Word, reading: Reading, sup: Expr | None, letters: tuple[Word, ...] | None
