@@ -1040,3 +1040,18 @@ def test_an_error_card_with_a_plain_message_has_no_second_copy() -> None:
     failure = SnippetFailure("ValueError", "shapes differ", None)
     result = CheckResult("v", Location("docs/a.md", 3), "attention", Status.ERROR, failure=failure)
     assert "fc-full-message" not in render_card(result, labels=ZH, image_url=image_url)
+
+
+@pytest.mark.parametrize(
+    ("label", "english", "chinese"),
+    [
+        ("eager", "eager", "即时执行（eager）"),
+        ("eager (timing)", "eager (timing run)", "即时执行（eager），计时运行"),
+        ("tf.function (timing)", "tf.function (timing run)", "tf.function，计时运行"),
+        ("oracle (NumPy float64)", "NumPy oracle (float64)", "NumPy 参考实现（float64）"),
+    ],
+)
+def test_every_timing_row_is_named_in_the_card_language(
+    label: str, english: str, chinese: str
+) -> None:
+    assert (EN.timing_name(label), ZH.timing_name(label)) == (english, chinese)

@@ -74,6 +74,8 @@ class Labels:
     repeats: str
     first_call: str
     timing_names: tuple[tuple[str, str], ...]
+    timing_of_run: str
+    """A timing row of a run other than the check's own: ``{name}`` timed in ``{run}``."""
     environment: str
     device: str
     threads: str
@@ -122,8 +124,16 @@ class Labels:
         return text
 
     def timing_name(self, label: str) -> str:
-        """``eager``/``function``/``trace``/``oracle`` in words; other labels pass through."""
-        return dict(self.timing_names).get(label, label)
+        """``eager``/``function``/``trace``/``oracle`` in words, with the run that timed them
+        (``eager (timing)``: the timing run at realistic sizes); other labels pass through."""
+        words = dict(self.timing_names)
+        if label in words:
+            return words[label]
+        name, opened, rest = label.partition(" (")
+        if opened and rest.endswith(")"):
+            run = rest[:-1]
+            return self.timing_of_run.format(name=words.get(name, name), run=words.get(run, run))
+        return label
 
 
 ENGLISH = Labels(
@@ -178,7 +188,10 @@ ENGLISH = Labels(
         ("tf.function", "tf.function"),
         ("trace", "trace (first call)"),
         ("oracle", "NumPy oracle"),
+        ("oracle (NumPy float64)", "NumPy oracle (float64)"),
+        ("timing", "timing run"),
     ),
+    timing_of_run="{name} ({run})",
     environment="Environment",
     device="device",
     threads="{count} threads",
@@ -256,7 +269,10 @@ CHINESE = Labels(
         ("tf.function", "tf.function"),
         ("trace", "图追踪（首次调用）"),
         ("oracle", "NumPy 参考实现"),
+        ("oracle (NumPy float64)", "NumPy 参考实现（float64）"),
+        ("timing", "计时运行"),
     ),
+    timing_of_run="{name}，{run}",
     environment="运行环境",
     device="设备",
     threads="{count} 个线程",
