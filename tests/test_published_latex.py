@@ -10,6 +10,12 @@ still be caught.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 import pytest
 
 from formula_check.latex import (
@@ -17,8 +23,13 @@ from formula_check.latex import (
     LatexError,
     NotExecutable,
     check_against_oracle,
+    compare_with_oracle,
+    compile_formula,
     parse_symbols,
 )
+from formula_check.latex.agreement import oracle_symbols
+from formula_check.model import Array
+from formula_check.oracles import Oracle, TensorSpec
 from test_latex import agreement, oracle_case
 
 # Upright names: a function by its exact name, never a product of letters or another function
@@ -423,3 +434,70 @@ def test_a_bad_alias_is_an_error(symbols: str, message: str) -> None:
 def test_an_alias_names_a_dim_in_later_declarations() -> None:
     table = parse_symbols("d = d_k; A: [b, n, d] = q")
     assert table.symbols["A"].dims == ("b", "n", "d_k")
+
+
+# An oracle of one's own declares its formula's names ----------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _DeclaringOracle(Oracle):
+    """An oracle carrying ``symbols``, as :func:`oracle_symbols` reads them."""
+
+    symbols: str = ""
+
+
+def _scaled_rows(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[str, Array]:
+    return {"output": arrays["x"] / math.sqrt(arrays["x"].shape[-1])}
+
+
+SCALED = _DeclaringOracle(
+    name="scaled_rows",
+    title="Rows scaled by the root of their width",
+    latex=r"y = x / \sqrt{d}",
+    compute=_scaled_rows,
+    inputs=(TensorSpec("x", ("b", "width")),),
+    outputs=(TensorSpec("output", ("b", "width")),),
+    dims={"b": 2, "width": 5},
+    symbols=r"\mathbf{x}: [b, width] = x; d = width",
+)
+
+
+def test_an_oracle_of_ones_own_declares_its_formulas_names() -> None:
+    table = oracle_symbols(SCALED, {})
+    assert table is not None
+    arrays = {"x": np.arange(10.0).reshape(2, 5)}
+    right = compile_formula(r"\mathbf{y} = \mathbf{x} / \sqrt{d}", table)
+    assert compare_with_oracle(right, SCALED, arrays, {"b": 2, "width": 5}).ok
+    wrong = compile_formula(r"\mathbf{y} = \mathbf{x} / d", table)
+    assert not compare_with_oracle(wrong, SCALED, arrays, {"b": 2, "width": 5}).ok
+
+
+def test_an_oracle_without_symbols_has_none() -> None:
+    plain = dataclasses.replace(SCALED, symbols="")
+    assert oracle_symbols(plain, {}) is None
+
+
+# Upright names that are not builtins ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("latex", "compiled"),
+    [
+        (r"LayerNorm(x + Sublayer(x))", "LayerNorm(x + Sublayer(x))"),
+        (r"\mathrm{LayerNorm}(x + \mathrm{FFN}(x))", "LayerNorm(x + Sublayer(x))"),
+        (r"\operatorname{Layernorm}(x + \operatorname{FFN}(x))", "LayerNorm(x + Sublayer(x))"),
+    ],
+)
+def test_layer_norm_in_other_spellings(latex: str, compiled: str) -> None:
+    result = agreement("sublayer", latex)
+    assert result.ok, result.message
+    assert result.compiled == compiled
+
+
+@pytest.mark.parametrize("latex", [r"LN(x + FFN(x))", r"\mathrm{L}\mathrm{N}(x + \mathrm{FFN}(x))"])
+def test_letters_ln_are_never_the_logarithm(latex: str) -> None:
+    try:
+        result = agreement("sublayer", latex)
+    except (LatexError, NotExecutable):
+        return
+    assert "log" not in result.compiled

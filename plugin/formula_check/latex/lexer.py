@@ -18,7 +18,9 @@ from .limits import check_length
 
 TokenKind = Literal["letter", "digit", "symbol", "command", "text", "break", "end"]
 
-SPACING = frozenset({",", ";", ":", "!", " ", ">", "displaystyle", "textstyle", "scriptstyle"})
+SPACING = frozenset(
+    {",", ";", ":", "!", " ", "\n", ">", "displaystyle", "textstyle", "scriptstyle"}
+)
 BREAKS = frozenset({"quad", "qquad"})
 SIZES = frozenset(
     {"tiny", "scriptsize", "footnotesize", "small", "normalsize", "large", "Large", "LARGE"}
