@@ -24,7 +24,7 @@ from .model import CheckResult, Location
 from .options import STATUSES, Options
 from .oracles import all_oracles
 from .pages import PageBlock, Settings
-from .progress import Progress, summary
+from .progress import Progress, summary, wants_colour
 from .project import (
     CONFIG_NAME,
     PAGE_SUFFIXES,
@@ -323,6 +323,7 @@ def _check(args: argparse.Namespace) -> int:
         is_failure=failing,
         startup=startup,
         starters=starters,
+        colour=not args.github and wants_colour(sys.stdout),
     )
     told = "\n".join([told, *ci_formats.formula_notes(results)])
     print(ci_formats.github_safe(told) if args.github else told)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from .model import CheckResult, format_seconds
@@ -17,9 +18,35 @@ _CLEAR = "\r\x1b[K"
 SLOWEST = 5
 
 
+LONG_RUN = 10.0
+"""Seconds after which a run's plain progress lines also say how long is left."""
+_COLOURS = {
+    "verified": "32",  # green
+    "expected_failure": "36",  # cyan: wrong on purpose, as its block says
+    "mismatch": "31",  # red
+    "error": "31",
+    "unexpected_pass": "31",
+    "timeout": "33",  # yellow
+    "skipped": "2",  # dim
+}
+
+
 def _clock(seconds: float) -> str:
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}:{rest:02d}"
+
+
+def wants_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """Colour for a terminal, unless ``NO_COLOR`` is set (https://no-color.org)."""
+    env = os.environ if environ is None else environ
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty()) and not env.get("NO_COLOR")
+
+
+def paint(text: str, key: str, colour: bool) -> str:
+    """``text`` in the colour of the outcome ``key`` (as is without ``colour``)."""
+    code = _COLOURS.get(key)
+    return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
 
 
 class Progress:
@@ -30,13 +57,25 @@ class Progress:
     else (CI logs): one plain line per finished block, because ``\r`` garbles a log file.
     """
 
-    def __init__(self, stream: TextIO, total: int, *, live: bool | None = None) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        total: int,
+        *,
+        live: bool | None = None,
+        colour: bool | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.stream = stream
         self.total = total
         self.live = stream.isatty() if live is None else live
+        self.colour = wants_colour(stream) if colour is None else colour
+        self.clock = clock
         self.done = 0
+        self.ran = 0
+        """Blocks that ran now (not from the cache): what the time left is estimated from."""
         self.current = ""
-        self.started = time.perf_counter()
+        self.started = clock()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -56,7 +95,14 @@ class Progress:
 
     def elapsed(self) -> float:
         """Seconds since the first block started."""
-        return time.perf_counter() - self.started
+        return self.clock() - self.started
+
+    def left(self) -> str:
+        """About how long the blocks not done yet take, from those that ran so far (empty
+        until one has)."""
+        if not self.ran or self.done >= self.total:
+            return ""
+        return f"~{_clock(self.elapsed() / self.done * (self.total - self.done))} left"
 
     def checking(self, label: str) -> None:
         """``label`` (``docs/x.md:12 [id]``) is the next block to finish."""
@@ -66,17 +112,28 @@ class Progress:
     def finished(self, result: CheckResult) -> None:
         """One more block is done."""
         self.done += 1
+        self.ran += not result.cached
         if not self.live:
             cached = ", cached" if result.cached else ""
+            left = self.left() if self.elapsed() >= LONG_RUN else ""
+            count = f"{self.done}/{self.total}" + (f", {left}" if left else "")
+            words = paint(outcome_words(result), outcome_key(result), self.colour)
             self._write(
-                f"[{self.done}/{self.total}] {result.location} [{result.block_id}] "
-                f"{outcome_words(result)} ({format_seconds(result.elapsed)}{cached})\n"
+                f"[{count}] {result.location} [{result.block_id}] "
+                f"{words} ({format_seconds(result.elapsed)}{cached})\n"
             )
         self._redraw()
 
     def _redraw(self) -> None:
         if self.live:
-            line = f"[{self.done}/{self.total} {_clock(self.elapsed())}] {self.current}"
+            left = self.left()
+            head = (
+                f"[{self.done}/{self.total} {_clock(self.elapsed())}{' ' + left if left else ''}]"
+            )
+            doing = self.current
+            if self.done == 0 and self.elapsed() >= 1.0:  # the first check waits for the workers
+                doing = f"starting TensorFlow, then {doing}"
+            line = f"{head} {doing}"
             # A line that wraps cannot be redrawn in place: keep it within the terminal.
             width = shutil.get_terminal_size().columns - 1
             self._write(_CLEAR + line[:width])
@@ -100,10 +157,14 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def counts_line(results: Sequence[CheckResult]) -> str:
+def counts_line(results: Sequence[CheckResult], *, colour: bool = False) -> str:
     """``6 verified, 1 mismatch, 1 expected failure`` in the badges' order."""
     counts = Counter(outcome_key(result) for result in results)
-    words = [f"{counts[key]} {key.replace('_', ' ')}" for key in OUTCOME_KEYS if counts[key]]
+    words = [
+        paint(f"{counts[key]} {key.replace('_', ' ')}", key, colour)
+        for key in OUTCOME_KEYS
+        if counts[key]
+    ]
     return ", ".join(words) or "nothing checked"
 
 
@@ -116,6 +177,7 @@ def summary(
     is_failure: Callable[[CheckResult], bool],
     startup: float = 0.0,
     starters: int = 1,
+    colour: bool = False,
 ) -> str:
     """The end of a run: counts, worker start-up, the slowest blocks, then every failure.
 
@@ -126,7 +188,7 @@ def summary(
     head = (
         f"formula-check: {_plural(len(results), 'block')} on {_plural(pages, 'page')} "
         f"in {format_seconds(seconds)}: "
-        f"{counts_line(results)}"
+        f"{counts_line(results, colour=colour)}"
     )
     notes = [f"{cached} cached"] if cached else []
     notes += [f"{deselected} deselected"] if deselected else []
@@ -143,5 +205,5 @@ def summary(
     failures = [r for r in results if is_failure(r)]
     if failures:
         lines.append(f"failures ({len(failures)}):")
-        lines += ["  " + strip_ansi(r.headline()) for r in failures]
+        lines += ["  " + paint(strip_ansi(r.headline()), outcome_key(r), colour) for r in failures]
     return "\n".join(lines)
