@@ -232,4 +232,179 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "return out, weights",
         {},
     ),
+    # composite layers: residual order, norm placement, masks, sublayer order
+    "attention_sublayer: residual outside the norm": (
+        "attention_sublayer-tutorial",
+        "        x = self.add([x, attn_output])\n        return self.layernorm(x)",
+        "        return self.add([x, self.layernorm(attn_output)])",
+        {},
+    ),
+    "attention_sublayer: no residual": (
+        "attention_sublayer-tutorial",
+        "x = self.add([x, attn_output])",
+        "x = attn_output",
+        {},
+    ),
+    "attention_sublayer: pre-LN code, post-LN formula": (
+        "attention_sublayer-tutorial",
+        "        attn_output = self.mha(query=x, value=x, key=x)\n"
+        "        x = self.add([x, attn_output])\n        return self.layernorm(x)",
+        "        y = self.layernorm(x)\n"
+        "        return self.add([x, self.mha(query=y, value=y, key=y)])",
+        {},
+    ),
+    "attention_sublayer: Keras' default epsilon, the formula's 1e-6": (
+        "attention_sublayer-tutorial",
+        "LayerNormalization()",
+        "LayerNormalization()",
+        {"params": {"epsilon": 1e-6}},
+    ),
+    "attention_sublayer: causal mask forgotten": (
+        "attention_sublayer-tutorial-causal",
+        "use_causal_mask=True",
+        "use_causal_mask=False",
+        {},
+    ),
+    "cross_attention_sublayer: keys and values from x, not the context": (
+        "cross_attention_sublayer-tutorial",
+        "query=x, key=context, value=context",
+        "query=x, key=x, value=x",
+        {},
+    ),
+    "cross_attention_sublayer: no residual": (
+        "cross_attention_sublayer-tutorial",
+        "self.last_attn_scores = attn_scores\n        x = self.add([x, attn_output])",
+        "self.last_attn_scores = attn_scores\n        x = attn_output",
+        {},
+    ),
+    "cross_attention_sublayer: query and context swapped": (
+        "cross_attention_sublayer-tutorial",
+        "query=x, key=context, value=context",
+        "query=context, key=x, value=x",
+        {},
+    ),
+    "cross_attention_sublayer: Keras' default epsilon, the formula's 1e-6": (
+        "cross_attention_sublayer-tutorial",
+        "LayerNormalization()",
+        "LayerNormalization()",
+        {"params": {"epsilon": 1e-6}},
+    ),
+    "encoder_layer: feed-forward sublayer before the attention": (
+        "encoder_layer-tutorial",
+        "        x = self.self_attention(x)\n        return self.ffn(x)",
+        "        x = self.ffn(x)\n        return self.self_attention(x)",
+        {},
+    ),
+    "encoder_layer: no residual around the feed-forward network": (
+        "encoder_layer-tutorial",
+        "x = self.add([x, self.seq(x)])",
+        "x = self.seq(x)",
+        {},
+    ),
+    "encoder_layer: feed-forward network without its ReLU": (
+        "encoder_layer-tutorial",
+        'Dense(dff, activation="relu")',
+        "Dense(dff)",
+        {},
+    ),
+    "encoder_layer: feed-forward network of the input, not of the attention's": (
+        "encoder_layer-keras-io",
+        "ffn_output = self.ffn(out1)",
+        "ffn_output = self.ffn(inputs)",
+        {},
+    ),
+    "encoder_layer: second residual from the input": (
+        "encoder_layer-keras-io",
+        "return self.layernorm2(out1 + ffn_output)",
+        "return self.layernorm2(inputs + ffn_output)",
+        {},
+    ),
+    "encoder_layer: the first norm used twice": (
+        "encoder_layer-keras-io",
+        "return self.layernorm2(out1 + ffn_output)",
+        "return self.layernorm1(out1 + ffn_output)",
+        {},
+    ),
+    "encoder_layer: mask ignored": (
+        "encoder_layer-textbook",
+        "output = self.attention(queries, keys, values, mask)",
+        "output = self.attention(queries, keys, values)",
+        {},
+    ),
+    "encoder_layer: post-LN code, pre-LN formula": (
+        "encoder_layer-pre-norm",
+        "        y = self.norm1(x)\n        x = x + self.attention(y, y, attention_mask=mask)\n"
+        "        return x + self.out(self.hidden(self.norm2(x)))",
+        "        x = self.norm1(x + self.attention(x, x, attention_mask=mask))\n"
+        "        return self.norm2(x + self.out(self.hidden(x)))",
+        {},
+    ),
+    "encoder_layer: pre-LN without the last residual": (
+        "encoder_layer-pre-norm",
+        "return x + self.out(self.hidden(self.norm2(x)))",
+        "return self.out(self.hidden(self.norm2(x)))",
+        {},
+    ),
+    "encoder_layer: pre-LN with its mask ignored": (
+        "encoder_layer-pre-norm",
+        "attention_mask=mask",
+        "attention_mask=None",
+        {},
+    ),
+    "encoder_layer: ReLU6 in a pre-LN feed-forward network": (
+        "encoder_layer-pre-norm",
+        'activation="relu"',
+        'activation="relu6"',
+        {},
+    ),
+    "decoder_layer: causal mask forgotten": (
+        "decoder_layer-tutorial",
+        "mha(query=x, value=x, key=x, use_causal_mask=True)",
+        "mha(query=x, value=x, key=x)",
+        {},
+    ),
+    "decoder_layer: cross-attention before the causal self-attention": (
+        "decoder_layer-tutorial",
+        "        x = self.causal_self_attention(x=x)\n"
+        "        x = self.cross_attention(x=x, context=context)",
+        "        x = self.cross_attention(x=x, context=context)\n"
+        "        x = self.causal_self_attention(x=x)",
+        {},
+    ),
+    "decoder_layer: cross-attention to itself, not the context": (
+        "decoder_layer-tutorial",
+        "x = self.cross_attention(x=x, context=context)",
+        "x = self.cross_attention(x=x, context=x)",
+        {},
+    ),
+    "decoder_layer: feed-forward sublayer skipped": (
+        "decoder_layer-tutorial",
+        "x = self.cross_attention(x=x, context=context)\n        return self.ffn(x)",
+        "x = self.cross_attention(x=x, context=context)\n        return x",
+        {},
+    ),
+    "add_norm: residual outside the norm": (
+        "add_norm-textbook",
+        "return self.ln(self.dropout(Y) + X)",
+        "return self.ln(self.dropout(Y)) + X",
+        {},
+    ),
+    "add_norm: the input forgotten": (
+        "add_norm-textbook",
+        "return self.ln(self.dropout(Y) + X)",
+        "return self.ln(self.dropout(Y))",
+        {},
+    ),
+    "add_norm: the sublayer's output subtracted": (
+        "add_norm-textbook",
+        "self.dropout(Y) + X",
+        "X - self.dropout(Y)",
+        {},
+    ),
+    "add_norm: Keras' default epsilon, the formula's 1e-6": (
+        "add_norm-textbook",
+        "LayerNormalization(norm_shape)",
+        "LayerNormalization(norm_shape)",
+        {"params": {"epsilon": 1e-6}},
+    ),
 }

@@ -376,3 +376,384 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"preset": "keras-mha", "dims": {"d_model": 12, "h": 3, "depth": 12}, "mask": "padding"},
     ),
 }
+
+
+# Composite layers, in the three published styles ------------------------------------------
+
+TUTORIAL_ATTENTION = """
+import tensorflow as tf
+
+class BaseAttention(tf.keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.mha = tf.keras.layers.MultiHeadAttention(**kwargs)
+        self.layernorm = tf.keras.layers.LayerNormalization()
+        self.add = tf.keras.layers.Add()
+
+class GlobalSelfAttention(BaseAttention):
+    def call(self, x):
+        attn_output = self.mha(query=x, value=x, key=x)
+        x = self.add([x, attn_output])
+        return self.layernorm(x)
+
+class CausalSelfAttention(BaseAttention):
+    def call(self, x):
+        attn_output = self.mha(query=x, value=x, key=x, use_causal_mask=True)
+        x = self.add([x, attn_output])
+        return self.layernorm(x)
+
+class CrossAttention(BaseAttention):
+    def call(self, x, context):
+        attn_output, attn_scores = self.mha(
+            query=x, key=context, value=context, return_attention_scores=True
+        )
+        self.last_attn_scores = attn_scores
+        x = self.add([x, attn_output])
+        return self.layernorm(x)
+"""
+"""The current TensorFlow tutorial's shape: Keras' MultiHeadAttention with ``key_dim=d_model``,
+an Add and a LayerNormalization of Keras' default epsilon (1e-3)."""
+
+TUTORIAL_LAYERS = (
+    TUTORIAL_ATTENTION
+    + """
+
+class FeedForward(tf.keras.layers.Layer):
+    def __init__(self, d_model, dff, dropout_rate=0.1):
+        super().__init__()
+        self.seq = tf.keras.Sequential([
+            tf.keras.layers.Dense(dff, activation="relu"),
+            tf.keras.layers.Dense(d_model),
+            tf.keras.layers.Dropout(dropout_rate),
+        ])
+        self.add = tf.keras.layers.Add()
+        self.layer_norm = tf.keras.layers.LayerNormalization()
+
+    def call(self, x):
+        x = self.add([x, self.seq(x)])
+        return self.layer_norm(x)
+
+class EncoderLayer(tf.keras.layers.Layer):
+    def __init__(self, *, d_model, num_heads, dff, dropout_rate=0.1):
+        super().__init__()
+        self.self_attention = GlobalSelfAttention(
+            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
+        )
+        self.ffn = FeedForward(d_model, dff)
+
+    def call(self, x):
+        x = self.self_attention(x)
+        return self.ffn(x)
+
+class DecoderLayer(tf.keras.layers.Layer):
+    def __init__(self, *, d_model, num_heads, dff, dropout_rate=0.1):
+        super().__init__()
+        self.causal_self_attention = CausalSelfAttention(
+            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
+        )
+        self.cross_attention = CrossAttention(
+            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
+        )
+        self.ffn = FeedForward(d_model, dff)
+
+    def call(self, x, context):
+        x = self.causal_self_attention(x=x)
+        x = self.cross_attention(x=x, context=context)
+        return self.ffn(x)
+"""
+)
+
+
+def keras_mha_map(prefix: str, path: str) -> dict[str, str]:
+    """A weight map of Keras' MultiHeadAttention at ``path`` for the composite's ``prefix``."""
+    parts = {"q": "query_dense", "k": "key_dense", "v": "value_dense", "o": "output_dense"}
+    return {
+        f"{prefix}.{kind}_{part}": f"{path}.{layer}.{attribute}"
+        for part, layer in parts.items()
+        for kind, attribute in (("W", "kernel"), ("b", "bias"))
+    }
+
+
+def norm_map(prefix: str, path: str) -> dict[str, str]:
+    return {f"{prefix}.gamma": f"{path}.gamma", f"{prefix}.beta": f"{path}.beta"}
+
+
+def ffn_map(prefix: str, first: str, second: str) -> dict[str, str]:
+    return {
+        f"{prefix}.W_1": f"{first}.kernel",
+        f"{prefix}.b_1": f"{first}.bias",
+        f"{prefix}.W_2": f"{second}.kernel",
+        f"{prefix}.b_2": f"{second}.bias",
+    }
+
+
+TUTORIAL_SUBLAYER_MAP = {**keras_mha_map("attn", "mha"), **norm_map("norm", "layernorm")}
+TUTORIAL_SIZES = {"d_model": 12, "h": 3, "depth": 12}
+"""The tutorial's ``key_dim=d_model``: heads as wide as the model."""
+TUTORIAL_OPTIONS: dict[str, Any] = {
+    "init": {"num_heads": "h", "key_dim": "depth"},
+    "weights": TUTORIAL_SUBLAYER_MAP,
+    "dims": TUTORIAL_SIZES,
+    "params": {"epsilon": 1e-3},
+}
+
+TUTORIAL_ENCODER_MAP = {
+    **keras_mha_map("attn", "self_attention.mha"),
+    **norm_map("norm1", "self_attention.layernorm"),
+    **ffn_map("ffn", "ffn.seq.layers[0]", "ffn.seq.layers[1]"),
+    **norm_map("norm2", "ffn.layer_norm"),
+}
+TUTORIAL_DECODER_MAP = {
+    **keras_mha_map("self_attn", "causal_self_attention.mha"),
+    **norm_map("norm1", "causal_self_attention.layernorm"),
+    **keras_mha_map("cross_attn", "cross_attention.mha"),
+    **norm_map("norm2", "cross_attention.layernorm"),
+    **ffn_map("ffn", "ffn.seq.layers[0]", "ffn.seq.layers[1]"),
+    **norm_map("norm3", "ffn.layer_norm"),
+}
+TUTORIAL_LAYER_INIT = {"d_model": "d_model", "num_heads": "h", "dff": "d_ff"}
+
+KERAS_IO_BLOCK = """
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+class TransformerBlock(layers.Layer):
+    def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
+        super().__init__()
+        self.att = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+        self.ffn = keras.Sequential(
+            [layers.Dense(ff_dim, activation="relu"), layers.Dense(embed_dim)]
+        )
+        self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
+        self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
+        self.dropout1 = layers.Dropout(rate)
+        self.dropout2 = layers.Dropout(rate)
+
+    def call(self, inputs, training=False):
+        attn_output = self.att(inputs, inputs)
+        attn_output = self.dropout1(attn_output, training=training)
+        out1 = self.layernorm1(inputs + attn_output)
+        ffn_output = self.ffn(out1)
+        ffn_output = self.dropout2(ffn_output, training=training)
+        return self.layernorm2(out1 + ffn_output)
+"""
+"""Keras' text-classification example's block: ``key_dim=embed_dim``, epsilon 1e-6."""
+
+KERAS_IO_MAP = {
+    **keras_mha_map("attn", "att"),
+    **norm_map("norm1", "layernorm1"),
+    **ffn_map("ffn", "ffn.layers[0]", "ffn.layers[1]"),
+    **norm_map("norm2", "layernorm2"),
+}
+
+TEXTBOOK_ENCODER = """
+import tensorflow as tf
+
+class DotProductAttention(tf.keras.layers.Layer):
+    def call(self, queries, keys, values, mask=None):
+        d = queries.shape[-1]
+        scores = tf.matmul(queries, keys, transpose_b=True) / tf.math.sqrt(tf.cast(d, tf.float32))
+        if mask is not None:
+            scores = tf.where(mask, scores, -1e6)
+        self.attention_weights = tf.nn.softmax(scores, axis=-1)
+        return tf.matmul(self.attention_weights, values)
+
+class MultiHeadAttention(tf.keras.layers.Layer):
+    def __init__(self, num_hiddens, num_heads, bias=False):
+        super().__init__()
+        self.num_heads = num_heads
+        self.attention = DotProductAttention()
+        self.W_q = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_k = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_v = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_o = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+
+    def transpose_qkv(self, X):
+        X = tf.reshape(X, shape=(X.shape[0], X.shape[1], self.num_heads, -1))
+        X = tf.transpose(X, perm=(0, 2, 1, 3))
+        return tf.reshape(X, shape=(-1, X.shape[2], X.shape[3]))
+
+    def transpose_output(self, X):
+        X = tf.reshape(X, shape=(-1, self.num_heads, X.shape[1], X.shape[2]))
+        X = tf.transpose(X, perm=(0, 2, 1, 3))
+        return tf.reshape(X, shape=(X.shape[0], X.shape[1], -1))
+
+    def call(self, queries, keys, values, mask=None):
+        queries = self.transpose_qkv(self.W_q(queries))
+        keys = self.transpose_qkv(self.W_k(keys))
+        values = self.transpose_qkv(self.W_v(values))
+        if mask is not None:
+            mask = tf.repeat(mask, repeats=self.num_heads, axis=0)
+        output = self.attention(queries, keys, values, mask)
+        return self.W_o(self.transpose_output(output))
+
+class PositionWiseFFN(tf.keras.layers.Layer):
+    def __init__(self, ffn_num_hiddens, ffn_num_outputs):
+        super().__init__()
+        self.dense1 = tf.keras.layers.Dense(ffn_num_hiddens)
+        self.relu = tf.keras.layers.ReLU()
+        self.dense2 = tf.keras.layers.Dense(ffn_num_outputs)
+
+    def call(self, X):
+        return self.dense2(self.relu(self.dense1(X)))
+
+class AddNorm(tf.keras.layers.Layer):
+    def __init__(self, norm_shape, dropout):
+        super().__init__()
+        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.ln = tf.keras.layers.LayerNormalization(norm_shape)
+
+    def call(self, X, Y):
+        return self.ln(self.dropout(Y) + X)
+
+class TransformerEncoderBlock(tf.keras.layers.Layer):
+    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout=0.0, bias=False):
+        super().__init__()
+        self.attention = MultiHeadAttention(num_hiddens, num_heads, bias)
+        self.addnorm1 = AddNorm([2], dropout)
+        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
+        self.addnorm2 = AddNorm([2], dropout)
+
+    def call(self, X, mask=None):
+        Y = self.addnorm1(X, self.attention(X, X, X, mask))
+        return self.addnorm2(Y, self.ffn(Y))
+"""
+"""A textbook's TensorFlow tab: projections without biases, heads folded into the batch,
+an AddNorm of Keras' default epsilon over axis 2, a boolean mask of kept keys."""
+
+TEXTBOOK_ENCODER_MAP = {
+    **{f"attn.W_{part}": f"attention.W_{part}.kernel" for part in "qkvo"},
+    **norm_map("norm1", "addnorm1.ln"),
+    **ffn_map("ffn", "ffn.dense1", "ffn.dense2"),
+    **norm_map("norm2", "addnorm2.ln"),
+}
+
+PRE_NORM_ENCODER = """
+import tensorflow as tf
+
+class PreNormEncoderLayer(tf.keras.layers.Layer):
+    def __init__(self, d_model, num_heads, d_ff):
+        super().__init__()
+        self.norm1 = tf.keras.layers.LayerNormalization(epsilon=1e-6)
+        self.attention = tf.keras.layers.MultiHeadAttention(
+            num_heads=num_heads, key_dim=d_model // num_heads
+        )
+        self.norm2 = tf.keras.layers.LayerNormalization(epsilon=1e-6)
+        self.hidden = tf.keras.layers.Dense(d_ff, activation="relu")
+        self.out = tf.keras.layers.Dense(d_model)
+
+    def call(self, x, mask=None):
+        y = self.norm1(x)
+        x = x + self.attention(y, y, attention_mask=mask)
+        return x + self.out(self.hidden(self.norm2(x)))
+"""
+"""A pre-LN encoder layer (normalise, then attend or transform, then add), masked the
+Keras way: ``attention_mask`` True where a query may attend."""
+
+PRE_NORM_MAP = {
+    **keras_mha_map("attn", "attention"),
+    **norm_map("norm1", "norm1"),
+    **ffn_map("ffn", "hidden", "out"),
+    **norm_map("norm2", "norm2"),
+}
+
+ADD_NORM_TEXTBOOK = """
+import tensorflow as tf
+
+class AddNorm(tf.keras.layers.Layer):
+    def __init__(self, norm_shape, dropout):
+        super().__init__()
+        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.ln = tf.keras.layers.LayerNormalization(norm_shape)
+
+    def call(self, X, Y):
+        return self.ln(self.dropout(Y) + X)
+"""
+
+COMPOSITES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "attention_sublayer-tutorial": (
+        "attention_sublayer",
+        TUTORIAL_ATTENTION,
+        {"entry": "GlobalSelfAttention", **TUTORIAL_OPTIONS},
+    ),
+    "attention_sublayer-tutorial-causal": (
+        "attention_sublayer",
+        TUTORIAL_ATTENTION,
+        {
+            "entry": "CausalSelfAttention",
+            **TUTORIAL_OPTIONS,
+            "params": {"epsilon": 1e-3, "variant": "causal"},
+        },
+    ),
+    "cross_attention_sublayer-tutorial": (
+        "cross_attention_sublayer",
+        TUTORIAL_ATTENTION,
+        {"entry": "CrossAttention", **TUTORIAL_OPTIONS},
+    ),
+    "encoder_layer-tutorial": (
+        "encoder_layer",
+        TUTORIAL_LAYERS,
+        {
+            "entry": "EncoderLayer",
+            "init": TUTORIAL_LAYER_INIT,
+            "weights": TUTORIAL_ENCODER_MAP,
+            "dims": TUTORIAL_SIZES,
+            "params": {"epsilon": 1e-3},
+        },
+    ),
+    "decoder_layer-tutorial": (
+        "decoder_layer",
+        TUTORIAL_LAYERS,
+        {
+            "entry": "DecoderLayer",
+            "init": TUTORIAL_LAYER_INIT,
+            "weights": TUTORIAL_DECODER_MAP,
+            "dims": TUTORIAL_SIZES,
+            "params": {"epsilon": 1e-3},
+        },
+    ),
+    "encoder_layer-keras-io": (
+        "encoder_layer",
+        KERAS_IO_BLOCK,
+        {
+            "entry": "TransformerBlock",
+            "init": {"embed_dim": "d_model", "num_heads": "h", "ff_dim": "d_ff"},
+            "weights": KERAS_IO_MAP,
+            "dims": TUTORIAL_SIZES,
+        },
+    ),
+    "encoder_layer-textbook": (
+        "encoder_layer",
+        TEXTBOOK_ENCODER,
+        {
+            "entry": "TransformerEncoderBlock",
+            "init": {"num_hiddens": "d_model", "ffn_num_hiddens": "d_ff", "num_heads": "h"},
+            "weights": TEXTBOOK_ENCODER_MAP,
+            "params": {"epsilon": 1e-3, "mask_dims": "b n n"},
+            "mask": "padding",
+            "mask_convention": "keep",
+        },
+    ),
+    "encoder_layer-pre-norm": (
+        "encoder_layer",
+        PRE_NORM_ENCODER,
+        {
+            "init": {"d_model": "d_model", "num_heads": "h", "d_ff": "d_ff"},
+            "weights": PRE_NORM_MAP,
+            "params": {"norm": "pre", "mask_dims": "b n n"},
+            "mask": "padding",
+            "mask_convention": "keep",
+        },
+    ),
+    "add_norm-textbook": (
+        "add_norm",
+        ADD_NORM_TEXTBOOK,
+        {
+            "init": {"norm_shape": 2, "dropout": 0.0},
+            "weights": {"gamma": "ln.gamma", "beta": "ln.beta"},
+            "params": {"epsilon": 1e-3},
+        },
+    ),
+}
+CORRECT.update(COMPOSITES)

@@ -1,7 +1,8 @@
 """The builtin oracles: float64 NumPy references of the Transformer's formulas.
 
 :data:`BUILTINS` lists them for the registry, which adds them on first use. They live by
-family (:mod:`.attention`, :mod:`.positional`, :mod:`.layers`); their shared math is in
+family (:mod:`.attention`, :mod:`.positional`, :mod:`.layers`, and
+:mod:`.composite`, built with :mod:`.compose`); their shared math is in
 :mod:`.numerics`, their input regimes in :mod:`.regimes`. Sizes are read off the arrays
 wherever the math allows, so a layer's real weights go through the same code as generated
 ones.
@@ -11,6 +12,13 @@ from __future__ import annotations
 
 from .attention import ATTENTION, MH_INPUTS, MH_WEIGHTS, MULTIHEAD, SA_WEIGHTS, SELF_ATTENTION
 from .base import Oracle
+from .composite import (
+    ADD_NORM,
+    ATTENTION_SUBLAYER,
+    CROSS_ATTENTION_SUBLAYER,
+    DECODER_LAYER,
+    ENCODER_LAYER,
+)
 from .layers import (
     FFN,
     FFN_WEIGHTS,
@@ -47,8 +55,13 @@ from .regimes import (
 from .tensors import X
 
 __all__ = [
+    "ADD_NORM",
     "ATTENTION",
+    "ATTENTION_SUBLAYER",
     "BUILTINS",
+    "CROSS_ATTENTION_SUBLAYER",
+    "DECODER_LAYER",
+    "ENCODER_LAYER",
     "FAR",
     "FAR_POSITIONS",
     "FFN",
@@ -94,5 +107,10 @@ BUILTINS: tuple[Oracle, ...] = (
     LAYER_NORM,
     LINEAR,
     SUBLAYER,
+    ATTENTION_SUBLAYER,
+    CROSS_ATTENTION_SUBLAYER,
+    ADD_NORM,
+    ENCODER_LAYER,
+    DECODER_LAYER,
 )
 """Every builtin oracle, in the order :func:`.registry.all_oracles` lists them."""
