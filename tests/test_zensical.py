@@ -54,9 +54,20 @@ class Build:
 
 
 def copy_site(destination: Path) -> Path:
-    """The fixture in ``destination``, with the card stylesheet and MathJax written into docs/."""
+    """The fixture in ``destination``, with the card stylesheet and MathJax written into docs/
+    by the documented command (``formula-check assets``, run in the project)."""
     shutil.copytree(FIXTURE, destination, ignore=shutil.ignore_patterns("site", ".cache"))
-    assets.write_assets(destination / "docs")
+    done = subprocess.run(
+        [sys.executable, "-m", "formula_check.cli", "assets"],
+        cwd=destination,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load((destination / "mkdocs.yml").read_text(encoding="utf-8"))
+    printed = yaml.safe_load(done.stdout.split("\n", 2)[2])
+    assert printed == {k: config[k] for k in ("extra_css", "extra_javascript")}
     return destination
 
 
@@ -111,8 +122,9 @@ def test_site_builds_with_verified_cards_math_and_assets(builds: dict[str, Build
 def test_drifted_snippet_fails_the_build_naming_page_and_line(builds: dict[str, Build]) -> None:
     build = builds["drift"]
     assert build.returncode == 1, build.output
-    assert "SuperFencesException: formula checks failed:" in build.output
-    assert "docs/index.md:5 [sdpa]: mismatch: output: max |Δ| = " in build.output
+    assert "SuperFencesException: docs/index.md:5 [sdpa]: mismatch: output: max |Δ| = " in (
+        build.output
+    ), "the failure's own line comes first"
     assert "[softmax]" not in build.output  # only the drifted block is named
 
 

@@ -113,6 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
     oracles = commands.add_parser("oracles", help="list the oracle catalog")
     oracles.add_argument("path", nargs="?", type=Path, help="mkdocs.yml naming your own oracles")
     commands.add_parser("stop", help="stop the TensorFlow processes kept alive (keep_alive)")
+    written = commands.add_parser(
+        "assets",
+        help="write the cards' stylesheet and MathJax into a docs folder (for Zensical, or "
+        "any build without the MkDocs plugin) and print the lines mkdocs.yml needs",
+    )
+    written.add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        help="where to write them (default: the docs folder of the nearest mkdocs.yml)",
+    )
+    written.add_argument("--no-mathjax", action="store_true", help="your site loads its own")
     return parser
 
 
@@ -124,12 +136,38 @@ def _stop(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _assets(args: argparse.Namespace) -> int:
+    from . import assets
+
+    folder = args.folder
+    if folder is None:
+        found = _nearest_site()
+        folder = load_project(found).docs_dir if found is not None else None
+    if folder is None:
+        raise UsageError(f"no {CONFIG_NAME} here or above: name the docs folder to write into")
+    mathjax = not args.no_mathjax
+    written = assets.write_assets(folder, mathjax=mathjax)
+    print(f"formula-check: wrote {len(written)} files under {folder / assets.ASSET_DIR}")
+    print("add to mkdocs.yml (the paths are relative to the docs folder):")
+    print("extra_css:")
+    print("".join(f"  - {path}\n" for path in assets.stylesheets()), end="")
+    print("extra_javascript:")
+    print("".join(f"  - {path}\n" for path in assets.scripts(mathjax=mathjax)), end="")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None, *, make_engine: EngineMaker = open_engine) -> int:
     """Run the command line; returns the exit code (see the module docstring). ``make_engine``
     makes the engine from the settings (the faces' tests give one making a fake)."""
     args = build_parser().parse_args(argv)
     args.make_engine = make_engine
-    commands = {"check": _check, "show": _show, "oracles": _list_oracles, "stop": _stop}
+    commands = {
+        "check": _check,
+        "show": _show,
+        "oracles": _list_oracles,
+        "stop": _stop,
+        "assets": _assets,
+    }
     command = commands[args.command]
     try:
         with _printed(sealed.log):

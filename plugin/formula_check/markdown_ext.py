@@ -69,6 +69,14 @@ def display_math(latex: str, classes: str = "arithmatex") -> str:
     return f'<div class="{classes}">\\[\n{escaped.replace(chr(34), "&quot;")}\n\\]</div>'
 
 
+def failures_message(failures: list[str]) -> str:
+    """What a failing page raises: its first failure's line first (``page:LINE [id]: …``,
+    the line a terminal or an editor jumps to), then the others."""
+    more = len(failures) - 1
+    tail = f"\n{more} more failing on this page:\n" + "\n".join(failures[1:]) if more else ""
+    return failures[0] + tail
+
+
 def zensical_page(md: Markdown, lines: list[str], root: Path) -> PageContext | None:
     """The page Zensical is rendering, from its ``rendering_context`` preprocessor, if any.
 
@@ -229,7 +237,7 @@ class FormulaCheckExtension(Extension):
             return display_math(src) + "\n" + self._unseen_card(src)
         block, answer = found
         if self.failures:
-            raise SuperFencesException("formula checks failed:\n" + "\n".join(self.failures))
+            raise SuperFencesException(failures_message(self.failures))
         if isinstance(answer, Future):  # still being checked: the plugin fills it in later
             card = self.session.placeholder(answer, block, self.labels)
         else:
