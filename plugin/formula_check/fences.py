@@ -25,10 +25,12 @@ from .option_values import (
     choice,
     did_you_mean,
     heatmaps,
+    init_arguments,
     mask_dims,
     name,
     number,
     oracle_name,
+    preset,
     returns,
     seed,
     sizes,
@@ -38,7 +40,6 @@ from .option_values import (
     weight_map,
     words,
 )
-from .presets import PRESETS
 
 _PAIR = re.compile(r"""([A-Za-z_][\w-]*)=(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)""")
 
@@ -138,10 +139,11 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "init",
-        assignments,
+        init_arguments,
         "d_model=d_model num_heads=h",
         "Constructor arguments for a layer or factory. A value that names a dimension becomes"
-        " that dimension's size.",
+        " that dimension's size; `true`, `false` and `none` are Python's, and `[1, 2]` and "
+        "`(1, 2)` a list and a tuple.",
     ),
     BlockOption(
         "weights",
@@ -160,7 +162,8 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "returns",
         returns,
         "output _",
-        "Names of the returned values, in order; `_` skips one. See [What is "
+        "Names of the returned values, in order; `_` skips one; `weights=attention_weights` "
+        "reads an output the layer keeps on an attribute. See [What is "
         "compared](#what-is-compared).",
     ),
     BlockOption(
@@ -241,10 +244,12 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     BlockOption("sweep_dim", name, "n", "The dimension the sweep varies (default `n`)."),
     BlockOption(
         "preset",
-        choice(*sorted(PRESETS)),
+        preset,
         "keras-mha",
         "Settings for checking one of Keras' own layers: `keras-mha`, `keras-layer-norm`, "
-        "`keras-dense`.",
+        "`keras-dense`. On a layer that holds that layer in an attribute, the preset's weight "
+        "map applies under it, found when exactly one sub-layer has its weights; "
+        "`keras-mha@mha` names it.",
     ),
     BlockOption(
         "mask_dims",

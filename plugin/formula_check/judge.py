@@ -26,8 +26,8 @@ from .model import (
     Verdict,
     frozen_map,
 )
-from .oracle_weights import oracle_weights, param_check, unused_verdict
-from .planning import Plan
+from .oracle_weights import described, oracle_weights, param_check, unused_verdict
+from .planning import Plan, attribute_outputs
 from .result_notes import (
     blind_spots,
     output_notes,
@@ -79,7 +79,7 @@ def evaluate(
 ) -> CheckResult:
     """Compare the code's outputs with the oracle's and build the result."""
     spec, oracle = plan.spec, plan.oracle
-    outputs = [arrays[f"out/{i}"] for i in range(reply.outputs)]
+    returned = [arrays[f"out/{i}"] for i in range(reply.outputs)]
     unused = [unused_verdict(plan, name) for name in reply.unused_weights]
     if unused:  # the oracle cannot even be evaluated without those weights
         return CheckResult(
@@ -98,7 +98,10 @@ def evaluate(
     oracle_arrays = {**plan.inputs, **weights}
     if plan.keep is not None:
         oracle_arrays["mask"] = plan.keep
-    names = _output_names(plan, len(outputs), reply.output_keys)
+    names = _output_names(plan, len(returned), reply.output_keys)
+    outputs = [value for value in _values(plan, arrays, "", len(names)) if value is not None]
+    positional = list(names)
+    names += list(attribute_outputs(spec))
     skipped = dict(reply.regimes_skipped)
     verdicts, pictured = _judge_outputs(
         plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
@@ -112,7 +115,8 @@ def evaluate(
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
         list(plan.notes)
-        + output_notes(plan, names, outputs, reply.output_dtypes, reply.output_keys)
+        + output_notes(plan, positional, returned, reply.output_dtypes, reply.output_keys)
+        + _preset_note(plan, reply)
         + [note for _, note in checked if note]
         + unmapped_notes(plan, reply)
         + blind_spots(plan)
@@ -142,13 +146,36 @@ def evaluate(
     )
 
 
+def _values(plan: Plan, arrays: Mapping[str, Array], prefix: str, count: int) -> list[Array | None]:
+    """The code's first ``count`` returned values, then the outputs it keeps on the layer
+    (``returns="output weights=attention_weights"``), on the arrays under ``prefix``."""
+    returned = [arrays.get(f"{prefix}out/{i}") for i in range(count)]
+    return returned + [arrays.get(f"{prefix}attr/{name}") for name in attribute_outputs(plan.spec)]
+
+
 def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
     """A function is called, never built: what a block says of building (``init=``, weights
     ``perturb=false``) would be ignored, and a weight its ``call=`` never passes never
     reaches the code. Each is an error at the block's place."""
+    spec = plan.spec
     if reply.kind != "function":
         return
-    spec = plan.spec
+    kept = attribute_outputs(spec)
+    if kept:
+        raise SpecError(
+            f"returns: {', '.join(f'{k}={v}' for k, v in kept.items())} reads an attribute of "
+            "a layer, but this code is called as a function",
+            spec.location,
+        )
+    if reply.created_variables and plan.oracle.weights:
+        made = described(reply.created_variables)
+        raise SpecError(
+            f"the code creates weights of its own while it runs ({made}), so the weights of "
+            f"oracle {plan.oracle.name!r} it is given "
+            f"({', '.join(t.name for t in plan.oracle.weights)}) never decide its result: "
+            'check what it builds as a layer or factory (kind="factory") with a weight map',
+            spec.location,
+        )
     own_init = [k for k, said in plan.request.init_sources.items() if said.get("origin") == "init"]
     if own_init:
         raise SpecError(
@@ -173,6 +200,17 @@ def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
         )
 
 
+def _preset_note(plan: Plan, reply: CheckReply) -> list[str]:
+    """Where the preset's weights were found, when not on the layer itself."""
+    if not reply.preset_root:
+        return []
+    name = (plan.spec.preset or "").partition("@")[0]
+    return [
+        f"preset {name}'s weight map read under {reply.preset_root}, the one sub-layer of "
+        f'this layer that holds its weights (preset="{name}@{reply.preset_root}" says so)'
+    ]
+
+
 def _heatmaps_drawable(plan: Plan, expected: Mapping[str, Array]) -> None:
     """A heatmap the block asks for by name must have values to draw."""
     for name in plan.spec.heatmaps or ():
@@ -186,7 +224,7 @@ def _heatmaps_drawable(plan: Plan, expected: Mapping[str, Array]) -> None:
 
 def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:
     """``returns=`` names more values than the code returned: each missing one fails."""
-    named = plan.spec.returns or ()
+    named = [word for word in plan.spec.returns or () if "=" not in word]
     return [
         Verdict(
             name=name,
@@ -226,7 +264,8 @@ def _judge_outputs(
         grown = {k: v * regime.weight_scale for k, v in weights.items()}
         inputs = {**oracle_arrays, **grown, **regime.inputs}
         sizes = {**params, **regime.sizes}
-        got = [arrays.get(f"{regime.prefix}out/{i}") for i in range(len(outputs))]
+        positional = len(names) - len(attribute_outputs(plan.spec))
+        got = _values(plan, arrays, regime.prefix, positional)
         wanted = _expected(plan, inputs, sizes)
         more, seen = _verdicts(
             plan, names, [g for g in got if g is not None], wanted, inputs, sizes, regime.name
@@ -249,7 +288,11 @@ def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> 
     when each is one of those wanted (``returns=``, else the oracle's outputs), else those
     wanted in order."""
     named = plan.spec.returns
-    declared = list(named) if named is not None else [t.name for t in plan.oracle.outputs]
+    declared = (
+        [word for word in named if "=" not in word]
+        if named is not None
+        else [t.name for t in plan.oracle.outputs]
+    )
     if keys and set(keys) <= set(declared) - {"_"}:
         return list(keys)
     return declared[:count]

@@ -16,6 +16,7 @@ from typing import Any
 from .errors import FormulaCheckError
 from .model import VALUE_HEATMAPS, Scalar, TimingSpec
 from .oracles import all_oracles, get_oracle
+from .presets import PRESETS
 
 Validator = Callable[[str], Any]
 
@@ -156,6 +157,61 @@ def assignments(value: str) -> dict[str, Scalar]:
     return {key: scalar(item) for key, item in _pairs(value)}
 
 
+_OPENS = {"[": "]", "(": ")"}
+
+
+def _init_tokens(value: str) -> list[str]:
+    """``a=[1, 2] b=none`` -> ``["a=[1, 2]", "b=none"]``: spaces and commas separate pairs
+    except inside brackets."""
+    tokens: list[str] = []
+    current, closing = "", ""
+    for char in value:
+        if closing:
+            current += char
+            closing = "" if char == closing else closing
+        elif char in _OPENS:
+            current, closing = current + char, _OPENS[char]
+        elif char in " ,\t\n":
+            tokens, current = [*tokens, current] if current else tokens, ""
+        else:
+            current += char
+    if closing:
+        raise ValueError(f"unclosed {'[' if closing == ']' else '('} in {value!r}")
+    return [*tokens, current] if current else tokens
+
+
+def init_value(item: str) -> Any:
+    """A constructor argument: a scalar (see :func:`scalar`), ``none`` (None), or a list
+    ``[1, 2]`` or tuple ``(1, 2)`` (``(3,)``: one item) of those, taken as written."""
+    if item.lower() == "none":
+        return None
+    if item[:1] in _OPENS:
+        if item[-1:] != _OPENS[item[0]]:
+            raise ValueError(f"{item!r} must end with {_OPENS[item[0]]!r}")
+        parts = [part.strip() for part in item[1:-1].split(",")]
+        if parts and not parts[-1]:  # a trailing comma: (3,)
+            parts.pop()
+        if not all(parts) or any(part[:1] in _OPENS for part in parts):
+            raise ValueError(f"{item!r}: a list or tuple of numbers, names, true/false or none")
+        items = [None if part.lower() == "none" else scalar(part) for part in parts]
+        return items if item[0] == "[" else tuple(items)
+    return scalar(item)
+
+
+def init_arguments(value: str) -> dict[str, Any]:
+    """``d_model=d_model axis=[-1] rates=(0.1, 0.2) center=false dropout=none``: constructor
+    keywords, each value as :func:`init_value` reads it."""
+    arguments: dict[str, Any] = {}
+    for token in _init_tokens(value):
+        key, sep, item = token.partition("=")
+        if not sep or not _NAME.fullmatch(key) or not item:
+            raise ValueError(f"expected name=value pairs separated by spaces, got {token!r}")
+        if key in arguments:
+            raise ValueError(f"{key} given twice")
+        arguments[key] = init_value(item)
+    return arguments
+
+
 def weight_map(value: str) -> dict[str, str]:
     """``W_q=wq.kernel b_q=wq.bias`` -> oracle weight name -> attribute path on the layer."""
     result = {}
@@ -175,12 +231,40 @@ def words(value: str) -> tuple[str, ...]:
 
 
 def returns(value: str) -> tuple[str, ...]:
-    """``output weights`` -> names of what the code returns, in order; ``_`` skips one."""
+    """``output weights`` -> names of what the code returns, in order; ``_`` skips one;
+    ``weights=attention_weights`` reads an output the layer keeps on an attribute instead."""
     tokens = words(value)
     for word in tokens:
-        if word != "_" and not _NAME.fullmatch(word):
+        output, sep, path = word.partition("=")
+        if sep:
+            if not _NAME.fullmatch(output) or not _WEIGHT_PATH.fullmatch(path):
+                raise ValueError(
+                    f"{word!r}: write an output kept on the layer as name=attribute, such as "
+                    "weights=attention_weights"
+                )
+        elif word != "_" and not _NAME.fullmatch(word):
             raise ValueError(f"{word!r} is not an output name (use '_' to skip a value)")
+    returned = [w for w in tokens if "=" not in w]
+    kept = [w.partition("=")[0] for w in tokens if "=" in w]
+    if any("=" in word for word in tokens[: len(returned)]):
+        raise ValueError("list the returned values first, then the outputs kept on the layer")
+    names = [*returned, *kept]
+    repeated = sorted({n for n in names if n != "_" and names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} named twice")
     return tokens
+
+
+def preset(value: str) -> str:
+    """``keras-mha``, or ``keras-mha@mha``: a preset, and where the layer it is for sits
+    inside the block's own layer (an attribute path)."""
+    name_part, sep, path = value.partition("@")
+    if name_part not in PRESETS:
+        known = sorted(PRESETS)
+        raise ValueError(f"expected one of {', '.join(known)}{did_you_mean(name_part, known)}")
+    if sep and not _WEIGHT_PATH.fullmatch(path):
+        raise ValueError(f"{path!r} must be an attribute path such as 'mha' or 'block.attention'")
+    return value
 
 
 def heatmaps(value: str) -> tuple[str, ...]:

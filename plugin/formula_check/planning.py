@@ -20,7 +20,7 @@ from .messages import Argument, Call, Calls, CheckRequest, RegimeRequest, Timing
 from .model import Array, CheckSpec, Scalar, frozen_map
 from .oracles import Oracle, get_oracle
 from .oracles.base import KEEP_PARAM
-from .presets import apply_preset, init_sources
+from .presets import PRESETS, apply_preset, init_sources
 
 _LITERALS: dict[str, Scalar] = {"true": True, "false": False, "none": "__none__"}
 
@@ -62,7 +62,8 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     A custom oracle whose sizes or inputs raise (its ``derive`` or ``generate``) fails its
     block with an :class:`OracleError`, as its ``compute`` does when judged; a builtin one
     raising is a bug of ours, and stays loud."""
-    block, spec = spec, apply_preset(spec)
+    block, at = _preset_place(spec)
+    spec = _preset_under(apply_preset(block), block, at)
     oracle = get_oracle(spec.oracle)
     try:
         return _planned(spec, oracle, root, with_timing, block)
@@ -82,6 +83,36 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
         ) from None
 
 
+def _preset_place(spec: CheckSpec) -> tuple[CheckSpec, str]:
+    """``preset="keras-mha@mha"``: the spec with the preset's name alone, and the place."""
+    name, _, at = (spec.preset or "").partition("@")
+    return (dataclasses.replace(spec, preset=name) if at else spec), at
+
+
+def _preset_under(spec: CheckSpec, block: CheckSpec, at: str) -> CheckSpec:
+    """The preset's weight paths under ``at``, the sub-layer the block names; the block's
+    own map is as written."""
+    if not at:
+        return spec
+    given = PRESETS[block.preset or ""].get("weights", {})
+    weights = {
+        name: f"{at}.{path}" if name in given and name not in block.weights else path
+        for name, path in spec.weights.items()
+    }
+    return dataclasses.replace(spec, weights=frozen_map(weights))
+
+
+def _preset_weights(block: CheckSpec, spec: CheckSpec) -> tuple[str, ...]:
+    """The names whose paths the preset gave as they are (the block named no place for
+    them), for the worker to find under the one sub-layer that holds them."""
+    given = PRESETS.get(block.preset or "", {}).get("weights", {})
+    return tuple(
+        name
+        for name, path in given.items()
+        if name not in block.weights and spec.weights.get(name) == path
+    )
+
+
 def _planned(
     spec: CheckSpec, oracle: Oracle, root: str, with_timing: bool, block: CheckSpec
 ) -> Plan:
@@ -89,7 +120,7 @@ def _planned(
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
     _dims_as_stated(spec, oracle, sizes)
-    _options_that_apply(spec)
+    _options_that_apply(block)  # as written: a preset's settings serve blocks with masks too
     params.update(sizes)
     timed = with_timing and spec.timing.enabled
     numbers = _numbers(spec, oracle, sizes, "the check", MAX_NUMBERS, outputs=True)
@@ -254,7 +285,16 @@ def _request(
         perturb=spec.perturb_weights,
         seed=spec.seed,
         page_folder=_page_folder(spec),
+        attribute_outputs=frozen_map(attribute_outputs(spec)),
+        preset_weights=_preset_weights(block, spec),
     )
+
+
+def attribute_outputs(spec: CheckSpec) -> dict[str, str]:
+    """``returns="output weights=attention_weights"``: the outputs the layer keeps on an
+    attribute, by name, with the attribute's path."""
+    kept = (word.partition("=") for word in spec.returns or () if "=" in word)
+    return {name: path for name, _, path in kept}
 
 
 def _regime_request(
@@ -393,9 +433,16 @@ def _snippet_mask(spec: CheckSpec, oracle: Oracle, keep: Array) -> Array:
         raise SpecError(exc.message, spec.location) from None
 
 
-def resolve_init(init: Mapping[str, Scalar], sizes: Mapping[str, int]) -> dict[str, Scalar]:
-    """Constructor arguments; a value that names a dim (``d_model``) becomes its size."""
-    return {k: sizes[v] if isinstance(v, str) and v in sizes else v for k, v in init.items()}
+def resolve_init(init: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
+    """Constructor arguments; a value that names a dim (``d_model``) becomes its size, in a
+    list or tuple too (``[d_model, d_ff]``)."""
+
+    def resolved(value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return type(value)(resolved(item) for item in value)
+        return sizes[value] if isinstance(value, str) and value in sizes else value
+
+    return {key: resolved(value) for key, value in init.items()}
 
 
 def call_plans(

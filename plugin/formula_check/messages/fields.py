@@ -12,8 +12,29 @@ from typing import Any
 from ..model import Scalar, frozen_map
 from ..wire import ProtocolError
 
-Value = Scalar | None
-"""A value a message carries as it is (a size, a flag, a name, None)."""
+Item = Scalar | None
+Value = Item | list[Item] | tuple[Item, ...]
+"""A value a message carries as it is (a size, a flag, a name, None), or a list or tuple of
+those (a constructor's ``axis=[-1]``, ``kernel_size=(3, 3)``): a tuple travels as
+``{"tuple": [...]}``, so that it arrives a tuple."""
+
+
+def encode_value(value: Value) -> Any:
+    """``value`` as JSON (see :data:`Value`)."""
+    return {"tuple": list(value)} if isinstance(value, tuple) else value
+
+
+def encode_values(values: Mapping[str, Value]) -> dict[str, Any]:
+    """Values by name, as JSON."""
+    return {key: encode_value(value) for key, value in values.items()}
+
+
+def _item(value: Any, where: str) -> Item:
+    if value is not None and not isinstance(value, (str, int, float)):
+        raise ProtocolError(f"{where} is {type(value).__name__}")
+    return value
+
+
 _MISSING: Any = object()
 
 
@@ -72,11 +93,18 @@ class Fields:
         return None if self.optional(key) is None else self.number(key)
 
     def value(self, key: str) -> Value:
-        """A scalar (string, number, boolean) or None."""
+        """A scalar (string, number, boolean) or None, or a list or tuple of them."""
         value = self.optional(key)
-        if value is not None and not isinstance(value, (str, int, float)):
-            raise ProtocolError(f"{self.what}: {key!r} is {type(value).__name__}")
-        return value
+        where = f"{self.what}: {key!r}"
+        if isinstance(value, list):
+            return [_item(item, f"{where} item") for item in value]
+        if (
+            isinstance(value, Mapping)
+            and set(value) == {"tuple"}
+            and isinstance(value["tuple"], list)
+        ):
+            return tuple(_item(item, f"{where} item") for item in value["tuple"])
+        return _item(value, where)
 
     def mapping(self, key: str) -> Mapping[str, Any]:
         """A JSON object (empty if absent)."""

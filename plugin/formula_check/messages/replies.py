@@ -82,6 +82,10 @@ class CheckReply:
     stdout: str = ""
     local_files: tuple[str, ...] = ()
     written_files: tuple[str, ...] = ()
+    preset_root: str = ""
+    """The sub-layer under which the preset's weights were found (empty: the layer itself)."""
+    created_variables: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
+    """Trainable variables a function made while it ran: name and shape."""
 
     def encode(self) -> dict[str, Any]:
         """The reply's header."""
@@ -95,6 +99,8 @@ class CheckReply:
             "snippet_seconds": self.snippet_seconds,
             "regimes_skipped": [list(pair) for pair in self.regimes_skipped],
             "output_dtypes": list(self.output_dtypes),
+            "preset_root": self.preset_root,
+            "created_variables": [[name, list(shape)] for name, shape in self.created_variables],
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
@@ -118,6 +124,8 @@ class CheckReply:
             stdout=fields.text("stdout"),
             local_files=fields.texts("local_files"),
             written_files=fields.texts("written_files"),
+            preset_root=fields.text("preset_root"),
+            created_variables=tuple(_shaped(item) for item in fields.items("created_variables")),
         )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..model import Environment, frozen_map
 from ..wire import ProtocolError
-from .fields import Fields, Value
+from .fields import Fields, Value, encode_values
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class TimingRun:
             "label": self.label,
             "prefix": self.prefix,
             "eager_only": self.eager_only,
-            "init": dict(self.init),
+            "init": encode_values(self.init),
             **self.calls.encode(),
             "size": self.size,
         }
@@ -199,6 +199,12 @@ class CheckRequest:
     perturb: bool = True
     seed: int = 0
     page_folder: str = ""
+    attribute_outputs: Mapping[str, str] = field(default_factory=frozen_map)
+    """Outputs the code keeps on the layer instead of returning them (d2l's
+    ``attention_weights``): an output's name to its attribute path, read after each call."""
+    preset_weights: tuple[str, ...] = ()
+    """The weight map's names whose paths a preset gave, to be read under the one sub-layer
+    that holds them when the layer itself does not (a wrapper's ``self.mha``)."""
     regimes: tuple[RegimeRequest, ...] = ()
     timing: TimingRequest | None = None
     time_limit: float | None = None
@@ -218,12 +224,14 @@ class CheckRequest:
             "module": self.module,
             "entry": self.entry,
             "kind": self.kind,
-            "init": dict(self.init),
+            "init": encode_values(self.init),
             "init_sources": {key: dict(said) for key, said in self.init_sources.items()},
             "weights": dict(self.weights),
             "perturb": self.perturb,
             "seed": self.seed,
             "page_folder": self.page_folder,
+            "attribute_outputs": dict(self.attribute_outputs),
+            "preset_weights": list(self.preset_weights),
             **self.calls.encode(),
             "regimes": [regime.encode() for regime in self.regimes],
         }
@@ -258,6 +266,10 @@ class CheckRequest:
             perturb=fields.flag("perturb", True),
             seed=fields.integer("seed", 0),
             page_folder=fields.text("page_folder"),
+            attribute_outputs=Fields(
+                fields.mapping("attribute_outputs"), "attribute outputs"
+            ).texts_by_name(),
+            preset_weights=fields.texts("preset_weights"),
             regimes=tuple(RegimeRequest.decode(r) for r in fields.items("regimes")),
             timing=TimingRequest.decode(timing) if timing else None,
             time_limit=fields.optional_number("time_limit"),

@@ -131,12 +131,85 @@ _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[-?\d+\])*)")
 
 
 def _follow(obj: Any, path: str) -> Any:
-    """Walk ``wq.kernel`` or ``ffn.layers[0].bias`` through attributes and indexes only."""
+    """Walk ``wq.kernel`` or ``ffn.layers[0].bias`` through attributes and indexes only; a
+    model built with Keras' functional API keeps its layers by name, not in attributes, so
+    a step it has no attribute for is its layer of that name (``get_layer``)."""
     for part in path.split("."):
         match = _STEP.fullmatch(part)
         if match is None:
             raise ValueError(f"bad weight path {path!r}")
-        obj = getattr(obj, match.group(1))
+        obj = _step(obj, match.group(1))
         for index in re.findall(r"-?\d+", match.group(2)):
             obj = obj[int(index)]
     return obj
+
+
+def _step(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        get_layer = getattr(obj, "get_layer", None)
+        if get_layer is None:
+            raise
+        try:
+            return get_layer(name)
+        except ValueError:
+            raise AttributeError(
+                f"{type(obj).__name__} has no attribute and no layer named {name!r}"
+            ) from None
+
+
+def follow(obj: Any, path: str) -> Any:
+    """The value at ``path`` (an output the layer keeps on an attribute, say)."""
+    return _follow(obj, path)
+
+
+def preset_root(layer: Any, mapping: Mapping[str, str], preset: tuple[str, ...]) -> str:
+    """Where the preset's weight paths (``preset`` names them) hold: ``""`` on the layer
+    itself, else the path of the one sub-layer, among the layer's public attributes (and
+    theirs, three deep), on which every one of them does. None or several is an error that
+    says what to write."""
+    paths = [mapping[name] for name in preset if name in mapping]
+    if not paths or _holds(layer, paths):
+        return ""
+    found = [place for place, value in _sublayers(layer, "", 3) if _holds(value, paths)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise AttributeError(
+            f"the preset's weights ({', '.join(paths)}) are neither on the layer nor on any "
+            "one of its sub-layers; map them with weights="
+        )
+    raise ValueError(
+        f"the preset's weights ({paths[0]}, ...) are on {len(found)} sub-layers of the layer "
+        f"({', '.join(found)}): name the one the formula is about after the preset's name, "
+        f"as in @{found[0]}"
+    )
+
+
+def _holds(obj: Any, paths: list[str]) -> bool:
+    try:
+        return all(_follow(obj, path) is not None for path in paths)
+    except (AttributeError, ValueError, IndexError, TypeError):
+        return False
+
+
+def _sublayers(obj: Any, prefix: str, depth: int) -> list[tuple[str, Any]]:
+    """``(path, value)`` of the public attributes holding objects with attributes of their
+    own (sub-layers), ``depth`` levels down; each object once, at its shortest path."""
+    found: list[tuple[str, Any]] = []
+    seen: set[int] = {id(obj)}
+    level = [(prefix, obj)]
+    for _ in range(depth):
+        below = []
+        for place, value in level:
+            attributes = vars(value) if hasattr(value, "__dict__") else {}
+            for name, item in attributes.items():
+                if name.startswith("_") or id(item) in seen or not hasattr(item, "__dict__"):
+                    continue
+                seen.add(id(item))
+                path = f"{place}.{name}" if place else name
+                found.append((path, item))
+                below.append((path, item))
+        level = below
+    return found

@@ -8,7 +8,7 @@ import dataclasses
 import io
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -62,10 +62,20 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     kind = resolve_kind(entry, request)
     call, sources = request.calls.of(kind), request.init_sources
     runner = bind(entry, kind, call, arrays, request.init, sources=sources)
-    with phase("call"):
+    created: list[tuple[str, tuple[int | None, ...]]] = []
+    with phase("call"), _recording_variables(created if kind == "function" else None):
         result = runner()
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
+    root = ""
     if kind != "function":
+        with phase("reading the preset's weights"):
+            root = layer_weights.preset_root(runner.layer, request.weights, request.preset_weights)
+        if root:  # the preset's paths, under the one sub-layer that holds them
+            under = {
+                name: f"{root}.{path}" if name in request.preset_weights else path
+                for name, path in request.weights.items()
+            }
+            request = dataclasses.replace(request, weights=under)
         found = layer_weights.variables(runner.layer, request.weights)
         unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
         if request.perturb and found:
@@ -73,6 +83,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
             with phase("call"):
                 result = runner()
     out, dtypes = outputs(result)
+    kept = _kept_outputs(runner, kind, request, "")
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
     snippet_seconds = time.perf_counter() - started
@@ -97,12 +108,55 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         unmapped_weights=tuple(unmapped),
         regimes_skipped=tuple(skipped),
         snippet_seconds=snippet_seconds,
+        preset_root=root,
+        created_variables=tuple(created),
     )
     return reply, {
+        **kept,
         **regime_outputs,
         **{f"out/{i}": a for i, a in enumerate(out)},
         **{f"w/{k}": v for k, v in read.items()},
     }
+
+
+def _kept_outputs(
+    runner: Runner, kind: str, request: CheckRequest, prefix: str
+) -> dict[str, Array]:
+    """The outputs the layer keeps on attributes (``returns="... weights=attention_weights"``),
+    as they are after the call just made, under ``prefix``."""
+    if kind == "function":
+        return {}  # a function has no attributes to keep them on: judging says so
+    kept = {}
+    for name, path in request.attribute_outputs.items():
+        with phase(f"reading {name}={path} after the call"):
+            value = layer_weights.follow(runner.layer, path)
+            if value is None:
+                raise ValueError(f"{path} is None after the call")
+            got, _ = outputs(value)
+            if len(got) != 1:
+                raise TypeError(f"{path} holds {len(got)} values, not one array")
+        kept[f"{prefix}attr/{name}"] = got[0]
+    return kept
+
+
+@contextlib.contextmanager
+def _recording_variables(
+    made: list[tuple[str, tuple[int | None, ...]]] | None,
+) -> Iterator[None]:
+    """Record the trainable variables created meanwhile into ``made`` (a function that builds
+    layers of its own); nothing when ``made`` is None."""
+    if made is None:
+        yield
+        return
+
+    def creator(next_creator: Any, **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        if getattr(variable, "trainable", False):
+            made.append((str(variable.name), tuple(variable.shape)))
+        return variable
+
+    with tf.variable_creator_scope(creator):
+        yield
 
 
 def _run_regimes(
@@ -129,6 +183,7 @@ def _run_regimes(
             continue
         got, _ = outputs(result)
         out.update({f"{regime.prefix}out/{i}": value for i, value in enumerate(got)})
+        out.update(_kept_outputs(runner, kind, request, regime.prefix))
     return out, skipped
 
 
