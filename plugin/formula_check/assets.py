@@ -1,10 +1,17 @@
-r"""The files a page with formula cards needs: the card stylesheet and an offline MathJax.
+r"""The files a page with formula cards needs: the stylesheets, the report page's script and an
+offline MathJax.
 
 MathJax 3 comes from the PyPI package ``django-static-mathjax`` (its ``es5/`` folder). We ship
 ``tex-svg.js``: one self-contained file whose glyphs are SVG paths, so nothing depends on web
 fonts loading (the failure mode seen with CHTML: typeset elements with blank glyphs). The TeX
 extensions folder rides along because MathJax's ``autoload`` fetches e.g. ``\boldsymbol``
 support on demand, relative to the script's own URL.
+
+A site that loads its own MathJax (Material's recipe: a ``mathjax.js`` that sets
+``window.MathJax``, then ``tex-mml-chtml.js`` from a CDN or a local copy) keeps it:
+:func:`site_mathjax` finds it among the site's scripts, and ours is left out. Two copies on one
+page fight over ``window.MathJax`` (the site's re-typeset hook then calls a function the other
+copy lacks); the site's own MathJax typesets our cards' math, which is plain arithmatex output.
 
 A site without the MkDocs plugin (Zensical, plain Markdown) calls :func:`write_assets` once
 and lists the returned names in ``extra_css`` / ``extra_javascript``.
@@ -13,6 +20,7 @@ and lists the returned names in ``extra_css`` / ``extra_javascript``.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +30,18 @@ from .render import STYLESHEET
 
 ASSET_DIR = "assets/formula-check"
 """Where the assets live, relative to the site root."""
+
+REPORT_STYLESHEET = STYLESHEET.parent / "formula-check-report.css"
+"""The report page's stylesheet."""
+REPORT_SCRIPT = STYLESHEET.parent / "formula-check-report.js"
+"""The report page's filter, search and sorting; it does nothing on a page without a report."""
+
+# A script of the site that is (or configures) a MathJax: its file name says "mathjax"
+# (Material's `javascripts/mathjax.js`, MathJax 2's `MathJax.js`, a `mathjax@3` CDN path) or
+# is one of MathJax's combined components (`tex-mml-chtml.js`, `tex-svg-full.js`...).
+_MATHJAX_SCRIPT = re.compile(
+    r"mathjax|(?:^|/)(?:tex|mml)-[a-z-]*(?:chtml|svg)[a-z-]*(?:\.min)?\.js$", re.IGNORECASE
+)
 
 # Our own startup: typeset only arithmatex output (what pymdownx.arithmatex in generic mode
 # writes), and again after Material's instant navigation swaps the page body.
@@ -86,9 +106,25 @@ def _mathjax_assets() -> Iterator[Asset]:
         yield Asset(f"mathjax/{path.relative_to(root).as_posix()}", path)
 
 
+def site_mathjax(scripts: list[str]) -> str | None:
+    """The first of a site's ``extra_javascript`` entries that loads or configures its own
+    MathJax (ours, under :data:`ASSET_DIR`, do not count); ``None`` when there is none."""
+    for script in scripts:
+        path = script.split("?", 1)[0].split("#", 1)[0]
+        if ASSET_DIR in path:
+            continue
+        if _MATHJAX_SCRIPT.search(path):
+            return script
+    return None
+
+
 def site_assets(*, mathjax: bool = True) -> list[Asset]:
-    """Every asset a site needs, the stylesheet first."""
-    assets = [Asset("formula-check.css", STYLESHEET)]
+    """Every asset a site needs, the stylesheets first."""
+    assets = [
+        Asset("formula-check.css", STYLESHEET),
+        Asset("formula-check-report.css", REPORT_STYLESHEET),
+        Asset("formula-check-report.js", REPORT_SCRIPT),
+    ]
     if mathjax:
         assets.extend(_mathjax_assets())
     return assets
@@ -96,14 +132,15 @@ def site_assets(*, mathjax: bool = True) -> list[Asset]:
 
 def stylesheets() -> list[str]:
     """Site-relative paths for ``extra_css``."""
-    return [f"{ASSET_DIR}/formula-check.css"]
+    return [f"{ASSET_DIR}/formula-check.css", f"{ASSET_DIR}/formula-check-report.css"]
 
 
 def scripts(*, mathjax: bool = True) -> list[str]:
     """Site-relative paths for ``extra_javascript``, in load order (config before MathJax)."""
+    report = [f"{ASSET_DIR}/formula-check-report.js"]
     if not mathjax:
-        return []
-    return [f"{ASSET_DIR}/mathjax-config.js", f"{ASSET_DIR}/mathjax/tex-svg.js"]
+        return report
+    return [f"{ASSET_DIR}/mathjax-config.js", f"{ASSET_DIR}/mathjax/tex-svg.js", *report]
 
 
 def write_assets(site_dir: Path, *, mathjax: bool = True) -> list[Path]:

@@ -76,22 +76,40 @@ def register_extension(config: MkDocsConfig, options: dict[str, Any]) -> None:
 
 
 def register_assets(config: MkDocsConfig, *, mathjax: bool) -> None:
-    """Link the stylesheet and scripts (an offline MathJax with ``mathjax``) from every page."""
+    """Link the stylesheets and scripts (an offline MathJax with ``mathjax``) from every page.
+
+    A site that loads its own MathJax keeps it, and one INFO line says so: a second copy
+    would fight it over ``window.MathJax`` (see :mod:`formula_check.assets`)."""
     if mathjax:
-        try:
-            assets.mathjax_root()
-        except assets.MissingMathJaxError as exc:
-            raise PluginError(f"formula-check: option 'mathjax': {exc}") from None
+        theirs = assets.site_mathjax(_scripts(config))
+        if theirs is not None:
+            log.info(
+                f"formula-check: the site loads its own MathJax (extra_javascript: {theirs}); "
+                "it typesets the cards' formulas and the plugin's offline copy is left out"
+            )
+            mathjax = False
+        else:
+            try:
+                assets.mathjax_root()
+            except assets.MissingMathJaxError as exc:
+                raise PluginError(f"formula-check: option 'mathjax': {exc}") from None
     for path in assets.stylesheets():
         if path not in config.extra_css:
             config.extra_css.append(path)
     for path in assets.scripts(mathjax=mathjax):
-        if path not in [str(script) for script in config.extra_javascript]:
+        if path not in _scripts(config):
             config.extra_javascript.append(path)
 
 
+def _scripts(config: MkDocsConfig) -> list[str]:
+    # An entry is a path or an ExtraScriptValue (`- path: ...` with `type`/`async`).
+    return [str(script) for script in config.extra_javascript]
+
+
 def add_assets(files: Files, config: MkDocsConfig, *, mathjax: bool) -> None:
-    """Add the asset files to the site; an author's own copy of one wins."""
+    """Add the asset files to the site; an author's own copy of one wins. A site with its own
+    MathJax gets none of ours."""
+    mathjax = mathjax and assets.site_mathjax(_scripts(config)) is None
     for asset in assets.site_assets(mathjax=mathjax):
         uri = f"{assets.ASSET_DIR}/{asset.name}"
         if files.get_file_from_path(uri) is not None:

@@ -115,6 +115,19 @@ class Labels:
     :attr:`oracle_side` (or both, when the two are drawn side by side)."""
     nonfinite_cells: str = "NaN/Inf"
     """The legend of the hatched cells of a heatmap: values that are not finite numbers."""
+    report_show: str = "Show"
+    """The report page's status filter."""
+    report_all: str = "all ({count})"
+    report_failing: str = "failing ({count})"
+    report_option: str = "{name} ({count})"
+    """One outcome in the report's status filter, with how many blocks have it."""
+    report_search: str = "Search"
+    report_search_hint: str = "page, block or oracle"
+    report_shown: str = "{shown} of {count} blocks shown"
+    report_no_match: str = "No block matches the filter and the search."
+    report_detail: str = "max |Δ| and message"
+    """The report's column holding the largest error and, for a block that is not clean,
+    what happened."""
 
     def outcome(self, key: str) -> str:
         """The badge text for one of :data:`OUTCOME_KEYS`."""
@@ -310,6 +323,15 @@ CHINESE = Labels(
     oracle_side="参考实现",
     side_title="{name}——{side}",
     nonfinite_cells="NaN/Inf（非有限值）",
+    report_show="显示",
+    report_all="全部（{count}）",
+    report_failing="失败（{count}）",
+    report_option="{name}（{count}）",
+    report_search="搜索",
+    report_search_hint="页面、块或参考实现",
+    report_shown="显示 {shown} / {count} 个公式块",
+    report_no_match="没有符合筛选和搜索条件的公式块。",
+    report_detail="最大 |Δ| 与信息",
 )
 """Simplified Chinese; also used for ``zh-TW`` until a Traditional table exists."""
 

@@ -97,36 +97,111 @@ def report_json(results: Sequence[CheckResult]) -> str:
     )
 
 
-def _median_time(result: CheckResult) -> str:
+# The report lists what needs a reader first: failures, then the other outcomes that are not
+# clean (skipped, expected failures), then the verified blocks; page order within each.
+_RANK = {
+    key: rank
+    for rank, key in enumerate(
+        (
+            "mismatch",
+            "error",
+            "timeout",
+            "unexpected_pass",
+            "skipped",
+            "expected_failure",
+            "verified",
+        )
+    )
+}
+# A message longer than this is cut (at a space) in the table; the whole of it is one click away.
+_SHORT_MESSAGE = 160
+
+
+def _rank(result: CheckResult) -> tuple[bool, int]:
+    return result.outcome_ok, _RANK.get(outcome_key(result), len(_RANK))
+
+
+def _failures_first(results: Sequence[CheckResult]) -> list[CheckResult]:
+    """Blocks that came out other than their author said first, then page order."""
+    return sorted(_ordered(results), key=_rank)
+
+
+def _median_seconds(result: CheckResult) -> float | None:
     by_label = {timing.label: timing for timing in result.timings}
     for label in _PREFERRED_TIMINGS:
         if label in by_label:
-            return format_seconds(by_label[label].median)
-    return format_seconds(result.timings[0].median) if result.timings else "—"
+            return by_label[label].median
+    return result.timings[0].median if result.timings else None
 
 
-def _error_cell(result: CheckResult) -> str:
+def _median_time(result: CheckResult) -> str:
+    seconds = _median_seconds(result)
+    return "—" if seconds is None else format_seconds(seconds)
+
+
+def _shortened(text: str) -> str:
+    """``text`` on one line, cut at a space after at most :data:`_SHORT_MESSAGE` characters."""
+    line = " ".join(text.split())
+    if len(line) <= _SHORT_MESSAGE:
+        return line
+    cut = line.rfind(" ", 0, _SHORT_MESSAGE)
+    return line[: cut if cut > _SHORT_MESSAGE // 2 else _SHORT_MESSAGE].rstrip() + " …"
+
+
+def _sort_key(value: float | None) -> str:
+    # Sorting puts a block with no number below every number; NaN and Inf sort as the largest.
+    if value is None:
+        return "-1"
+    return repr(value) if math.isfinite(value) else "1e308"
+
+
+def _error_cell(result: CheckResult, labels: Labels) -> str:
     number = f"{result.max_abs_error():.2g}" if result.verdicts else "—"
-    cell = f'<span class="fc-num">{html.escape(number)}</span>'
-    if not result.outcome_ok or result.status.value != "verified":
-        cell += f"<br><small>{html.escape(strip_ansi(result.detail(brief=True)))}</small>"
-    return cell
+    key = _sort_key(result.max_abs_error() if result.verdicts else None)
+    cell = f'<td data-label="{_attr(labels.report_detail)}" data-fc-key="{key}">'
+    cell += f'<span class="fc-num">{html.escape(number)}</span>'
+    if result.outcome_ok and result.status.value == "verified":
+        return cell + "</td>"
+    full = strip_ansi(result.detail())
+    short = _shortened(strip_ansi(result.detail(brief=True)))
+    cell += f'<p class="fc-report-message">{html.escape(short)}</p>'
+    if " ".join(full.split()) != short:
+        cell += (
+            f'<details class="fc-report-more"><summary>{html.escape(labels.full_message)}'
+            f"</summary><pre>{html.escape(full)}</pre></details>"
+        )
+    return cell + "</td>"
+
+
+def _attr(value: str) -> str:
+    return html.escape(value, quote=True)
 
 
 def _row(result: CheckResult, labels: Labels, page_url: Callable[[CheckResult], str]) -> str:
     key = outcome_key(result)
     css = "fc-ok" if result.outcome_ok else "fc-bad"
-    href = html.escape(page_url(result), quote=True)
+    href = _attr(page_url(result))
+    rank = _RANK.get(key, len(_RANK)) + (0 if not result.outcome_ok else len(_RANK) + 1)
+    where = f"{result.location.path} {result.location.line:09d}"
     cells = [
-        f'<td class="fc-status-cell fc-status-{status_class(result)}">'
+        f'<td class="fc-status-cell fc-status-{status_class(result)}" '
+        f'data-label="{_attr(labels.status)}" data-fc-outcome="{key}" '
+        f'data-fc-failing="{int(not result.outcome_ok)}" data-fc-key="{rank:02d}">'
         f"{html.escape(labels.outcome(key))}</td>",
-        f'<td><a href="{href}">{html.escape(str(result.location))}</a></td>',
-        f"<td><code>{html.escape(result.block_id)}</code></td>",
-        f"<td><code>{html.escape(result.oracle)}</code></td>",
-        f"<td>{_error_cell(result)}</td>",
-        f'<td class="fc-num">{html.escape(_median_time(result))}</td>',
+        f'<td data-label="{_attr(labels.block)}" data-fc-key="{_attr(result.block_id)}">'
+        f'<a href="{href}"><code>{html.escape(result.block_id)}</code></a></td>',
+        f'<td class="fc-report-where" data-label="{_attr(labels.page)}" '
+        f'data-fc-key="{_attr(where)}">'
+        f'<a href="{href}">{html.escape(str(result.location))}</a></td>',
+        f'<td data-label="{_attr(labels.oracle)}" data-fc-key="{_attr(result.oracle)}">'
+        f"<code>{html.escape(result.oracle)}</code></td>",
+        _error_cell(result, labels),
+        f'<td class="fc-num" data-label="{_attr(labels.median_time)}" '
+        f'data-fc-key="{_sort_key(_median_seconds(result))}">'
+        f"{html.escape(_median_time(result))}</td>",
     ]
-    # Newlines inside a cell would split the raw HTML block; the detail is one line of text.
+    # Newlines inside a cell would split the raw HTML block; inside <pre> the entity still
+    # starts a new line.
     return f'<tr class="{css}">' + "".join(cells).replace("\n", "&#10;") + "</tr>"
 
 
@@ -139,6 +214,32 @@ def _summary(results: Sequence[CheckResult], labels: Labels) -> str:
     if tallies:
         text += labels.colon + labels.separator.join(tallies)
     return f'<p class="fc-summary">{html.escape(text)}</p>'
+
+
+def _controls(results: Sequence[CheckResult], labels: Labels) -> str:
+    """The status filter (each choice with its count) and the search box. Hidden until the
+    report's script shows them: without it they would do nothing."""
+    failing = sum(not result.outcome_ok for result in results)
+    choices = [("", labels.report_all.format(count=len(results)))]
+    if failing:
+        choices.append(("failing", labels.report_failing.format(count=failing)))
+    choices += [
+        (key, labels.report_option.format(name=labels.outcome(key), count=count))
+        for key, count in sorted(_counts(results).items(), key=lambda item: _RANK[item[0]])
+    ]
+    options = "".join(
+        f'<option value="{value}">{html.escape(text)}</option>' for value, text in choices
+    )
+    return (
+        '<div class="fc-report-controls" hidden>'
+        f'<label class="fc-report-filter"><span>{html.escape(labels.report_show)}</span> '
+        f"<select data-fc-filter>{options}</select></label>"
+        f'<label class="fc-report-search"><span>{html.escape(labels.report_search)}</span> '
+        f'<input type="search" data-fc-search autocomplete="off" '
+        f'placeholder="{_attr(labels.report_search_hint)}"></label>'
+        '<span class="fc-report-shown" data-fc-count aria-live="polite"></span>'
+        "</div>"
+    )
 
 
 def report_markdown(
@@ -155,26 +256,36 @@ def report_body(
     labels: Labels,
     page_url: Callable[[CheckResult], str],
 ) -> str:
-    """The counts, and one table row per block in page order, as HTML.
+    """The counts, a filter and a search box, and one table row per block, failures first,
+    as HTML (``formula-check-report.js`` makes the filter, the search and the column
+    headers work; without it the table reads as it is).
 
     ``page_url`` gives the link to a block (e.g. ``attention/#fc-sdpa``). The table is raw
     HTML with every value escaped, so no page path or message can inject Markdown or markup.
     """
     headings = (
-        labels.status,
-        labels.page,
-        labels.block,
-        labels.oracle,
-        labels.max_abs_column,
-        labels.median_time,
+        ("status", labels.status),
+        ("block", labels.block),
+        ("page", labels.page),
+        ("oracle", labels.oracle),
+        ("detail", labels.report_detail),
+        ("time", labels.median_time),
     )
-    header = "".join(f"<th>{html.escape(text)}</th>" for text in headings)
-    rows = [_row(result, labels, page_url) for result in _ordered(results)]
-    table = [
-        '<div class="fc-report fc-scroll"><table class="fc-report-table">',
+    header = "".join(
+        f'<th data-fc-column="{name}">{html.escape(text)}</th>' for name, text in headings
+    )
+    rows = [_row(result, labels, page_url) for result in _failures_first(results)]
+    page = [
+        f'<div class="fc-report fc-report-page" data-fc-report '
+        f'data-fc-shown="{_attr(labels.report_shown)}">',
+        _controls(results, labels),
+        '<div class="fc-scroll"><table class="fc-report-table">',
         f"<thead><tr>{header}</tr></thead>",
         "<tbody>",
         *rows,
         "</tbody></table></div>",
+        f'<p class="fc-report-empty" data-fc-empty hidden>{html.escape(labels.report_no_match)}'
+        "</p>",
+        "</div>",
     ]
-    return _summary(results, labels) + "\n\n" + "\n".join(table) + "\n"
+    return _summary(results, labels) + "\n\n" + "\n".join(page) + "\n"
