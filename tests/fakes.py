@@ -30,7 +30,20 @@ def verified(spec: CheckSpec) -> CheckResult:
 def mismatch(spec: CheckSpec) -> CheckResult:
     """A drift: the output differs from the oracle far beyond its tolerance."""
     verdict = Verdict(
-        "output", False, ("n",), (4,), (4,), n_total=4, n_bad=4, atol=1e-5, max_abs=0.5
+        "output",
+        False,
+        ("n",),
+        (4,),
+        (4,),
+        max_abs=0.5,
+        worst_index=(2,),
+        worst_expected=0.125,
+        worst_actual=0.625,
+        n_bad=4,
+        n_total=4,
+        atol=1e-6,
+        max_index=(2,),
+        worst_allowed=1e-6,
     )
     return _answer(spec, Status.MISMATCH, verdict)
 

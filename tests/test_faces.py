@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -175,6 +176,25 @@ def test_cli_exits_1_on_the_drift_and_names_it(
     assert f"docs/index.md:{BAD_LINE} [bad]: mismatch" in out
     results = json.loads((site / "out.json").read_text(encoding="utf-8"))["blocks"]
     assert [r["status"] for r in results] == ["verified", "mismatch"]
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_cli_output_is_as_golden(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a CI log shows: a line per block on stderr, then the summary on stdout (times
+    masked: the fake takes none, but a clock always ticks)."""
+    monkeypatch.chdir(site)
+    monkeypatch.setenv("NO_COLOR", "1")
+    cli.main(["check"], make_engine=FakeMaker(answer))
+    captured = capsys.readouterr()
+    text = re.sub(r"\d+(\.\d+)? (µs|ms|s)\b", "<time>", captured.err + "---\n" + captured.out)
+    path = GOLDEN / "cli_check.txt"
+    if os.environ.get("FORMULA_CHECK_UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
 
 
 def test_cli_selection_and_flags_reach_the_engine(
