@@ -117,6 +117,8 @@ def _mask_convention(root: Path) -> None:
 
 
 def _returns(root: Path) -> None:
+    kept = plan_of(root, f'{ATTENTION} returns="output weights=scores"', LAYER)
+    assert dict(kept.request.attribute_outputs) == {"weights": "scores"}
     plan = plan_of(root, f'{ATTENTION} returns="weights output"')
     expected = plan.oracle.compute({**plan.inputs}, plan.params)
     swapped = [np.float32(expected["weights"]), np.float32(expected["output"])]
@@ -180,6 +182,12 @@ def _preset(root: Path) -> None:
     )
     assert plan.request.kind == "layer" and "attention_mask" in plan.request.calls.layer.kwargs
     assert plan.arrays["in/mask"].dtype == bool
+    assert plan.request.weights["W_q"] == "query_dense.kernel"
+    assert "W_q" in plan.request.preset_weights  # found under the one sub-layer holding it
+    header = 'oracle="multihead" preset="keras-mha@block.mha" weights="W_o=out.kernel"'
+    placed = plan_of(root, header, "class Mha:\n    pass").request
+    assert placed.weights["W_q"] == "block.mha.query_dense.kernel"
+    assert placed.weights["W_o"] == "out.kernel" and not placed.preset_weights
 
 
 def _mask_dims(root: Path) -> None:
@@ -225,7 +233,14 @@ EFFECTS: dict[str, Callable[[Path], None]] = {
     ),
     "mask_convention": _mask_convention,
     "init": lambda root: assert_equal(
-        dict(plan_of(root, f'{ATTENTION} init="units=d_k"', LAYER).request.init), {"units": 5}
+        dict(
+            plan_of(
+                root,
+                f'{ATTENTION} init="units=d_k widths=[d_v, 2] axes=(-1,) center=false name=none"',
+                LAYER,
+            ).request.init
+        ),
+        {"units": 5, "widths": [6, 2], "axes": (-1,), "center": False, "name": None},
     ),
     "weights": lambda root: assert_equal(
         dict(plan_of(root, 'oracle="linear" weights="W=kernel"', LAYER).request.weights),
@@ -289,14 +304,21 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
             "name the query axis too",
         ),
     ],
-    "init": [(f'{ATTENTION} init="units=2"', FUNCTION, "init: units cannot take effect")],
+    "init": [
+        (f'{ATTENTION} init="units=2"', FUNCTION, "init: units cannot take effect"),
+        (f'{ATTENTION} init="widths=[1, 2"', LAYER, "unclosed ["),
+    ],
     "weights": [(f'{ATTENTION} weights="W_q=wq.kernel"', FUNCTION, "not a weight")],
     "call": [
         (f'{ATTENTION} call="q k"', FUNCTION, "never passes 'v'"),
         (f'{ATTENTION} mask="padding" call="q k v"', FUNCTION, "never passes the block's mask"),
         ('oracle="linear" call="x"', FUNCTION, "never passes W"),
     ],
-    "returns": [(f'{ATTENTION} returns="out"', FUNCTION, "has no output 'out'")],
+    "returns": [
+        (f'{ATTENTION} returns="out"', FUNCTION, "has no output 'out'"),
+        (f'{ATTENTION} returns="weights=scores output"', LAYER, "returned values first"),
+        (f'{ATTENTION} returns="output weights=scores"', FUNCTION, "reads an attribute"),
+    ],
     "params": [(f'{ATTENTION} params="epsilon=1e-3"', FUNCTION, "not a parameter")],
     "atol": [(f'{ATTENTION} atol="-1"', FUNCTION, "expected a number >= 0")],
     "rtol": [(f'{ATTENTION} rtol="x"', FUNCTION, "expected a number")],
@@ -311,7 +333,10 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
     "heatmaps": [(f'{ATTENTION} heatmaps="hidden"', FUNCTION, "has no 'hidden' to draw")],
     "sweep": [(f'{ATTENTION} timing="off" sweep="8 16"', FUNCTION, "timing is off")],
     "sweep_dim": [(f'{ATTENTION} sweep_dim="m"', FUNCTION, "without sweep=")],
-    "preset": [(f'{ATTENTION} preset="keras-mhaa"', FUNCTION, "did you mean 'keras-mha'")],
+    "preset": [
+        (f'{ATTENTION} preset="keras-mhaa"', FUNCTION, "did you mean 'keras-mha'"),
+        (f'{ATTENTION} preset="keras-mha@2mha"', FUNCTION, "must be an attribute path"),
+    ],
     "mask_dims": [
         (f'{ATTENTION} mask_dims="b 1 m"', FUNCTION, "the block passes no mask"),
         (f'{ATTENTION} mask="causal" mask_dims="b 1 m"', FUNCTION, "leaves out the query axis"),

@@ -44,6 +44,25 @@ def test_a_planned_request_survives_the_wire() -> None:
     assert back.encode() == request.encode()
 
 
+def test_a_request_s_new_fields_and_init_values_survive_the_wire() -> None:
+    """Outputs kept on an attribute, a preset's weights to be found under a sub-layer, and
+    constructor values that are lists, tuples, booleans or None arrive as they left."""
+    spec = spec_for(
+        "multihead",
+        "class Wrapper:\n    pass\n",
+        preset="keras-mha",
+        returns=("output", "weights=last_attn_scores"),
+        init={"widths": ["d_model", 4], "axes": (-1,), "center": False, "name": None},
+    )
+    request = plan_check(spec, "/project").request
+    assert request.attribute_outputs == {"weights": "last_attn_scores"}
+    assert "W_q" in request.preset_weights
+    back = decode_request(through_json(request.encode()))
+    assert back == request
+    assert back.init["widths"] == [12, 4] and back.init["axes"] == (-1,)
+    assert back.init["center"] is False and back.init["name"] is None
+
+
 def test_control_requests_are_told_apart() -> None:
     assert decode_request(Cancel().encode()) == Cancel()
     assert decode_request(Shutdown().encode()) == Shutdown()
@@ -71,6 +90,8 @@ def test_control_requests_are_told_apart() -> None:
             stdout="hi\n",
             local_files=("helpers.py",),
             written_files=("docs/out.txt",),
+            preset_root="block.mha",
+            created_variables=(("dense/kernel:0", (6, 9)),),
         ),
         CheckReply(kind="function"),
         SnippetFailed("ValueError", "bad", "call", 3, "x.py", "Traceback...", "out", ("a.py",)),
@@ -129,7 +150,7 @@ def test_defaults_are_filled_once_on_decoding() -> None:
 def test_a_message_of_the_first_protocol_version_is_refused() -> None:
     message = bytearray(wire.encode({"ok": True}))
     struct.pack_into("<H", message, 4, 1)
-    with pytest.raises(wire.ProtocolError, match="protocol version 1, this checker speaks 2"):
+    with pytest.raises(wire.ProtocolError, match="protocol version 1, this checker speaks 3"):
         wire.decode(bytes(message))
 
 
