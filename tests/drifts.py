@@ -277,10 +277,17 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "self.last_attn_scores = attn_scores\n        x = attn_output",
         {},
     ),
-    "cross_attention_sublayer: query and context swapped": (
+    "cross_attention_sublayer: pre-LN code, post-LN formula": (
         "cross_attention_sublayer-tutorial",
-        "query=x, key=context, value=context",
-        "query=context, key=x, value=x",
+        "        attn_output, attn_scores = self.mha(\n"
+        "            query=x, key=context, value=context, return_attention_scores=True\n"
+        "        )\n"
+        "        self.last_attn_scores = attn_scores\n"
+        "        x = self.add([x, attn_output])\n"
+        "        return self.layernorm(x)",
+        "        y = self.layernorm(x)\n"
+        "        attn_output = self.mha(query=y, key=context, value=context)\n"
+        "        return self.add([x, attn_output])",
         {},
     ),
     "cross_attention_sublayer: Keras' default epsilon, the formula's 1e-6": (
@@ -406,5 +413,102 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "LayerNormalization(norm_shape)",
         "LayerNormalization(norm_shape)",
         {"params": {"epsilon": 1e-6}},
+    ),
+    # positional layers that take an input, and the halves layout
+    "add_positional_encoding: sin and cos swapped": (
+        "add_positional_encoding-textbook",
+        "self.P[:, :, 0::2] = np.sin(angles)\n        self.P[:, :, 1::2] = np.cos(angles)",
+        "self.P[:, :, 0::2] = np.cos(angles)\n        self.P[:, :, 1::2] = np.sin(angles)",
+        {},
+    ),
+    "add_positional_encoding: exponent i/d instead of 2i/d": (
+        "add_positional_encoding-textbook",
+        "np.arange(0, num_hiddens, 2, dtype=np.float32)",
+        "np.arange(0, num_hiddens // 2, dtype=np.float32)",
+        {},
+    ),
+    "add_positional_encoding: positions start at one": (
+        "add_positional_encoding-textbook",
+        "self.P[:, :X.shape[1], :]",
+        "self.P[:, 1 : X.shape[1] + 1, :]",
+        {},
+    ),
+    "add_positional_encoding: scaled by d_model, not its root": (
+        "add_positional_encoding-scaled",
+        "x * tf.math.sqrt(tf.cast(depth, tf.float32))",
+        "x * tf.cast(depth, tf.float32)",
+        {},
+    ),
+    "add_positional_encoding: scale forgotten": (
+        "add_positional_encoding-scaled",
+        "x * tf.math.sqrt(tf.cast(depth, tf.float32))",
+        "x",
+        {},
+    ),
+    "positional_encoding: interleaved code, halves formula": (
+        "positional_encoding-halves",
+        "np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)",
+        "np.stack([np.sin(angle_rads), np.cos(angle_rads)], axis=-1).reshape(length, -1)",
+        {},
+    ),
+    "positional_encoding: halves with cosines first": (
+        "positional_encoding-halves",
+        "[np.sin(angle_rads), np.cos(angle_rads)]",
+        "[np.cos(angle_rads), np.sin(angle_rads)]",
+        {},
+    ),
+    "positional_encoding: halves whose rates use the whole depth": (
+        "positional_encoding-halves",
+        "depths = np.arange(depth)[np.newaxis, :] / depth",
+        "depths = np.arange(depth)[np.newaxis, :] / (2 * depth)",
+        {},
+    ),
+    "sinusoidal_embedding: embedding not scaled": (
+        "sinusoidal_embedding-tutorial",
+        "        x *= tf.math.sqrt(tf.cast(self.d_model, tf.float32))\n",
+        "",
+        {},
+    ),
+    "sinusoidal_embedding: scaled by d_model": (
+        "sinusoidal_embedding-tutorial",
+        "x *= tf.math.sqrt(tf.cast(self.d_model, tf.float32))",
+        "x *= tf.cast(self.d_model, tf.float32)",
+        {},
+    ),
+    "sinusoidal_embedding: halves code, interleaved formula": (
+        "sinusoidal_embedding-tutorial",
+        "np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)",
+        "np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)",
+        {"params": {"layout": "interleaved"}},
+    ),
+    "sinusoidal_embedding: positions reversed": (
+        "sinusoidal_embedding-tutorial",
+        "self.pos_encoding[tf.newaxis, :length, :]",
+        "tf.reverse(self.pos_encoding[tf.newaxis, :length, :], axis=[1])",
+        {},
+    ),
+    "learned_embedding: positions looked up in the token table": (
+        "learned_embedding-keras-io",
+        "positions = self.pos_emb(positions)",
+        "positions = self.token_emb(positions)",
+        {},
+    ),
+    "learned_embedding: positions reversed": (
+        "learned_embedding-keras-io",
+        "tf.range(start=0, limit=maxlen, delta=1)",
+        "tf.range(start=maxlen - 1, limit=-1, delta=-1)",
+        {},
+    ),
+    "learned_embedding: positions forgotten": (
+        "learned_embedding-keras-io",
+        "return x + positions",
+        "return x",
+        {},
+    ),
+    "learned_embedding: scaled by the root of the width": (
+        "learned_embedding-keras-io",
+        "return x + positions",
+        "return x * tf.math.sqrt(tf.cast(tf.shape(x)[-1], tf.float32)) + positions",
+        {},
     ),
 }

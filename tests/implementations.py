@@ -757,3 +757,126 @@ COMPOSITES: dict[str, tuple[str, str, dict[str, Any]]] = {
     ),
 }
 CORRECT.update(COMPOSITES)
+
+
+# Positional layers that take an input -------------------------------------------------------
+
+TEXTBOOK_POSITIONS = """
+import numpy as np
+import tensorflow as tf
+
+class PositionalEncoding(tf.keras.layers.Layer):
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.P = np.zeros((1, max_len, num_hiddens))
+        rows = np.arange(max_len, dtype=np.float32).reshape(-1, 1)
+        rates = np.power(10000, np.arange(0, num_hiddens, 2, dtype=np.float32) / num_hiddens)
+        angles = rows / rates
+        self.P[:, :, 0::2] = np.sin(angles)
+        self.P[:, :, 1::2] = np.cos(angles)
+
+    def call(self, X, **kwargs):
+        X = X + self.P[:, :X.shape[1], :]
+        return self.dropout(X, **kwargs)
+"""
+"""A textbook's layer: a float64 table of ``max_len`` rows, added to the input (X + P)."""
+
+SCALED_POSITIONS = """
+import math
+import tensorflow as tf
+
+def add_positions(x):
+    length, depth = tf.shape(x)[1], x.shape[-1]
+    position = tf.cast(tf.range(length), tf.float32)[:, tf.newaxis]
+    rates = tf.exp(tf.range(0, depth, 2, dtype=tf.float32) * (-math.log(10000.0) / depth))
+    angles = position * rates
+    pe = tf.reshape(tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1), (length, depth))
+    return x * tf.math.sqrt(tf.cast(depth, tf.float32)) + pe[tf.newaxis]
+"""
+"""An embedding scaled by √d_model and its encoding added, in one function."""
+
+TUTORIAL_HALVES = """
+import numpy as np
+import tensorflow as tf
+
+def positional_encoding(length, depth):
+    depth = depth / 2
+    positions = np.arange(length)[:, np.newaxis]
+    depths = np.arange(depth)[np.newaxis, :] / depth
+    angle_rates = 1 / (10000 ** depths)
+    angle_rads = positions * angle_rates
+    pos_encoding = np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)
+    return tf.cast(pos_encoding, dtype=tf.float32)
+
+class PositionalEmbedding(tf.keras.layers.Layer):
+    def __init__(self, vocab_size, d_model):
+        super().__init__()
+        self.d_model = d_model
+        self.embedding = tf.keras.layers.Embedding(vocab_size, d_model, mask_zero=True)
+        self.pos_encoding = positional_encoding(length=2048, depth=d_model)
+
+    def call(self, x):
+        length = tf.shape(x)[1]
+        x = self.embedding(x)
+        x *= tf.math.sqrt(tf.cast(self.d_model, tf.float32))
+        return x + self.pos_encoding[tf.newaxis, :length, :]
+"""
+"""The current tutorial's shape: sines and cosines in two halves, a table of 2048 positions,
+the embedding scaled by √d_model."""
+
+KERAS_IO_EMBEDDING = """
+import tensorflow as tf
+from tensorflow.keras import layers
+
+class TokenAndPositionEmbedding(layers.Layer):
+    def __init__(self, maxlen, vocab_size, embed_dim):
+        super().__init__()
+        self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+        self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
+
+    def call(self, x):
+        maxlen = tf.shape(x)[-1]
+        positions = tf.range(start=0, limit=maxlen, delta=1)
+        positions = self.pos_emb(positions)
+        x = self.token_emb(x)
+        return x + positions
+"""
+"""Keras' text-classification example: two tables, tokens and positions, added."""
+
+POSITIONAL_LAYERS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "add_positional_encoding-textbook": (
+        "add_positional_encoding",
+        TEXTBOOK_POSITIONS,
+        {"init": {"num_hiddens": "d_model", "dropout": 0.0, "max_len": "max_len"}},
+    ),
+    "add_positional_encoding-scaled": (
+        "add_positional_encoding",
+        SCALED_POSITIONS,
+        {"params": {"scaled": True}},
+    ),
+    "positional_encoding-halves": (
+        "positional_encoding",
+        TUTORIAL_HALVES,
+        {"entry": "positional_encoding", "params": {"layout": "halves"}},
+    ),
+    "sinusoidal_embedding-tutorial": (
+        "sinusoidal_embedding",
+        TUTORIAL_HALVES,
+        {
+            "entry": "PositionalEmbedding",
+            "init": {"vocab_size": "vocab", "d_model": "d_model"},
+            "weights": {"tokens": "embedding.embeddings"},
+            "params": {"layout": "halves"},
+        },
+    ),
+    "learned_embedding-keras-io": (
+        "learned_embedding",
+        KERAS_IO_EMBEDDING,
+        {
+            "init": {"maxlen": "max_len", "vocab_size": "vocab", "embed_dim": "d_model"},
+            "weights": {"tokens": "token_emb.embeddings", "positions": "pos_emb.embeddings"},
+        },
+    ),
+}
+CORRECT.update(POSITIONAL_LAYERS)

@@ -24,6 +24,14 @@ BUILTINS = (
     "layer_norm",
     "linear",
     "sublayer",
+    "attention_sublayer",
+    "cross_attention_sublayer",
+    "add_norm",
+    "encoder_layer",
+    "decoder_layer",
+    "add_positional_encoding",
+    "sinusoidal_embedding",
+    "learned_embedding",
 )
 
 

@@ -39,7 +39,12 @@ from .numerics import (
     scaled_dot_product,
     softmax,
 )
-from .positional import POSITIONAL_ENCODING
+from .positional import (
+    ADD_POSITIONAL_ENCODING,
+    LEARNED_EMBEDDING,
+    POSITIONAL_ENCODING,
+    SINUSOIDAL_EMBEDDING,
+)
 from .regimes import (
     FAR,
     FAR_POSITIONS,
@@ -56,6 +61,7 @@ from .tensors import X
 
 __all__ = [
     "ADD_NORM",
+    "ADD_POSITIONAL_ENCODING",
     "ATTENTION",
     "ATTENTION_SUBLAYER",
     "BUILTINS",
@@ -68,6 +74,7 @@ __all__ = [
     "FFN_WEIGHTS",
     "LARGE_VALUES",
     "LAYER_NORM",
+    "LEARNED_EMBEDDING",
     "LINEAR",
     "LINEAR_W",
     "LN_WEIGHTS",
@@ -84,6 +91,7 @@ __all__ = [
     "PROJECTED_LOGIT_SCALE",
     "SA_WEIGHTS",
     "SELF_ATTENTION",
+    "SINUSOIDAL_EMBEDDING",
     "SOFTMAX",
     "SOFTMAX_X",
     "SUBLAYER",
@@ -112,5 +120,8 @@ BUILTINS: tuple[Oracle, ...] = (
     ADD_NORM,
     ENCODER_LAYER,
     DECODER_LAYER,
+    ADD_POSITIONAL_ENCODING,
+    SINUSOIDAL_EMBEDDING,
+    LEARNED_EMBEDDING,
 )
 """Every builtin oracle, in the order :func:`.registry.all_oracles` lists them."""

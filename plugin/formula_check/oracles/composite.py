@@ -18,7 +18,7 @@ from .attention import MULTIHEAD
 from .base import Regime, scaled
 from .compose import PLACEMENTS, Add, Apply, Rename, Step, compose, residual
 from .layers import FFN, LAYER_NORM
-from .regimes import PROJECTED_LOGIT_SCALE, WIDE_WEIGHTS
+from .regimes import PROJECTED_LOGIT_SCALE
 from .tensors import X, choice, tensor
 
 CONTEXT = tensor("context", "b m d_model", "the sequence attended to (an encoder's output)")
@@ -65,9 +65,19 @@ LARGE_WEIGHTS = Regime(
 (gains and projections alike) can widen the logits."""
 
 ATTENTION_REGIMES = (LARGE_LOGITS, LARGE_WEIGHTS)
-LAYER_REGIMES = (LARGE_LOGITS, LARGE_WEIGHTS, WIDE_WEIGHTS)
-"""A layer with a feed-forward network is also checked where its ReLU sees values far
-past 6 (a ReLU6 or a clip shows)."""
+
+LAYER_WEIGHTS = Regime(
+    "large weights",
+    "every weight × 4: feed-forward pre-activations far past 6, and logits of about ±256 "
+    "where a norm comes first (pre-LN)",
+    weight_scale=4.0,
+)
+"""A layer with a feed-forward network is checked where its ReLU sees values far past 6 (a
+ReLU6 or a clip shows), whatever its norm's placement: its norm brings every row back to
+unit variance, its gains and kernels times 4 take the pre-activations to about ±16. Four,
+not the sublayer's eight: eight makes a post-LN layer's attention logits so wide that its
+rounding grows past what four draws of it measure."""
+LAYER_REGIMES = (LARGE_LOGITS, LAYER_WEIGHTS)
 
 ATTENTION_VARIANTS = ("self", "causal")
 

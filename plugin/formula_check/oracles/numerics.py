@@ -70,16 +70,21 @@ def positional_encoding(
     dtype: type[np.floating[Any]] = np.float64,
     *,
     through_exp: bool = False,
+    layout: str = "interleaved",
 ) -> Array:
-    """Sinusoidal encoding, sines in even columns and cosines in odd ones (interleaved),
-    computed in ``dtype``; the frequencies as powers of ``base``, or (as code also writes
-    them) through ``exp`` of a log."""
+    """Sinusoidal encoding computed in ``dtype``: sines in even columns and cosines in odd
+    ones (``interleaved``, the paper's), or every sine first and every cosine after
+    (``halves``, the TensorFlow tutorial's); the frequencies as powers of ``base``, or (as
+    code also writes them) through ``exp`` of a log."""
     positions = np.arange(n, dtype=dtype)[:, np.newaxis]
     two_i = np.arange(0, d_model, 2, dtype=dtype)[np.newaxis, :]
     if through_exp:
         angles = positions * np.exp(two_i * dtype(-math.log(base) / d_model))
     else:
         angles = positions / np.power(dtype(base), two_i / dtype(d_model))
+    if layout == "halves":
+        halves: Array = np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
+        return halves
     encoding = np.empty((n, d_model), dtype=dtype)
     encoding[:, 0::2] = np.sin(angles)
     encoding[:, 1::2] = np.cos(angles)
