@@ -501,3 +501,31 @@ def test_letters_ln_are_never_the_logarithm(latex: str) -> None:
     except (LatexError, NotExecutable):
         return
     assert "log" not in result.compiled
+
+
+# Published styles that stay outside the subset, each with its reason -------------------------
+
+
+@pytest.mark.parametrize(
+    ("latex", "reason"),
+    [
+        (
+            r"\alpha(\mathbf{q}, \mathbf{k}_i) = \frac{\exp(\mathbf{q}^\top \mathbf{k}_i)}"
+            r"{\sum_j \exp(\mathbf{q}^\top \mathbf{k}_j)}",
+            r"\alpha of one element at a time (k_i) is outside the executable subset: "
+            "write it over whole tensors",
+        ),
+        (
+            r"\mathbf{W}_o \begin{bmatrix}\mathbf{h}_1\\ \vdots\\ \mathbf{h}_h\end{bmatrix}",
+            r"\begin{bmatrix} is outside the executable subset",
+        ),
+        (
+            r"\textrm{GELU}(QK^\top) V",
+            "unknown function GELU: the GELU activation, which this oracle's symbols do not define",
+        ),
+    ],
+)
+def test_a_published_style_outside_the_subset_says_why(latex: str, reason: str) -> None:
+    with pytest.raises(NotExecutable) as caught:
+        _checked("attention", latex, "")
+    assert caught.value.reason == reason

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import capped
 from ..model import Array, frozen_map
-from .errors import LatexError
+from .errors import LatexError, NotExecutable
 from .grid import Output, scatter
 from .indices import alias_names, assigned, index_letters
 from .interpreter import Env, run
@@ -170,6 +170,13 @@ class _Compiler:
 
     def defined(self, lhs: Apply, letters: tuple[Word, ...] | None, statement: Statement) -> Output:
         params = tuple(canonical_name(arg) or "" for arg in lhs.args)
+        taken = self.lowerer.taken()
+        for arg in lhs.args:  # \alpha(q, k_i): a function of one key at a time
+            if isinstance(arg, Script) and arg.sub is not None and index_letters(arg.sub, taken):
+                raise NotExecutable(
+                    f"{lhs.func.text} of one element at a time ({canonical_name(arg)}) is "
+                    "outside the executable subset: write it over whole tensors"
+                )
         for param, arg in zip(params, lhs.args, strict=True):
             if param not in self.table.symbols:
                 raise self.lowerer.fail(f"parameter {param or '?'} is not declared", arg.col)
