@@ -529,3 +529,10 @@ def test_a_published_style_outside_the_subset_says_why(latex: str, reason: str) 
     with pytest.raises(NotExecutable) as caught:
         _checked("attention", latex, "")
     assert caught.value.reason == reason
+
+
+def test_a_size_command_inside_an_argument_keeps_the_arguments_braces() -> None:
+    latex = r"\mathrm{softmax}(QK^\top / \sqrt{\large d_k + d_k}) V"
+    result = _checked("attention", latex, "")
+    assert "sqrt(d_k + d_k)" in result.compiled
+    assert not result.ok

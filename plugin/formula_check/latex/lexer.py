@@ -122,7 +122,7 @@ class _Lexer:
         opened = self.source.startswith("{", at)
         if opened:
             depth, scan = 0, at
-        elif self.tokens and self.tokens[-1].text == "{":  # {\Large x = y}: the group it opens
+        elif self._opens_statement():  # {\Large x = y}: the group it stands first in
             depth, scan = 1, self.pos
             self.tokens.pop()
         else:
@@ -138,6 +138,14 @@ class _Lexer:
                 self.pos = at + 1 if opened else self.pos
                 return
             scan += 1
+
+    def _opens_statement(self) -> bool:
+        r"""Whether the last token is a ``{`` that starts a statement (``{\Large x = y}``), not
+        an argument (``\sqrt{\large x + y}`` keeps its braces)."""
+        if not self.tokens or self.tokens[-1].text != "{":
+            return False
+        before = self.tokens[-2] if len(self.tokens) > 1 else None
+        return before is None or before.kind == "break" or before.text in {",", ";", "\\\\"}
 
     def _command_name(self) -> str:
         end = self.pos
