@@ -15,7 +15,9 @@ import functools
 import http.server
 import os
 import shutil
+import struct
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,6 +333,63 @@ def test_pages_render_math_cards_and_figures_offline(
     assert verified > 0, "no card shows the verified status"
     context.close()
     save_card_screenshots(browser, server + pages[0], artifacts)
+
+
+def png_pixel(png: bytes, x: int, y: int) -> tuple[int, ...]:
+    """The colour of one pixel of an 8-bit RGB(A) PNG (what Chromium's screenshots are)."""
+    width, _, depth, kind = struct.unpack(">IIBB", png[16:26])
+    assert depth == 8 and kind in (2, 6), (depth, kind)
+    channels = 3 if kind == 2 else 4
+    data, at = b"", 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        if png[at + 4 : at + 8] == b"IDAT":
+            data += png[at + 8 : at + 8 + length]
+        at += 12 + length
+    raw, stride, rows = zlib.decompress(data), width * channels, []
+    previous = bytearray(stride)
+    for row in range(y + 1):
+        kind_of_filter, line = (
+            raw[row * (stride + 1)],
+            bytearray(raw[row * (stride + 1) + 1 : (row + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind_of_filter == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind_of_filter == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind_of_filter == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind_of_filter == 4:
+                guess = left + up - corner
+                near = min(
+                    (abs(guess - left), 0, left),
+                    (abs(guess - up), 1, up),
+                    (abs(guess - corner), 2, corner),
+                )
+                line[i] = (line[i] + near[2]) & 255
+        rows.append(line)
+        previous = line
+    return tuple(rows[y][x * channels : x * channels + 3])
+
+
+def test_figures_sit_in_a_dark_page(browser: Any, server: str, built_site: Path) -> None:
+    """On the slate palette a figure's background is dark, not a glaring white panel; on the
+    light one it stays white."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page, log = open_page(context, server + card_pages(built_site)[0])
+    page.evaluate(LOAD_CARD_FIGURES)
+    figure = page.locator(".fc-card .fc-figure img").first
+    light = png_pixel(figure.screenshot(), 6, 6)
+    page.evaluate("() => { document.body.dataset.mdColorScheme = 'slate'; }")
+    page.wait_for_timeout(200)
+    dark = png_pixel(figure.screenshot(), 6, 6)
+    assert min(light) > 230, light
+    assert max(dark) < 60, dark
+    assert_nothing_external_or_failed(log, "figures")
+    context.close()
 
 
 @pytest.mark.parametrize("scheme", ["default", "slate"])

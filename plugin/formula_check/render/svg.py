@@ -31,6 +31,14 @@ FONT_FAMILY = (
 TEXT_COLOUR = "#212121"
 AXIS_COLOUR = "#616161"
 BACKGROUND = "#ffffff"
+DARK_STYLE = (
+    "@media (prefers-color-scheme: dark) {"
+    " .fc-background, .fc-legend rect { fill: #1e2129; }"
+    f" text {{ fill: #e0e0e0; }} [stroke=\"{AXIS_COLOUR}\"] {{ stroke: #9e9e9e; }} }}"
+)
+"""A figure in a dark page: a browser draws an ``<img>``'s SVG in the colour scheme of the
+element (the stylesheet gives card figures ``color-scheme: dark`` on a dark palette), so the
+figure's background and text follow the page while its colour scale stays the same."""
 
 # 33 evenly spaced anchors of matplotlib's colormaps (sampled once, at development time);
 # interpolating between them is within 3/255 of the 256-entry originals.
@@ -325,7 +333,8 @@ class Svg:
         return f"url(#{ident})"
 
     def finish(self, title: str) -> bytes:
-        """The whole document as UTF-8 bytes: white background, ``title`` for assistive tech."""
+        """The whole document as UTF-8 bytes: white background (dark in a dark page, see
+        :data:`DARK_STYLE`), ``title`` for assistive tech."""
         size = f'width="{self.width}" height="{self.height}"'
         defs = f"<defs>{''.join(self._defs.values())}</defs>\n" if self._defs else ""
         return "".join(
@@ -335,8 +344,9 @@ class Svg:
                 'xmlns:xlink="http://www.w3.org/1999/xlink" version="1.1" ',
                 f'{size} viewBox="0 0 {self.width} {self.height}" font-family="{FONT_FAMILY}">\n',
                 f"<title>{escape(title)}</title>\n",
+                f"<style>{DARK_STYLE}</style>\n",
                 defs,
-                f'<rect {size} fill="{BACKGROUND}"/>\n',
+                f'<rect class="fc-background" {size} fill="{BACKGROUND}"/>\n',
                 "\n".join(self._body),
                 "\n</svg>\n",
             )
