@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .breaks import is_separator_word, statement_breaks
 from .errors import LatexError, NotExecutable
 from .lexer import Token, tokenize
 from .limits import MAX_NESTING, check_depth, within_stack
@@ -57,7 +58,6 @@ RELATIONS = frozenset(
 )
 """Relations: a formula that states one is outside the executable subset, not wrong."""
 
-SEPARATOR_WORDS = frozenset({"where", "and", "with"})
 FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "ln", "tanh", "max", "min"})
 BIG_OPS = frozenset({"sum", "prod", "max", "min"})
 GREEK = frozenset(
@@ -78,53 +78,6 @@ ACCENTS = frozenset(
 """Decorations that make a new name: ``\\hat{y}`` is a symbol of its own, never ``y``."""
 SUBSCRIPTED = frozenset({"softmax", "Softmax", "SoftMax"})
 """Functions a subscript may follow: ``\\mathrm{softmax}_k(x)`` runs along ``k``."""
-OPENERS = frozenset({"(", "[", "{", "\\{"})
-CLOSING = frozenset({")", "]", "}", "\\}"})
-STOPS = frozenset({",", ";", "\\\\"})
-
-
-def statement_breaks(tokens: list[Token]) -> list[Token]:
-    r"""``tokens`` without the breaks that are only space. A break outside every group stays,
-    as a separator, after a shape (``Q \in \mathbb{R}^{n \times d} \qquad …``), and between
-    two equations side by side: the statement before it and the one after it (up to the next
-    separator) each hold an ``=``."""
-    kept: list[Token] = []
-    depth = 0
-    has_equals = has_shape = False  # the statement so far
-    pending: tuple[int, Token] | None = None  # a break, and where it would go
-    equals_after = False
-
-    def settle() -> None:
-        nonlocal pending
-        if pending is not None and equals_after:
-            kept.insert(*pending)
-        pending = None
-
-    for at, token in enumerate(tokens):
-        top = depth == 0
-        if token.kind == "break":
-            if top:
-                settle()
-                if has_shape:
-                    kept.append(token)
-                    has_equals = has_shape = False
-                pending, equals_after = ((len(kept), token), False) if has_equals else (None, False)
-            continue
-        stop = token.kind == "symbol" and token.text in STOPS
-        if top and (token.kind == "end" or stop or Parser.is_separator_word(token)):
-            settle()
-            has_equals = has_shape = False
-        elif top and token.kind == "symbol" and token.text == "=":
-            equals_after = equals_after or pending is not None
-            has_equals = True
-        elif top and token.text == "in" and tokens[at + 1].text == "mathbb":
-            has_shape = True
-        if token.kind == "symbol" and token.text in OPENERS:
-            depth += 1
-        elif token.kind == "symbol" and token.text in CLOSING:
-            depth = max(0, depth - 1)
-        kept.append(token)
-    return kept
 
 
 class Parser:
@@ -200,7 +153,7 @@ class Parser:
 
     @staticmethod
     def is_separator_word(token: Token) -> bool:
-        return token.kind == "text" and token.text.lower() in SEPARATOR_WORDS
+        return is_separator_word(token)
 
     def statement(self) -> Statement:
         col = self.peek().col
