@@ -364,6 +364,12 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         'activation="relu6"',
         {},
     ),
+    "encoder_layer: ReLU6 in a post-LN feed-forward network": (
+        "encoder_layer-keras-io",
+        'layers.Dense(ff_dim, activation="relu")',
+        'layers.Dense(ff_dim, activation="relu6")',
+        {},
+    ),
     "decoder_layer: causal mask forgotten": (
         "decoder_layer-tutorial",
         "mha(query=x, value=x, key=x, use_causal_mask=True)",
