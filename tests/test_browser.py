@@ -335,6 +335,42 @@ def test_pages_render_math_cards_and_figures_offline(
     save_card_screenshots(browser, server + pages[0], artifacts)
 
 
+# The lowest contrast of any code chip in a card against its own background (WCAG's ratio).
+CODE_CONTRAST = """() => {
+  const channel = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const luminance = (css) => {
+    const [r, g, b] = css.match(/[\\d.]+/g).map(Number);
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  };
+  const background = (node) => {
+    for (; node; node = node.parentElement) {
+      const colour = getComputedStyle(node).backgroundColor;
+      if (!/rgba\\(.*, 0\\)$/.test(colour) && colour !== 'transparent') return colour;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const ratios = [...document.querySelectorAll('.fc-card code')].map((code) => {
+    const [a, b] = [luminance(getComputedStyle(code).color), luminance(background(code))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  });
+  return Math.min(...ratios);
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_code_chips_stay_readable_when_the_system_is_dark(
+    browser: Any, server: str, built_site: Path, scheme: str
+) -> None:
+    """A page that stays light on a dark system keeps light cards with dark code, and a dark
+    palette gets light code on dark chips: never dark on dark."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    page, log = open_page(context, server + card_pages(built_site)[0])
+    page.evaluate(f"() => {{ document.body.dataset.mdColorScheme = '{scheme}'; }}")
+    assert page.evaluate(CODE_CONTRAST) >= 4.5
+    assert_nothing_external_or_failed(log, f"code chips, {scheme}")
+    context.close()
+
+
 def png_pixel(png: bytes, x: int, y: int) -> tuple[int, ...]:
     """The colour of one pixel of an 8-bit RGB(A) PNG (what Chromium's screenshots are)."""
     width, _, depth, kind = struct.unpack(">IIBB", png[16:26])
