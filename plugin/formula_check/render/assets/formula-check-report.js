@@ -2,8 +2,9 @@
  * mkdocs-formula-check: the report page's status filter, search box and sortable columns.
  *
  * The page arrives as a plain table, failures first; this script only shows or hides rows and
- * reorders them, reading what it needs from the cells' data-fc-* attributes. Without it the
- * table reads as it is (the controls stay hidden). It runs on every page, does nothing where
+ * reorders them, reading what it needs from the cells' data-fc-* attributes, and turns the
+ * rows into cards where the table does not fit. Without it the table reads as it is (the
+ * controls stay hidden). It runs on every page, does nothing where
  * there is no report, and again after Material's instant navigation swaps the page body.
  */
 (function () {
@@ -84,6 +85,17 @@
       header.appendChild(button);
       button.addEventListener("click", function () { sortBy(header, column); });
     });
+    // Cards where the table is wider than the page; the table again where it fits. Only a
+    // change of width counts: switching layouts changes the height, which must not loop.
+    var width = -1;
+    function fit() {
+      if (root.clientWidth === width) { return; }
+      width = root.clientWidth;
+      root.classList.remove("fc-report-cards");
+      if (table.scrollWidth > root.clientWidth + 1) { root.classList.add("fc-report-cards"); }
+    }
+    fit();
+    if (window.ResizeObserver) { new ResizeObserver(fit).observe(root); }
     filter.addEventListener("change", apply);
     search.addEventListener("input", apply);
     root.querySelector(".fc-report-controls").hidden = false;

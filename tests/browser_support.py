@@ -1,0 +1,172 @@
+"""What the browser tests share: a headless Chromium kept offline, a loopback server, the
+in-process build of a site on a fake engine, and the probes a page is checked with.
+
+Chromium is the distribution's (``apt-get install chromium``), driven by Playwright without
+its own browser download; every request that leaves loopback is aborted and recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+
+from fakes import FakeMaker
+from formula_check.session import Engines
+
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+LOOPBACK = {"127.0.0.1", "localhost"}
+# Material's own light/slate toggle, so the dark palette is checked the way a reader flips it.
+PALETTE_TOGGLE = [
+    {"scheme": "default", "toggle": {"icon": "material/brightness-7", "name": "Dark mode"}},
+    {"scheme": "slate", "toggle": {"icon": "material/brightness-4", "name": "Light mode"}},
+]
+WIDTHS = (390, 700, 1280)
+"""A phone, a split-screen editor and preview, a desktop."""
+
+# Waits until MathJax's startup promise settles, also when the page chained a re-typeset onto it.
+MATHJAX_DONE = """async () => {
+  for (;;) {
+    const pending = MathJax.startup.promise;
+    await pending;
+    if (pending === MathJax.startup.promise) return;
+  }
+}"""
+
+# Words drawn on more than one line inside the elements `selector` finds: a word cut in two
+# ("outpu/t"). A <pre> holds a message as written, which may wrap anywhere: it is left out.
+BROKEN_WORDS = """(selector) => [...document.querySelectorAll(selector)].flatMap((element) => {
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  const broken = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.closest('pre')) continue;
+    let offset = 0;
+    for (const word of node.data.split(/(\\s+)/)) {
+      if (word.trim()) {
+        const range = document.createRange();
+        range.setStart(node, offset);
+        range.setEnd(node, offset + word.length);
+        const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+        if (lines.size > 1) broken.push(`${word} (${lines.size} lines)`);
+      }
+      offset += word.length;
+    }
+  }
+  return broken;
+})"""
+
+
+@dataclass
+class PageLog:
+    """What one page did on the wire and in its console."""
+
+    requests: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def assert_clean(self, name: str) -> None:
+        """Something was loaded, all of it from loopback, nothing failed, no console error."""
+        assert self.requests, f"{name}: no requests recorded"
+        assert self.external == [], f"{name}: requests left loopback: {self.external}"
+        assert self.failed == [], f"{name}: failed responses: {self.failed}"
+        assert self.errors == [], f"{name}: console errors: {self.errors}"
+
+
+def build_with_fake_engine(project: Path, maker: FakeMaker, *, strict: bool = False) -> None:
+    """``mkdocs build`` of ``project`` in this process, its checks answered by ``maker``."""
+    config = load_config(config_file=str(project / "mkdocs.yml"), strict=strict)
+    plugin = config.plugins["formula-check"]
+    plugin.engines = Engines(maker)
+    plugin.on_startup(command="build", dirty=False)
+    try:
+        build(config)
+    finally:
+        plugin.on_shutdown()
+        # MkDocs keeps a plugin with on_startup for the next build in this process (that is
+        # how `mkdocs serve` keeps its engine): the next one must not inherit the fake.
+        plugin.engines = Engines()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """``directory`` served on a free loopback port; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """One headless Chromium (the distribution's, with a fresh profile)."""
+    from playwright import sync_api  # the callers skip when it is missing
+
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def watch(page: Any) -> PageLog:
+    """Record every request, abort those leaving loopback, and collect console errors."""
+    log = PageLog()
+
+    def route(route: Any) -> None:
+        url = route.request.url
+        if urlsplit(url).hostname in LOOPBACK:
+            route.continue_()
+        else:
+            log.external.append(url)
+            route.abort()
+
+    page.route("**/*", route)
+    page.on("request", lambda request: log.requests.append(request.url))
+    page.on(
+        "response",
+        lambda response: (
+            response.status >= 400 and log.failed.append(f"{response.status} {response.url}")
+        ),
+    )
+    page.on("console", lambda message: message.type == "error" and log.errors.append(message.text))
+    page.on("pageerror", lambda error: log.errors.append(f"uncaught: {error}"))
+    return log
+
+
+def set_scheme(page: Any, scheme: str) -> None:
+    """Material's palette as its toggle sets it (``default`` or ``slate``)."""
+    page.evaluate("(scheme) => { document.body.dataset.mdColorScheme = scheme; }", scheme)
