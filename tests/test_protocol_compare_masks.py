@@ -188,3 +188,20 @@ def test_sizes_and_masks_that_cannot_reveal_a_drift_are_said() -> None:
         "the padding mask hides nothing at these sizes, so code that ignores it cannot be "
         "told apart",
     ]
+
+
+def test_a_self_attention_mask_named_once_is_its_key_axis_and_lengths_its_queries() -> None:
+    """Self-attention's mask axes are (b, n, n): a padding mask written ``b 1 1 n`` (the
+    tutorial's) or ``b n`` (Keras' padding mask) runs along the keys; valid lengths ``b n``,
+    which count keys, have one per query."""
+    rng = np.random.default_rng(1)
+    axes = ("b", "n", "n")
+    padding = keep_mask("padding", 2, 5, 5, rng)
+    tutorial = snippet_mask(padding, "additive", ("b", "1", "1", "n"), axes)
+    assert np.array_equal(tutorial[:, 0, 0] == 0.0, padding[:, 0])
+    assert np.array_equal(snippet_mask(padding, "keep", ("b", "n"), axes), padding[:, 0])
+    causal = keep_mask("causal", 2, 5, 5, rng)
+    lengths = snippet_mask(causal, "lengths", ("b", "n"), axes)
+    assert lengths.dtype == np.int32 and lengths.tolist() == [[1, 2, 3, 4, 5]] * 2
+    with pytest.raises(SpecError, match="leaves out the query axis"):
+        snippet_mask(causal, "keep", ("b", "1", "n"), axes)

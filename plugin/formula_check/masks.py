@@ -91,21 +91,28 @@ def _named(oracle_dims: Sequence[str]) -> tuple[str, str, str]:
     return named[0], named[1], named[2]
 
 
-def _positions(dims: Sequence[str], oracle_dims: Sequence[str]) -> list[int]:
-    """Which logical axis (0 batch, 1 query, 2 key) each named axis of ``dims`` is."""
+def _positions(
+    dims: Sequence[str], oracle_dims: Sequence[str], *, lengths: bool = False
+) -> list[int]:
+    """Which logical axis (0 batch, 1 query, 2 key) each named axis of ``dims`` is. Where the
+    query and the key axes share a name (self-attention's ``b n n``) and ``dims`` names it
+    once, it is the key axis (a padding mask, ``b 1 1 n``), or for valid lengths, which count
+    keys, the query axis (``b n``)."""
     axes = _named(oracle_dims)
     spelled = " ".join(axes)
     for part in dims:
         if part.isdigit() and part != "1":
             raise SpecError(f"mask_dims: {part!r} is not an axis: use a name of ({spelled}) or 1")
+    named = [d for d in dims if not d.isdigit()]
     positions: list[int] = []
-    for name in (d for d in dims if not d.isdigit()):
+    for name in named:
         free = [i for i, axis in enumerate(axes) if axis == name and i not in positions]
         if not free:
             known = "" if name in axes else f" (the mask's axes are {spelled})"
             said = "is named twice" if name in axes else "is not an axis of the mask"
             raise SpecError(f"mask_dims: {name!r} {said}{known}")
-        positions.append(free[0])
+        shared = named.count(name) < axes.count(name)
+        positions.append(free[0] if lengths or not shared else free[-1])
     return positions
 
 
@@ -138,7 +145,7 @@ def _laid_out(keep: Array, dims: Sequence[str], oracle_dims: Sequence[str]) -> A
 
 def _lengths(keep: Array, dims: Sequence[str], oracle_dims: Sequence[str]) -> Array:
     """Valid lengths: the number of leading keys each row may see, laid out on ``dims``."""
-    positions = _positions(dims, oracle_dims)
+    positions = _positions(dims, oracle_dims, lengths=True)
     if 2 in positions or any(d.isdigit() for d in dims) or 0 not in positions:
         batch, query, _ = _named(oracle_dims)
         raise SpecError(
