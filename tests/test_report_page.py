@@ -210,11 +210,18 @@ def test_the_json_report_keeps_page_order_whatever_the_page_shows() -> None:
     assert [b["id"] for b in blocks] == ["a-first", "b-later", "xf", "skip", "boom", "z-drift"]
 
 
-def test_the_report_assets_ship_and_are_linked() -> None:
-    assert "assets/formula-check/formula-check-report.css" in assets.stylesheets()
-    assert "assets/formula-check/formula-check-report.js" in assets.scripts(mathjax=False)
-    names = {asset.name for asset in assets.site_assets(mathjax=False)}
-    assert {"formula-check-report.css", "formula-check-report.js"} <= names
+def test_the_report_assets_ship_with_the_plugin_and_stay_out_of_a_zensical_site() -> None:
+    report_files = {"formula-check-report.css", "formula-check-report.js"}
+    assert f"{assets.ASSET_DIR}/formula-check-report.css" in assets.stylesheets(report=True)
+    assert assets.scripts(mathjax=True, report=True)[-1].endswith("/formula-check-report.js")
+    assert assets.scripts(mathjax=False, report=True) == [
+        f"{assets.ASSET_DIR}/formula-check-report.js"
+    ]
+    with_report = {asset.name for asset in assets.site_assets(mathjax=False, report=True)}
+    assert report_files <= with_report
+    # `formula-check assets` (Zensical, plain Markdown) makes no report page: nothing for it
+    assert not report_files & {asset.name for asset in assets.site_assets(mathjax=False)}
+    assert not any("report" in path for path in assets.stylesheets() + assets.scripts())
     assert assets.REPORT_SCRIPT.is_file() and assets.REPORT_STYLESHEET.is_file()
 
 
@@ -237,7 +244,7 @@ def test_a_site_script_that_loads_or_configures_mathjax_is_found(scripts: list[s
     [
         [],
         ["js/extra.js", "js/katex.js", "js/texture.js"],
-        assets.scripts(mathjax=True),  # our own copy is not the site's
+        assets.scripts(mathjax=True, report=True),  # our own copy is not the site's
     ],
 )
 def test_a_site_without_its_own_mathjax_has_none(scripts: list[str]) -> None:

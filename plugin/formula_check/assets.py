@@ -118,29 +118,29 @@ def site_mathjax(scripts: list[str]) -> str | None:
     return None
 
 
-def site_assets(*, mathjax: bool = True) -> list[Asset]:
-    """Every asset a site needs, the stylesheets first."""
-    assets = [
-        Asset("formula-check.css", STYLESHEET),
-        Asset("formula-check-report.css", REPORT_STYLESHEET),
-        Asset("formula-check-report.js", REPORT_SCRIPT),
-    ]
+def site_assets(*, mathjax: bool = True, report: bool = False) -> list[Asset]:
+    """Every asset a site needs, the stylesheets first; ``report``: with the report page's
+    stylesheet and script (the MkDocs plugin's: only it makes a report page)."""
+    assets = [Asset("formula-check.css", STYLESHEET)]
+    if report:
+        assets.append(Asset("formula-check-report.css", REPORT_STYLESHEET))
+        assets.append(Asset("formula-check-report.js", REPORT_SCRIPT))
     if mathjax:
         assets.extend(_mathjax_assets())
     return assets
 
 
-def stylesheets() -> list[str]:
-    """Site-relative paths for ``extra_css``."""
-    return [f"{ASSET_DIR}/formula-check.css", f"{ASSET_DIR}/formula-check-report.css"]
+def stylesheets(*, report: bool = False) -> list[str]:
+    """Site-relative paths for ``extra_css`` (``report``: the report page's too)."""
+    report_css = [f"{ASSET_DIR}/formula-check-report.css"] if report else []
+    return [f"{ASSET_DIR}/formula-check.css", *report_css]
 
 
-def scripts(*, mathjax: bool = True) -> list[str]:
-    """Site-relative paths for ``extra_javascript``, in load order (config before MathJax)."""
-    report = [f"{ASSET_DIR}/formula-check-report.js"]
-    if not mathjax:
-        return report
-    return [f"{ASSET_DIR}/mathjax-config.js", f"{ASSET_DIR}/mathjax/tex-svg.js", *report]
+def scripts(*, mathjax: bool = True, report: bool = False) -> list[str]:
+    """Site-relative paths for ``extra_javascript``, in load order (config before MathJax;
+    ``report``: the report page's script last)."""
+    ours = [f"{ASSET_DIR}/mathjax-config.js", f"{ASSET_DIR}/mathjax/tex-svg.js"] if mathjax else []
+    return ours + ([f"{ASSET_DIR}/formula-check-report.js"] if report else [])
 
 
 def write_assets(site_dir: Path, *, mathjax: bool = True) -> list[Path]:

@@ -93,10 +93,10 @@ def register_assets(config: MkDocsConfig, *, mathjax: bool) -> None:
                 assets.mathjax_root()
             except assets.MissingMathJaxError as exc:
                 raise PluginError(f"formula-check: option 'mathjax': {exc}") from None
-    for path in assets.stylesheets():
+    for path in assets.stylesheets(report=True):
         if path not in config.extra_css:
             config.extra_css.append(path)
-    for path in assets.scripts(mathjax=mathjax):
+    for path in assets.scripts(mathjax=mathjax, report=True):
         if path not in _scripts(config):
             config.extra_javascript.append(path)
 
@@ -110,7 +110,7 @@ def add_assets(files: Files, config: MkDocsConfig, *, mathjax: bool) -> None:
     """Add the asset files to the site; an author's own copy of one wins. A site with its own
     MathJax gets none of ours."""
     mathjax = mathjax and assets.site_mathjax(_scripts(config)) is None
-    for asset in assets.site_assets(mathjax=mathjax):
+    for asset in assets.site_assets(mathjax=mathjax, report=True):
         uri = f"{assets.ASSET_DIR}/{asset.name}"
         if files.get_file_from_path(uri) is not None:
             continue
