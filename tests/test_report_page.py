@@ -254,3 +254,14 @@ def test_a_site_without_its_own_mathjax_has_none(scripts: list[str]) -> None:
 def test_the_report_script_is_plain_es5_with_no_outside_reference() -> None:
     script = Path(assets.REPORT_SCRIPT).read_text(encoding="utf-8")
     assert "http" not in script and "import " not in script and "=>" not in script
+
+
+def test_a_word_with_a_hyphen_stays_on_one_line() -> None:
+    failure = SnippetFailure("ValueError", "Matrix size-incompatible, off by 6.1e-07 <b>")
+    result = _result("boom", "docs/a.md", 3, Status.ERROR, failure=failure)
+    html = report_body([result], EN, lambda r: "#")
+    message = html.split('<p class="fc-report-message">', 1)[1].split("</p>", 1)[0]
+    assert message == (
+        'ValueError: Matrix <span class="fc-nobr">size-incompatible,</span> off by '
+        '<span class="fc-nobr">6.1e-07</span> &lt;b&gt;'
+    )

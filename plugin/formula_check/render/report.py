@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -99,20 +100,8 @@ def report_json(results: Sequence[CheckResult]) -> str:
 
 # The report lists what needs a reader first: failures, then the other outcomes that are not
 # clean (skipped, expected failures), then the verified blocks; page order within each.
-_RANK = {
-    key: rank
-    for rank, key in enumerate(
-        (
-            "mismatch",
-            "error",
-            "timeout",
-            "unexpected_pass",
-            "skipped",
-            "expected_failure",
-            "verified",
-        )
-    )
-}
+_NOT_CLEAN = ("mismatch", "error", "timeout", "unexpected_pass", "skipped", "expected_failure")
+_RANK = {key: rank for rank, key in enumerate((*_NOT_CLEAN, "verified"))}
 # A message longer than this is cut (at a space) in the table; the whole of it is one click away.
 _SHORT_MESSAGE = 160
 
@@ -164,13 +153,22 @@ def _error_cell(result: CheckResult, labels: Labels) -> str:
         return cell + "</td>"
     full = strip_ansi(result.detail())
     short = _shortened(strip_ansi(result.detail(brief=True)))
-    cell += f'<p class="fc-report-message">{html.escape(short)}</p>'
+    cell += f'<p class="fc-report-message">{_unbroken(short)}</p>'
     if " ".join(full.split()) != short:
         cell += (
             f'<details class="fc-report-more"><summary>{html.escape(labels.full_message)}'
             f"</summary><pre>{html.escape(full)}</pre></details>"
         )
     return cell + "</td>"
+
+
+def _unbroken(text: str) -> str:
+    """``text`` escaped, each word with a hyphen kept on one line: browsers break after a
+    hyphen, which cuts ``6.1e-07`` or ``size-incompatible`` in two on a narrow screen."""
+    return "".join(
+        f'<span class="fc-nobr">{html.escape(word)}</span>' if "-" in word else html.escape(word)
+        for word in re.split(r"(\s+)", text)
+    )
 
 
 def _attr(value: str) -> str:
