@@ -95,4 +95,4 @@ def test_the_version_is_written_once() -> None:
     assert not any(line.startswith("version =") for line in lines)
     assert 'dynamic = ["version"]' in lines
     source = lines[lines.index("[tool.hatch.version]") + 1]
-    assert source == 'path = "plugin/formula_check/__init__.py"'
+    assert source == 'path = "plugin/formula_check/version.py"'

@@ -2,4 +2,14 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["__version__", "load_ipython_extension"]
+
+
+def load_ipython_extension(shell: object) -> None:
+    """``%load_ext formula_check`` in Jupyter: the ``%%formula`` cell magic (see
+    :mod:`formula_check.notebook`)."""
+    from .notebook import load_ipython_extension as load
+
+    load(shell)

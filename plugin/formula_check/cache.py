@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import __version__, wire
+from . import wire
 from .digest import checker_digest
 from .model import (
     CheckResult,
@@ -42,6 +42,7 @@ from .model import (
 from .oracles import get_oracle
 from .sealed import SealedFiles
 from .snippets import file_digest
+from .version import __version__
 
 SCHEMA = 2
 _TF_DISTRIBUTIONS = (
