@@ -323,3 +323,19 @@ def test_a_function_that_builds_its_own_layers_is_refused() -> None:
         _check("ffn", OWN_LAYERS)
     oracle, source, options = CORRECT["ffn"]
     assert _check(oracle, source, **options).status is Status.VERIFIED
+
+
+WRAPS_ITS_WEIGHTS = """
+import tensorflow as tf
+
+
+def feed_forward(x, W_1, b_1, W_2, b_2):
+    first, second = tf.Variable(W_1), tf.Variable(W_2)
+    return tf.matmul(tf.nn.relu(tf.matmul(x, first) + b_1), second) + b_2
+"""
+
+
+def test_a_function_that_keeps_the_weights_it_is_given_in_variables_verifies() -> None:
+    """Variables that start as the weights given are those weights: no refusal."""
+    result = _check("ffn", WRAPS_ITS_WEIGHTS)
+    assert result.status is Status.VERIFIED, result.headline()

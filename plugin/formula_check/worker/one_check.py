@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from ..messages import CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
@@ -63,7 +64,9 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     call, sources = request.calls.of(kind), request.init_sources
     runner = bind(entry, kind, call, arrays, request.init, sources=sources)
     created: list[tuple[str, tuple[int | None, ...]]] = []
-    with phase("call"), _recording_variables(created if kind == "function" else None):
+    given = [arrays[a.array] for a in (*call.args, *call.kwargs.values()) if a.array[:3] == "wt/"]
+    recorded = (created, given) if kind == "function" else None
+    with phase("call"), _recording_variables(recorded):
         result = runner()
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
     root = ""
@@ -141,18 +144,23 @@ def _kept_outputs(
 
 @contextlib.contextmanager
 def _recording_variables(
-    made: list[tuple[str, tuple[int | None, ...]]] | None,
+    recorded: tuple[list[tuple[str, tuple[int | None, ...]]], list[Array]] | None,
 ) -> Iterator[None]:
-    """Record the trainable variables created meanwhile into ``made`` (a function that builds
-    layers of its own); nothing when ``made`` is None."""
-    if made is None:
+    """Record the trainable variables created meanwhile (a function that builds layers of its
+    own) into the list ``recorded`` holds, but those that start as one of the weights it was
+    given (``tf.Variable(W_1)`` still computes with the formula's weights); nothing when
+    ``recorded`` is None."""
+    if recorded is None:
         yield
         return
+    made, given = recorded
 
     def creator(next_creator: Any, **kwargs: Any) -> Any:
         variable = next_creator(**kwargs)
         if getattr(variable, "trainable", False):
-            made.append((str(variable.name), tuple(variable.shape)))
+            start = np.asarray(variable.numpy())
+            if not any(start.shape == w.shape and np.array_equal(start, w) for w in given):
+                made.append((str(variable.name), tuple(variable.shape)))
         return variable
 
     with tf.variable_creator_scope(creator):
