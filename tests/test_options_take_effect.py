@@ -336,6 +336,12 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
     "preset": [
         (f'{ATTENTION} preset="keras-mhaa"', FUNCTION, "did you mean 'keras-mha'"),
         (f'{ATTENTION} preset="keras-mha@2mha"', FUNCTION, "must be an attribute path"),
+        (f'{ATTENTION} preset="keras-mha" kind="auto"', FUNCTION, "preset keras-mha sets kind"),
+        (
+            f'{ATTENTION} preset="keras-mha" mask="padding" mask_convention="additive"',
+            FUNCTION,
+            "preset keras-mha sets mask_convention='keep'",
+        ),
     ],
     "mask_dims": [
         (f'{ATTENTION} mask_dims="b 1 m"', FUNCTION, "the block passes no mask"),

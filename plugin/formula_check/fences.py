@@ -40,6 +40,7 @@ from .option_values import (
     weight_map,
     words,
 )
+from .presets import PRESETS
 
 _PAIR = re.compile(r"""([A-Za-z_][\w-]*)=(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)""")
 
@@ -324,7 +325,25 @@ def _contradictions(parsed: Mapping[str, Any]) -> list[str]:
             for key in ("mask_convention", "mask_dims")
             if key in parsed
         ]
+    problems += _overridden_by_preset(parsed)
     return problems
+
+
+_PRESET_FILLS = {"kind": "auto", "mask_convention": "additive"}
+"""A block's value of these that a preset takes for "not given", and fills in."""
+
+
+def _overridden_by_preset(parsed: Mapping[str, Any]) -> list[str]:
+    """A value a preset would fill over, though the header states it (``kind="auto"`` with
+    ``preset="keras-mha"``, whose kind is ``layer``)."""
+    name = str(parsed.get("preset", "")).partition("@")[0]
+    preset = PRESETS.get(name, {})
+    return [
+        f"{key}={parsed[key]!r} cannot take effect: preset {name} sets {key}={preset[key]!r}; "
+        f"leave {key}= out, or drop the preset"
+        for key, unset in _PRESET_FILLS.items()
+        if parsed.get(key) == unset and key in preset and preset[key] != unset
+    ]
 
 
 def _yaml_text(value: object) -> str:
