@@ -880,3 +880,62 @@ POSITIONAL_LAYERS: dict[str, tuple[str, str, dict[str, Any]]] = {
     ),
 }
 CORRECT.update(POSITIONAL_LAYERS)
+
+PRESET_LAYERS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "attention_sublayer-tutorial-preset-causal": (
+        "attention_sublayer",
+        TUTORIAL_ATTENTION,
+        {
+            "entry": "CausalSelfAttention",
+            "preset": "tf-tutorial-attention",
+            "dims": TUTORIAL_SIZES,
+            "params": {"epsilon": 1e-3, "variant": "causal"},
+        },
+    ),
+    "cross_attention_sublayer-tutorial-preset": (
+        "cross_attention_sublayer",
+        TUTORIAL_ATTENTION,
+        {
+            "entry": "CrossAttention",
+            "preset": "tf-tutorial-attention",
+            "dims": TUTORIAL_SIZES,
+            "params": {"epsilon": 1e-3},
+        },
+    ),
+    "encoder_layer-tutorial-preset": (
+        "encoder_layer",
+        TUTORIAL_LAYERS,
+        {
+            "entry": "EncoderLayer",
+            "preset": "tf-tutorial-encoder-layer",
+            "dims": TUTORIAL_SIZES,
+            "params": {"epsilon": 1e-3},
+        },
+    ),
+    "decoder_layer-tutorial-preset": (
+        "decoder_layer",
+        TUTORIAL_LAYERS,
+        {
+            "entry": "DecoderLayer",
+            "preset": "tf-tutorial-decoder-layer",
+            "dims": TUTORIAL_SIZES,
+            "params": {"epsilon": 1e-3},
+        },
+    ),
+    "encoder_layer-keras-example-preset": (
+        "encoder_layer",
+        KERAS_IO_BLOCK,
+        {"preset": "keras-example-transformer-block", "dims": TUTORIAL_SIZES},
+    ),
+    "sinusoidal_embedding-tutorial-preset": (
+        "sinusoidal_embedding",
+        TUTORIAL_HALVES,
+        {"entry": "PositionalEmbedding", "preset": "tf-tutorial-positional-embedding"},
+    ),
+    "learned_embedding-keras-example-preset": (
+        "learned_embedding",
+        KERAS_IO_EMBEDDING,
+        {"preset": "keras-example-token-position-embedding"},
+    ),
+}
+CORRECT.update(PRESET_LAYERS)

@@ -1,4 +1,5 @@
-"""Built-in settings for checking Keras' own layers (``preset="keras-mha"`` and friends).
+"""Built-in settings for checking Keras' own layers (``preset="keras-mha"`` and friends), and
+the published layers built of them (the TensorFlow tutorial's, Keras' example's).
 
 A preset fills only what the block left unset, so an author can still override any part.
 Its constructor keywords (``init``) are Keras' own: a factory of the block's, which has
@@ -56,11 +57,119 @@ _KERAS_DENSE: Mapping[str, Any] = {
     "init": {"units": "d_k", "use_bias": False},
 }
 
+
+# Published layers built of Keras' own: the composite and positional oracles' weights (named
+# prefix.weight, e.g. attn.W_q) where the TensorFlow tutorial and Keras' text-classification
+# example keep them. Each also reads one normalisation's epsilon, to check it against the
+# formula's: the tutorial's LayerNormalization() keeps Keras' 1e-3 (params="epsilon=1e-3").
+
+
+def _mha(prefix: str, path: str) -> dict[str, str]:
+    """Keras' MultiHeadAttention at ``path``, as the weights ``prefix.W_q`` ... ``prefix.b_o``."""
+    layers = {"q": "query_dense", "k": "key_dense", "v": "value_dense", "o": "output_dense"}
+    return {
+        f"{prefix}.{kind}_{part}": f"{path}.{layer}.{attribute}"
+        for part, layer in layers.items()
+        for kind, attribute in (("W", "kernel"), ("b", "bias"))
+    }
+
+
+def _norm(prefix: str, path: str) -> dict[str, str]:
+    return {f"{prefix}.gamma": f"{path}.gamma", f"{prefix}.beta": f"{path}.beta"}
+
+
+def _ffn(prefix: str, first: str, second: str) -> dict[str, str]:
+    return {
+        f"{prefix}.W_1": f"{first}.kernel",
+        f"{prefix}.b_1": f"{first}.bias",
+        f"{prefix}.W_2": f"{second}.kernel",
+        f"{prefix}.b_2": f"{second}.bias",
+    }
+
+
+_TUTORIAL_LAYER_INIT = {"d_model": "d_model", "num_heads": "h", "dff": "d_ff"}
+_TUTORIAL_FFN = {
+    **_ffn("ffn", "ffn.seq.layers[0]", "ffn.seq.layers[1]"),
+    **_norm("norm2", "ffn.layer_norm"),
+}
+
+_TUTORIAL_ATTENTION: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {
+        **_mha("attn", "mha"),
+        **_norm("norm", "layernorm"),
+        "epsilon": "layernorm.epsilon",
+    },
+    "init": {"num_heads": "h", "key_dim": "depth"},
+}
+"""The tutorial's GlobalSelfAttention, CausalSelfAttention and CrossAttention: Keras'
+MultiHeadAttention in ``mha``, an Add, a LayerNormalization in ``layernorm``; constructed
+with Keras' own keywords (``key_dim=depth``: state depth=d_model as the tutorial does)."""
+
+_TUTORIAL_ENCODER: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {
+        **_mha("attn", "self_attention.mha"),
+        **_norm("norm1", "self_attention.layernorm"),
+        **_TUTORIAL_FFN,
+        "epsilon": "self_attention.layernorm.epsilon",
+    },
+    "init": _TUTORIAL_LAYER_INIT,
+}
+
+_TUTORIAL_DECODER: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {
+        **_mha("self_attn", "causal_self_attention.mha"),
+        **_norm("norm1", "causal_self_attention.layernorm"),
+        **_mha("cross_attn", "cross_attention.mha"),
+        **_norm("norm2", "cross_attention.layernorm"),
+        **_ffn("ffn", "ffn.seq.layers[0]", "ffn.seq.layers[1]"),
+        **_norm("norm3", "ffn.layer_norm"),
+        "epsilon": "causal_self_attention.layernorm.epsilon",
+    },
+    "init": _TUTORIAL_LAYER_INIT,
+}
+
+_TUTORIAL_POSITIONAL_EMBEDDING: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {"tokens": "embedding.embeddings"},
+    "init": {"vocab_size": "vocab", "d_model": "d_model"},
+    "params": {"layout": "halves"},
+}
+"""The tutorial's PositionalEmbedding: sines and cosines in halves, the embedding scaled."""
+
+_EXAMPLE_BLOCK: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {
+        **_mha("attn", "att"),
+        **_norm("norm1", "layernorm1"),
+        **_ffn("ffn", "ffn.layers[0]", "ffn.layers[1]"),
+        **_norm("norm2", "layernorm2"),
+        "epsilon": "layernorm1.epsilon",
+    },
+    "init": {"embed_dim": "d_model", "num_heads": "h", "ff_dim": "d_ff"},
+}
+"""Keras' text-classification example's TransformerBlock (its key_dim is embed_dim: state
+depth=d_model)."""
+
+_EXAMPLE_EMBEDDING: Mapping[str, Any] = {
+    "kind": "layer",
+    "weights": {"tokens": "token_emb.embeddings", "positions": "pos_emb.embeddings"},
+    "init": {"maxlen": "max_len", "vocab_size": "vocab", "embed_dim": "d_model"},
+}
+
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         "keras-mha": _KERAS_MHA,
         "keras-layer-norm": _KERAS_LAYER_NORM,
         "keras-dense": _KERAS_DENSE,
+        "tf-tutorial-attention": _TUTORIAL_ATTENTION,
+        "tf-tutorial-encoder-layer": _TUTORIAL_ENCODER,
+        "tf-tutorial-decoder-layer": _TUTORIAL_DECODER,
+        "tf-tutorial-positional-embedding": _TUTORIAL_POSITIONAL_EMBEDDING,
+        "keras-example-transformer-block": _EXAMPLE_BLOCK,
+        "keras-example-token-position-embedding": _EXAMPLE_EMBEDDING,
     }
 )
 
