@@ -49,7 +49,10 @@ def test_the_first_block_builds_strictly_and_verifies(tmp_path: Path) -> None:
 def test_the_drift_it_describes_fails_with_the_line_it_shows(tmp_path: Path) -> None:
     (page,) = _fenced("markdown")
     drifted = re.sub(r"tf\.sqrt\(tf\.cast\(tf\.shape\(k\)\[-1\], tf\.float32\)\)", "d_k", page)
-    drifted = drifted.replace("def attention(q, k, v, mask=None):", "def attention(q, k, v, mask=None):\n    d_k = tf.cast(tf.shape(k)[-1], tf.float32)")
+    drifted = drifted.replace(
+        "def attention(q, k, v, mask=None):",
+        "def attention(q, k, v, mask=None):\n    d_k = tf.cast(tf.shape(k)[-1], tf.float32)",
+    )
     assert drifted != page
     shown = re.search(r"`(docs/index\.md:\d+ \[sdpa\]: mismatch: output: max \|Δ\| = )", README)
     assert shown is not None, "the README shows the failing line"

@@ -34,7 +34,7 @@ BACKGROUND = "#ffffff"
 DARK_STYLE = (
     "@media (prefers-color-scheme: dark) {"
     " .fc-background, .fc-legend rect { fill: #1e2129; }"
-    f" text {{ fill: #e0e0e0; }} [stroke=\"{AXIS_COLOUR}\"] {{ stroke: #9e9e9e; }} }}"
+    f' text {{ fill: #e0e0e0; }} [stroke="{AXIS_COLOUR}"] {{ stroke: #9e9e9e; }} }}'
 )
 """A figure in a dark page: a browser draws an ``<img>``'s SVG in the colour scheme of the
 element (the stylesheet gives card figures ``color-scheme: dark`` on a dark palette), so the
