@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .model import CheckResult, FormulaVerdict, Location, Verdict, brief_message
+from .notebooks import cell_source
 from .render import strip_ansi
 from .render.labels import ENGLISH
 
@@ -118,11 +119,16 @@ def formula_notes(results: Iterable[CheckResult]) -> list[str]:
 
 
 def source_line(root: Path, where: Location) -> str | None:
-    """The text of ``where`` in its file (a snippet error points into the page or a file)."""
+    """The text of ``where`` in its file (a snippet error points into the page or a file, or
+    into a notebook's cell)."""
     try:
-        lines = (root / where.path).read_text(encoding="utf-8-sig").splitlines()
+        if where.cell is not None:
+            text = cell_source((root / where.file).read_bytes(), where.file, where.cell) or ""
+        else:
+            text = (root / where.path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None
+    lines = text.splitlines()
     return lines[where.line - 1] if 0 < where.line <= len(lines) else None
 
 
@@ -192,20 +198,19 @@ def failure_report(result: CheckResult, root: Path) -> str:
 
 
 def junit_xml(results: Iterable[CheckResult], is_failure: FailurePredicate) -> bytes:
-    """One ``<testcase>`` per block: classname = page, name = id; expected failures skipped."""
+    """One ``<testcase>`` per block: classname = page (a notebook: its file), name = id;
+    expected failures skipped. A block in a notebook's cell has no ``line``: a cell's line is
+    not a line of the file (its headline names the cell and the line)."""
     suite = ET.Element("testsuite", name="formula-check")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     total_time = 0.0
     for result in results:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=result.location.path,
-            name=result.block_id,
-            file=result.location.path,
-            line=str(result.location.line),
-            time=f"{result.elapsed:.3f}",
-        )
+        where = result.location
+        attributes = {"classname": where.file, "name": result.block_id, "file": where.file}
+        if where.cell is None:
+            attributes["line"] = str(where.line)
+        attributes["time"] = f"{result.elapsed:.3f}"
+        case = ET.SubElement(suite, "testcase", attributes)
         counts["tests"] += 1
         total_time += result.elapsed
         headline = strip_ansi(result.headline())
@@ -235,16 +240,17 @@ def _escape_property(text: str) -> str:
 
 
 def github_annotation(result: CheckResult, *, failing: bool) -> str:
-    """``::error file=docs/x.md,line=12,title=formula-check [id]::message``."""
+    """``::error file=docs/x.md,line=12,title=formula-check [id]::message``; a notebook's
+    block is annotated on the notebook, without a line (a cell's line is not the file's: the
+    message names both)."""
     level = "error" if failing else "warning"
     where = result.location
+    place = [("file", where.file)]
+    if where.cell is None:
+        place.append(("line", str(where.line)))
     properties = ",".join(
         f"{key}={_escape_property(value)}"
-        for key, value in (
-            ("file", where.path),
-            ("line", str(where.line)),
-            ("title", f"formula-check [{result.block_id}]"),
-        )
+        for key, value in (*place, ("title", f"formula-check [{result.block_id}]"))
     )
     return f"::{level} {properties}::{_escape_data(strip_ansi(result.headline()))}"
 

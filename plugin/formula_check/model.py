@@ -22,15 +22,42 @@ def frozen_map(items: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(items or {}))
 
 
+_IN_CELL = re.compile(r"^(?P<file>.+\.ipynb):cell (?P<cell>[1-9][0-9]*)$")
+
+
 @dataclass(frozen=True, order=True)
 class Location:
-    """Where something lives: a page (or file) path relative to the project, and a 1-based line."""
+    """Where something lives: a page (or file) path relative to the project, and a 1-based line.
+
+    A notebook's cell is a page of its own, named ``analysis.ipynb:cell 7`` (:func:`in_cell`),
+    and ``line`` counts within the cell. The cell is part of the path rather than a field of
+    its own so that every location derived from a block's (a snippet's failure, a cached
+    result placed again) keeps it."""
 
     path: str
     line: int = 0
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}" if self.line else self.path
+        if not self.line:
+            return self.path
+        return f"{self.path}:line {self.line}" if self.cell else f"{self.path}:{self.line}"
+
+    @property
+    def cell(self) -> int | None:
+        """The notebook cell (counted from 1, from the top) this location is in, if any."""
+        found = _IN_CELL.match(self.path)
+        return int(found["cell"]) if found else None
+
+    @property
+    def file(self) -> str:
+        """The file: the path, less a notebook's ``:cell N``."""
+        found = _IN_CELL.match(self.path)
+        return found["file"] if found else self.path
+
+
+def in_cell(notebook: str, cell: int) -> str:
+    """The page name of a notebook's cell: ``analysis.ipynb:cell 7``."""
+    return f"{notebook}:cell {cell}"
 
 
 class Status(str, enum.Enum):

@@ -23,12 +23,16 @@ from mkdocs.utils.yaml import get_yaml_loader, yaml_load
 
 from .config import FormulaCheckConfig, options_from, out_of_range
 from .errors import FormulaCheckError
+from .notebooks import notebook_blocks
 from .options import Options
 from .pages import PageBlock, Settings, decode_page, source_blocks
 
 CONFIG_NAME = "mkdocs.yml"
 PLUGIN_NAME = "formula-check"
 PAGE_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkdn", ".mkd"})
+NOTEBOOK_SUFFIX = ".ipynb"
+CHECKED_SUFFIXES = PAGE_SUFFIXES | {NOTEBOOK_SUFFIX}
+"""What a folder's walk collects: Markdown pages and Jupyter notebooks."""
 # The MkDocs settings that decide which files are pages; everything else is the theme's.
 _FILE_KEYS = ("docs_dir", "exclude_docs", "draft_docs", "not_in_nav", "use_directory_urls")
 
@@ -180,24 +184,28 @@ def site_pages(project: Project) -> list[Path]:
     return [Path(str(file.abs_src_path)) for file in get_files(config).documentation_pages()]
 
 
-def folder_pages(folder: Path) -> list[Path]:
-    """Every page under ``folder`` (hidden files and folders skipped, as MkDocs does)."""
+def folder_pages(folder: Path, suffixes: frozenset[str] = CHECKED_SUFFIXES) -> list[Path]:
+    """Every page and notebook under ``folder`` (hidden files and folders skipped, as MkDocs
+    does: ``.ipynb_checkpoints`` too)."""
     pages = []
     for directory, subfolders, names in os.walk(folder):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         for name in sorted(names, key=lambda n: (Path(n).stem not in ("index", "README"), n)):
-            if Path(name).suffix in PAGE_SUFFIXES and not name.startswith("."):
+            if Path(name).suffix in suffixes and not name.startswith("."):
                 pages.append(Path(directory) / name)
     return pages
 
 
 def read_blocks(path: Path, project: Project, settings: Settings) -> list[PageBlock]:
-    """A page's formula blocks, split from its front matter exactly as the MkDocs plugin does."""
+    """A page's formula blocks, split from its front matter exactly as the MkDocs plugin does;
+    a notebook's, cell by cell (:mod:`.notebooks`: it is read, never run)."""
     page = project.page_name(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ProjectError(f"{path}: cannot read page: {exc}") from None
+    if path.suffix == NOTEBOOK_SUFFIX:
+        return notebook_blocks(data, notebook=page, settings=settings)
     # decoded as MkDocs does (a byte-order mark dropped, so line numbers agree with its build);
     # a page that is not UTF-8 is that page's error, and its other blocks are still checked
     return source_blocks(decode_page(data, page), page=page, settings=settings)
@@ -213,7 +221,9 @@ def project_near(start: Path, *, stop: Path | None = None, fallback: Path | None
 
 def target_pages(target: Path) -> tuple[Project, list[Path]]:
     """What ``formula-check check TARGET`` checks: a site (``mkdocs.yml`` or its folder), a
-    folder of pages, or one page; the settings come from the nearest ``mkdocs.yml``."""
+    folder of pages and notebooks, or one of them; the settings come from the nearest
+    ``mkdocs.yml``. A site is its pages, as MkDocs builds them: its notebooks are checked when
+    a folder or a notebook is named."""
     if not target.exists():
         raise ProjectError(f"{target}: no such file or folder")
     if target.is_dir() and (target / CONFIG_NAME).is_file():
@@ -221,13 +231,16 @@ def target_pages(target: Path) -> tuple[Project, list[Path]]:
     if target.is_file() and target.suffix in {".yml", ".yaml"}:
         project = load_project(target)
         return project, site_pages(project)
-    if target.is_file() and target.suffix in PAGE_SUFFIXES:
+    if target.is_file() and target.suffix in CHECKED_SUFFIXES:
         return project_near(target.parent), [target]
     if not target.is_dir():
-        raise ProjectError(f"{target}: expected a docs folder, a Markdown page or mkdocs.yml")
+        raise ProjectError(
+            f"{target}: expected a docs folder, a Markdown page, a notebook or mkdocs.yml"
+        )
     project = project_near(target)
     folder = target.resolve()
     if project.docs_dir is not None and folder.is_relative_to(project.docs_dir.resolve()):
-        # Inside the site's docs: the site's exclusions still apply.
-        return project, [p for p in site_pages(project) if p.resolve().is_relative_to(folder)]
+        # Inside the site's docs: the site's exclusions still apply to its pages.
+        pages = [p for p in site_pages(project) if p.resolve().is_relative_to(folder)]
+        return project, pages + folder_pages(target, frozenset({NOTEBOOK_SUFFIX}))
     return project, folder_pages(target)

@@ -1,10 +1,10 @@
 """The pytest face: every formula block of a docs folder as a test item.
 
 ``pytest --formula-check docs/`` (or ``formula_check_paths = docs`` in the ini file) collects
-each page as a file node and each block as an item named by its id
-(``docs/attention.md::sdpa``). A failure shows the block's headline and its numbers, never a
-traceback of ours; a block marked ``expect=`` is an xfail whose promise is strict (a block
-that verifies when it should fail is a failure).
+each page, and each Jupyter notebook (read, never run: :mod:`.notebooks`), as a file node
+and each block as an item named by its id (``docs/attention.md::sdpa``). A failure shows
+the block's headline and its numbers, never a traceback of ours; a block marked ``expect=``
+is an xfail whose promise is strict (a block that verifies when it should fail is a failure).
 
 pytest loads this module in every run, through its entry point: until one of the two
 switches is given it registers options and nothing else, and imports nothing of ours (the
@@ -49,7 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--formula-check",
         action="store_true",
-        help="collect every formula block of the Markdown pages given as paths",
+        help="collect every formula block of the Markdown pages and notebooks given as paths",
     )
     group.addoption(
         "--formula-check-no-cache",
@@ -97,10 +97,10 @@ class FormulaCheckRun:
         self.notes: list[str] = []
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.File | None:
-        """A page node for every Markdown page in the chosen paths."""
-        from .project import PAGE_SUFFIXES
+        """A page node for every Markdown page and notebook in the chosen paths."""
+        from .project import CHECKED_SUFFIXES
 
-        if file_path.suffix not in PAGE_SUFFIXES:
+        if file_path.suffix not in CHECKED_SUFFIXES:
             return None
         resolved = file_path.resolve()
         if not (self.any_page or any(resolved.is_relative_to(root) for root in self.roots)):
@@ -136,11 +136,14 @@ class FormulaCheckRun:
         return self.projects[folder]
 
     def is_built(self, page: Path, project: Project) -> bool:
-        """Would MkDocs build this page? (``exclude_docs`` and hidden files say no.)"""
-        from .project import site_pages
+        """Would MkDocs build this page? (``exclude_docs`` and hidden files say no.) A notebook
+        is no page of the site: it is checked wherever it is collected."""
+        from .project import NOTEBOOK_SUFFIX, site_pages
 
         docs = project.docs_dir
         if project.config_file is None or docs is None or not page.is_relative_to(docs):
+            return True
+        if page.suffix == NOTEBOOK_SUFFIX:
             return True
         if project.config_file not in self.site_pages:
             pages = frozenset(path.resolve() for path in site_pages(project))
@@ -167,10 +170,11 @@ class FormulaCheckRun:
 
 
 class FormulaPage(pytest.File):
-    """A Markdown page; its children are its formula blocks."""
+    """A Markdown page or a notebook; its children are its formula blocks."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        """One item per block, named by its id (a repeated id gets ``@line``)."""
+        """One item per block, named by its id (a repeated id gets ``@line``, in a notebook
+        ``@cellN:line``)."""
         from .project import read_blocks
 
         run = self.config.stash[RUN]
@@ -181,7 +185,9 @@ class FormulaPage(pytest.File):
         for block in read_blocks(self.path, project, project.settings()):
             name = block.block_id
             if name in seen:
-                name = f"{name}@{block.location.line}"
+                where = block.location
+                cell = f"cell{where.cell}:" if where.cell is not None else ""
+                name = f"{name}@{cell}{where.line}"
             seen.add(name)
             yield FormulaItem.from_parent(self, name=name, block=block, project=project)
 
@@ -232,6 +238,10 @@ class FormulaItem(pytest.Item):
             return excinfo.value.report
         return super().repr_failure(excinfo, style)
 
-    def reportinfo(self) -> tuple[Path, int, str]:
-        """Where the block is: its page and the line its fence opens on (0-based)."""
-        return self.path, self.block.location.line - 1, self.name
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the block is: its page and the line its fence opens on (0-based); in a
+        notebook no line (a cell's line is not the file's), the name says the cell."""
+        where = self.block.location
+        if where.cell is not None:
+            return self.path, None, f"{self.name} (cell {where.cell}:line {where.line})"
+        return self.path, where.line - 1, self.name
