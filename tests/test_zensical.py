@@ -154,3 +154,36 @@ def test_cards_match_plain_markdown(builds: dict[str, Build], engine: Engine) ->
     math = re.findall(r'<div class="arithmatex">.*?</div>', plain_html, re.S)
     assert len(math) == len(BLOCKS)
     assert math == re.findall(r'<div class="arithmatex">.*?</div>', zensical_html, re.S)
+
+
+def test_the_zensical_site_reads_well_in_a_browser_with_the_system_dark(
+    builds: dict[str, Build],
+) -> None:
+    """Math drawn at a phone's width, and every code chip of a card readable, whether the
+    system is light or dark (a Zensical site without a palette)."""
+    pytest.importorskip("playwright.sync_api")
+    from browser_support import CHROMIUM, MATHJAX_DONE, chromium, serve, watch
+
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH")
+    from test_browser import CODE_CONTRAST, MATH_WIDTHS
+
+    build = builds["good"]
+    assert build.returncode == 0, build.output
+    with serve(build.project / "site") as url, chromium() as browser:
+        for system in ("light", "dark"):
+            context = browser.new_context(
+                viewport={"width": 390, "height": 800}, color_scheme=system
+            )
+            page = context.new_page()
+            log = watch(page)
+            page.goto(url, wait_until="load")
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+            )
+            page.evaluate(MATHJAX_DONE)
+            widths = page.evaluate(MATH_WIDTHS)
+            assert widths and all(w["drawn"] >= w["natural"] - 1 for w in widths), widths
+            assert page.evaluate(CODE_CONTRAST) >= 4.5, system
+            assert log.external == [] and log.errors == [], (log.external, log.errors)
+            context.close()
