@@ -339,3 +339,87 @@ def test_a_function_that_keeps_the_weights_it_is_given_in_variables_verifies() -
     """Variables that start as the weights given are those weights: no refusal."""
     result = _check("ffn", WRAPS_ITS_WEIGHTS)
     assert result.status is Status.VERIFIED, result.headline()
+
+
+# -- heads folded into the batch axis, the weights kept on the inner attention ---------------
+
+FOLDED_HEADS = """
+import tensorflow as tf
+
+
+class ScaledDotProduct(tf.keras.layers.Layer):
+    def call(self, queries, keys, values, valid_lens=None):
+        d = tf.cast(tf.shape(queries)[-1], tf.float32)
+        scores = tf.matmul(queries, keys, transpose_b=True) / tf.math.sqrt(d)
+        if valid_lens is not None:
+            positions = tf.range(tf.shape(scores)[-1])
+            kept = positions[tf.newaxis, tf.newaxis, :] < valid_lens[:, tf.newaxis, tf.newaxis]
+            scores = tf.where(kept, scores, -1e6)
+        self.attention_weights = tf.nn.softmax(scores, axis=-1)
+        return tf.matmul(self.attention_weights, values)
+
+
+class MultiHead(tf.keras.layers.Layer):
+    def __init__(self, num_hiddens, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.attention = ScaledDotProduct()
+        self.W_q = tf.keras.layers.Dense(num_hiddens, use_bias=False)
+        self.W_k = tf.keras.layers.Dense(num_hiddens, use_bias=False)
+        self.W_v = tf.keras.layers.Dense(num_hiddens, use_bias=False)
+        self.W_o = tf.keras.layers.Dense(num_hiddens, use_bias=False)
+
+    def fold(self, x):
+        n = tf.shape(x)[1]
+        x = tf.reshape(x, (tf.shape(x)[0], n, self.num_heads, -1))
+        x = tf.transpose(x, perm=(0, 2, 1, 3))
+        return tf.reshape(x, (-1, n, tf.shape(x)[-1]))
+
+    def unfold(self, x):
+        n = tf.shape(x)[1]
+        x = tf.reshape(x, (-1, self.num_heads, n, tf.shape(x)[-1]))
+        x = tf.transpose(x, perm=(0, 2, 1, 3))
+        return tf.reshape(x, (tf.shape(x)[0], n, -1))
+
+    def call(self, queries, keys, values, valid_lens=None):
+        queries = self.fold(self.W_q(queries))
+        keys = self.fold(self.W_k(keys))
+        values = self.fold(self.W_v(values))
+        if valid_lens is not None:
+            valid_lens = tf.repeat(valid_lens, repeats=self.num_heads, axis=0)
+        return self.W_o(self.unfold(self.attention(queries, keys, values, valid_lens)))
+"""
+
+FOLDED_OPTIONS: dict[str, Any] = {
+    "kind": "layer",
+    "dims": {"b": 2, "n": 5, "m": 7, "d_model": 12, "h": 3},
+    "init": {"num_hiddens": "d_model", "num_heads": "h"},
+    "mask": "padding",
+    "mask_convention": "lengths",
+    "call": ("q", "k", "v", "mask"),
+    "weights": {"W_q": "W_q.kernel", "W_k": "W_k.kernel", "W_v": "W_v.kernel", "W_o": "W_o.kernel"},
+    "returns": ("output", "weights=attention.attention_weights"),
+}
+
+
+def test_weights_with_heads_folded_into_the_batch_are_compared_batch_major() -> None:
+    result = _check("multihead", FOLDED_HEADS, **FOLDED_OPTIONS)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert (
+        "weights came back as (6, 5, 7): its first axis read as (b, h) = (2, 3), b-major "
+        "(heads folded into the batch)"
+    ) in result.notes
+    tiled = FOLDED_HEADS.replace(
+        "tf.repeat(valid_lens, repeats=self.num_heads, axis=0)",
+        "tf.tile(valid_lens, [self.num_heads])",
+    )
+    assert _check("multihead", tiled, **FOLDED_OPTIONS).status is Status.MISMATCH
+
+
+def test_heads_folded_the_other_way_round_are_not_unfolded_into_a_pass() -> None:
+    from formula_check.judge import unfolded
+
+    weights = np.arange(2 * 3 * 4).reshape(2, 3, 4).astype(float)
+    assert np.array_equal(unfolded(weights.reshape(6, 4), weights), weights)
+    head_major = weights.transpose(1, 0, 2).reshape(6, 4)
+    assert not np.array_equal(unfolded(head_major, weights), weights)

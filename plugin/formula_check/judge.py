@@ -117,6 +117,7 @@ def evaluate(
         list(plan.notes)
         + output_notes(plan, positional, returned, reply.output_dtypes, reply.output_keys)
         + _preset_note(plan, reply)
+        + _fold_notes(plan, names, outputs)
         + [note for _, note in checked if note]
         + unmapped_notes(plan, reply)
         + blind_spots(plan)
@@ -144,6 +145,39 @@ def evaluate(
         stdout=reply.stdout,
         formula=formula,
     )
+
+
+def unfolded(actual: Array, expected: Array) -> Array:
+    """Heads folded into the batch axis, as a textbook's multi-head attention keeps its
+    weights (``(b * h, n, m)``), read as ``(b, h, n, m)``, batch-major: code that folds
+    them the other way round differs, and is caught."""
+    want = np.shape(expected)
+    if (
+        actual.ndim == len(want) - 1 >= 1
+        and actual.shape[0] == want[0] * want[1]
+        and actual.shape[1:] == want[2:]
+        and want[1] > 1
+    ):
+        return actual.reshape(want)
+    return actual
+
+
+def _fold_notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:
+    """Which outputs were read with their heads folded into the batch axis."""
+    notes = []
+    for name, actual in zip(names, outputs, strict=False):
+        if not any(t.name == name for t in plan.oracle.outputs):
+            continue
+        tensor = plan.oracle.tensor(name)
+        want = tensor.shape(plan.sizes)
+        got = squeeze_leading(np.asarray(actual), len(want))
+        if got.shape != want and unfolded(got, np.empty(want)).shape == want:
+            first, second = tensor.dims[0], tensor.dims[1]
+            notes.append(
+                f"{name} came back as {got.shape}: its first axis read as ({first}, {second}) "
+                f"= {want[:2]}, {first}-major (heads folded into the batch)"
+            )
+    return notes
 
 
 def _values(plan: Plan, arrays: Mapping[str, Array], prefix: str, count: int) -> list[Array | None]:
@@ -380,7 +414,7 @@ def _verdicts(
                 f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location
             )
         want = expected[name]
-        got = squeeze_leading(np.asarray(actual), np.ndim(want))
+        got = unfolded(squeeze_leading(np.asarray(actual), np.ndim(want)), want)
         dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
         # the full tolerance takes four float32 runs of the oracle and their references; the
         # bound from the first is never above it, and enough for code within it
