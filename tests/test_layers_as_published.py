@@ -420,6 +420,9 @@ def test_heads_folded_the_other_way_round_are_not_unfolded_into_a_pass() -> None
     from formula_check.judge import unfolded
 
     weights = np.arange(2 * 3 * 4).reshape(2, 3, 4).astype(float)
-    assert np.array_equal(unfolded(weights.reshape(6, 4), weights), weights)
+    heads = ("b", "h", "m")
+    assert np.array_equal(unfolded(weights.reshape(6, 4), weights, heads), weights)
     head_major = weights.transpose(1, 0, 2).reshape(6, 4)
-    assert not np.array_equal(unfolded(head_major, weights), weights)
+    assert not np.array_equal(unfolded(head_major, weights, heads), weights)
+    flattened = weights.reshape(6, 4)  # (b * n, d) for an output (b, n, d): a wrong shape
+    assert unfolded(flattened, weights, ("b", "n", "d")).shape == (6, 4)
