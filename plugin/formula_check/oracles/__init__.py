@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from .base import Oracle, Regime, TensorSpec, scaled
+from .compose import Add, Apply, Rename, compose, residual
 from .registry import all_oracles, get_oracle, load_oracle, register
 
 __all__ = [
+    "Add",
+    "Apply",
     "Oracle",
     "Regime",
+    "Rename",
     "TensorSpec",
     "all_oracles",
+    "compose",
     "get_oracle",
     "load_oracle",
     "register",
+    "residual",
     "scaled",
 ]
