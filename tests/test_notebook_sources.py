@@ -91,14 +91,14 @@ def test_the_fixture_notebooks_read_as_blocks_in_their_cells() -> None:
     project = bare_project(ROOT)
     blocks = read_blocks(FIXTURES / "drifted.ipynb", project, project.settings())
     assert where(blocks) == [
-        "fixtures/drifted.ipynb:cell 3:line 3 [softmax]",
-        "fixtures/drifted.ipynb:cell 6:line 1 [sdpa]",
+        "fixtures/notebooks/drifted.ipynb:cell 3:line 3 [softmax]",
+        "fixtures/notebooks/drifted.ipynb:cell 6:line 1 [sdpa]",
     ]
     paired, magic = (block.spec for block in blocks)
     assert paired is not None and magic is not None
     # The paired code is cell 4, after the definitions of the cells above (cell 2's import).
     snippet = paired.snippet
-    assert snippet.location == Location("fixtures/drifted.ipynb:cell 4", 1)
+    assert snippet.location == Location("fixtures/notebooks/drifted.ipynb:cell 4", 1)
     assert snippet.source.startswith("import tensorflow as tf\n\ndef softmax(x):")
     assert snippet.source.split("\n").index("def softmax(x):") + 1 + snippet.line_offset == 1
     # The magic's code starts on its cell's line 2; its LaTeX comes from latex="…".
@@ -210,8 +210,8 @@ def test_pytest_collects_notebook_blocks(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--formula-check", "notebooks", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=2)
     text = result.stdout.str()
-    assert "drifted.ipynb:cell 3:line 3 [softmax]: mismatch" in text
-    assert "FAILED drifted.ipynb::sdpa" in text
+    assert "notebooks/drifted.ipynb:cell 3:line 3 [softmax]: mismatch" in text
+    assert "FAILED notebooks/drifted.ipynb::sdpa" in text
 
 
 # -- checked for real --------------------------------------------------------------------------
