@@ -110,6 +110,12 @@ def test_every_canonical_catalog_formula_compiles_and_matches(name: str) -> None
     assert result.ok, result.message
 
 
+def test_the_catalog_attention_formula_holds_with_a_mask_too() -> None:
+    """What ``formula-check oracles`` prints can be pasted under a masked block as is."""
+    result = agreement("attention", get_oracle("attention").latex, mask=True)
+    assert result.ok, result.message
+
+
 def test_the_compiled_form_reads_as_text() -> None:
     table = default_symbols("attention")
     assert table is not None

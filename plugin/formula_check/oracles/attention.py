@@ -36,7 +36,7 @@ ATTENTION = Oracle(
     title="Scaled dot-product attention",
     summary="Each query takes a softmax-weighted average of the values, weighted by its "
     "scaled dot products with the keys.",
-    latex=r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
+    latex=r"\text{Attention}(Q, K, V) = \text{softmax}\left(\frac{QK^T}{\sqrt{d_k}} + M\right)V",
     compute=_attention,
     inputs=(Q, K, V),
     outputs=(tensor("output", "b n d_v"), tensor("weights", "b n m")),
