@@ -134,8 +134,8 @@ def oracle_symbols(oracle: Oracle, params: Mapping[str, Any]) -> SymbolTable | N
     or the declarations an oracle of one's own carries in its ``symbols`` (the syntax of a
     block's ``symbols=``); None when it has neither."""
     builtin = default_symbols(oracle.name, params)
-    declared = getattr(oracle, "symbols", "")
-    if not isinstance(declared, str) or not declared.strip():
+    declared = oracle.symbols
+    if not declared.strip():
         return builtin
     table = parse_symbols(declared)
     return table.over(builtin) if builtin is not None else table.resolved()

@@ -134,6 +134,10 @@ class Oracle:
     """Dims that ``derive`` computes from the others unless a block states them (a head
     width follows ``d_model / h``): ``dims`` gives their size at the default sizes, but that
     default never outvotes a stated ``d_model``, and a stated size is used as written."""
+    symbols: str = ""
+    """The names its formula may use, in the syntax of a block's ``symbols=`` (``x: [b, n,
+    d_model]; gamma: [d_model]``): an oracle of one's own declares them here once, rather than
+    on every block (a builtin's table comes with the package)."""
 
     def input_regimes(self) -> tuple[Regime, ...]:
         """The regimes a block of this oracle is checked on besides the standard inputs."""
