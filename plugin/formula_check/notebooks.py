@@ -36,8 +36,7 @@ _LATEX = re.compile(r"""(?:^|\s)latex=(?P<quote>["'])(?P<latex>.*?)(?P=quote)"""
 _KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IPYTHON_LINE = re.compile(r"^(?P<indent>[ \t]*)[%!]")
 _DECLARED_ID = re.compile(r"(?:^|\s)id=")
-_CELL_MAGIC = "%%formula"
-_LINE_MAGIC = "%formula"
+_MAGIC = re.compile(r"^(?P<sign>%%?)formula(?=\s|$)")
 
 
 def split_magic_options(line: str) -> tuple[str, str, bool]:
@@ -144,17 +143,17 @@ class _Reader:
     def code(self, number: int, text: str) -> None:
         page = in_cell(self.notebook, number)
         stripped = text.lstrip()
-        magic = stripped.startswith((_CELL_MAGIC, _LINE_MAGIC))
-        if magic:
+        magic = _MAGIC.match(stripped)
+        if magic is not None:
             self.flush()
-            self._magic_cell(page, stripped)
+            self._magic_cell(page, stripped, cell_magic=magic["sign"] == "%%")
         elif self.waiting is not None:
             code = _Code(page, definitions(self.cells_above), as_python(text), 1)
             waiting_page, lines = self.waiting
             self.waiting = None
             paired = [*lines, "", *_code_fence(code.source())]
             self._add(waiting_page, paired, code=code, own_lines=len(lines))
-        cell_magic = stripped.startswith(_CELL_MAGIC)
+        cell_magic = magic is not None and magic["sign"] == "%%"
         self.cells_above.append(as_python(self._code_of(stripped) if cell_magic else text))
 
     @staticmethod
@@ -162,10 +161,9 @@ class _Reader:
         """A ``%%formula`` cell's code (its first line is the magic's)."""
         return cell.split("\n", 1)[1] if "\n" in cell else ""
 
-    def _magic_cell(self, page: str, cell: str) -> None:
+    def _magic_cell(self, page: str, cell: str, *, cell_magic: bool) -> None:
         first, _, body = cell.partition("\n")
-        cell_magic = first.startswith(_CELL_MAGIC)
-        magic_line = first[len(_CELL_MAGIC if cell_magic else _LINE_MAGIC) :]
+        magic_line = first[len("%%formula" if cell_magic else "%formula") :]
         header, latex, _strict = split_magic_options(magic_line)
         code = _Code(page, definitions(self.cells_above), as_python(body) if cell_magic else "", 2)
         formula = latex.strip() or "?"
