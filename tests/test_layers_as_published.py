@@ -426,3 +426,21 @@ def test_heads_folded_the_other_way_round_are_not_unfolded_into_a_pass() -> None
     assert not np.array_equal(unfolded(head_major, weights, heads), weights)
     flattened = weights.reshape(6, 4)  # (b * n, d) for an output (b, n, d): a wrong shape
     assert unfolded(flattened, weights, ("b", "n", "d")).shape == (6, 4)
+
+
+def test_a_wrapper_holding_no_such_layer_is_an_error_naming_the_path() -> None:
+    plain = """
+import tensorflow as tf
+
+
+class NoAttention(tf.keras.layers.Layer):
+    def __init__(self, num_heads, key_dim):
+        super().__init__()
+        self.proj = tf.keras.layers.Dense(num_heads * key_dim)
+
+    def call(self, x, mask=None):
+        return self.proj(x)
+"""
+    result = _check("multihead", plain, **{**WRAPPER_OPTIONS, "returns": None})
+    assert result.status is Status.ERROR, result.headline()
+    assert "query_dense" in result.headline()

@@ -167,24 +167,20 @@ def follow(obj: Any, path: str) -> Any:
 def preset_root(layer: Any, mapping: Mapping[str, str], preset: tuple[str, ...]) -> str:
     """Where the preset's weight paths (``preset`` names them) hold: ``""`` on the layer
     itself, else the path of the one sub-layer, among the layer's public attributes (and
-    theirs, three deep), on which every one of them does. None or several is an error that
-    says what to write."""
+    theirs, three deep), on which every one of them does. Several is an error that says what
+    to write; none leaves the paths as written, for reading them to say what is missing."""
     paths = [mapping[name] for name in preset if name in mapping]
     if not paths or _holds(layer, paths):
         return ""
     found = [place for place, value in _sublayers(layer, "", 3) if _holds(value, paths)]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise AttributeError(
-            f"the preset's weights ({', '.join(paths)}) are neither on the layer nor on any "
-            "one of its sub-layers; map them with weights="
+    if len(found) > 1:
+        raise ValueError(
+            f"the preset's weights ({paths[0]}, ...) are on {len(found)} sub-layers of the "
+            f"layer ({', '.join(found)}): name the one the formula is about after the "
+            f"preset's name, as in @{found[0]}"
         )
-    raise ValueError(
-        f"the preset's weights ({paths[0]}, ...) are on {len(found)} sub-layers of the layer "
-        f"({', '.join(found)}): name the one the formula is about after the preset's name, "
-        f"as in @{found[0]}"
-    )
+    # none: the paths stay as written, and reading them says what is wrong (or unbuilt)
+    return found[0] if found else ""
 
 
 def _holds(obj: Any, paths: list[str]) -> bool:
