@@ -25,17 +25,3 @@ class TransformerBlock(layers.Layer):
         out1 = self.layernorm1(inputs + attended)
         return self.layernorm2(out1 + self.dropout2(self.ffn(out1)))
 
-
-def block_feed_forward(embed_dim, ff_dim):
-    """The block's own feed-forward stack, as the block builds it."""
-    return TransformerBlock(embed_dim, num_heads=2, ff_dim=ff_dim).ffn
-
-
-def block_norm(embed_dim):
-    """The block's first normalisation layer, as the block builds it."""
-    return TransformerBlock(embed_dim, num_heads=2, ff_dim=4).layernorm1
-
-
-def block_attention(embed_dim, num_heads):
-    """The block's attention layer, as the block builds it (key_dim=embed_dim)."""
-    return TransformerBlock(embed_dim, num_heads=num_heads, ff_dim=4).att

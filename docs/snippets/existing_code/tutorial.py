@@ -23,11 +23,6 @@ class GlobalSelfAttention(BaseAttention):
         return self.layernorm(self.add([x, attended]))
 
 
-def wrapped_attention(num_heads, key_dim):
-    """The Keras layer inside the wrapper, for checking on its own."""
-    return GlobalSelfAttention(num_heads=num_heads, key_dim=key_dim).mha
-
-
 class FeedForward(tf.keras.layers.Layer):
     """The feed-forward sublayer with its own residual and (Keras-default) normalisation."""
 
@@ -43,3 +38,17 @@ class FeedForward(tf.keras.layers.Layer):
 
     def call(self, x):
         return self.layer_norm(self.add([x, self.seq(x)]))
+
+
+class EncoderLayer(tf.keras.layers.Layer):
+    """Global self-attention, then the feed-forward sublayer; each head as wide as the model."""
+
+    def __init__(self, *, d_model, num_heads, dff, dropout_rate=0.1):
+        super().__init__()
+        self.self_attention = GlobalSelfAttention(
+            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
+        )
+        self.ffn = FeedForward(d_model, dff)
+
+    def call(self, x):
+        return self.ffn(self.self_attention(x))
