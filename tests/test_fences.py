@@ -551,3 +551,15 @@ def test_an_error_in_another_file_names_that_file_not_just_a_line() -> None:
     assert headline(Location("docs/err.md", 17)) == (
         "docs/err.md:12 [b]: error: InvalidArgumentError (line 17): shapes differ"
     )
+
+
+def test_a_weight_map_names_a_composites_part_weights() -> None:
+    """A composite's weights are its parts' under a prefix (``attn.W_q``): a layer's map
+    names them as they are; a name that is not a dotted identifier is still refused."""
+    assert option_values.weight_map("attn.W_q=att.query_dense.kernel norm1.gamma=ln1.gamma") == {
+        "attn.W_q": "att.query_dense.kernel",
+        "norm1.gamma": "ln1.gamma",
+    }
+    for bad in ("attn..W_q=x", ".W_q=x", "attn.=x", "1attn.W=x"):
+        with pytest.raises(ValueError, match="name=value pairs"):
+            option_values.weight_map(bad)

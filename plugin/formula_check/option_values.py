@@ -21,6 +21,8 @@ from .presets import PRESETS
 Validator = Callable[[str], Any]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WEIGHT_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+"""An oracle's weight: ``W_q``, or a composite's part's, ``attn.W_q``."""
 _BLOCK_ID = re.compile(r"[^\W_][\w.-]*")  # any script's letters: ids may be Chinese
 _WEIGHT_PATH = re.compile(r"[A-Za-z_]\w*(?:\[-?\d+\])*(?:\.[A-Za-z_]\w*(?:\[-?\d+\])*)*")
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -125,11 +127,11 @@ def scalar(value: str) -> Scalar:
     return value
 
 
-def _pairs(value: str) -> list[tuple[str, str]]:
+def _pairs(value: str, names: re.Pattern[str] = _NAME) -> list[tuple[str, str]]:
     pairs = []
     for token in value.replace(",", " ").split():
         key, sep, item = token.partition("=")
-        if not sep or not _NAME.fullmatch(key) or not item:
+        if not sep or not names.fullmatch(key) or not item:
             raise ValueError(f"expected name=value pairs separated by spaces, got {token!r}")
         pairs.append((key, item))
     keys = [key for key, _ in pairs]
@@ -215,7 +217,7 @@ def init_arguments(value: str) -> dict[str, Any]:
 def weight_map(value: str) -> dict[str, str]:
     """``W_q=wq.kernel b_q=wq.bias`` -> oracle weight name -> attribute path on the layer."""
     result = {}
-    for key, path in _pairs(value):
+    for key, path in _pairs(value, _WEIGHT_NAME):
         if not _WEIGHT_PATH.fullmatch(path):
             raise ValueError(f"weight path {path!r} must look like 'wq.kernel' or 'layers[0].bias'")
         result[key] = path
