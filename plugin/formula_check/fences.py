@@ -250,7 +250,10 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "Settings for checking one of Keras' own layers: `keras-mha`, `keras-layer-norm`, "
         "`keras-dense`. On a layer that holds that layer in an attribute, the preset's weight "
         "map applies under it, found when exactly one sub-layer has its weights; "
-        "`keras-mha@mha` names it.",
+        "`keras-mha@mha` names it. Published layers built of Keras' own have theirs: "
+        "`tf-tutorial-attention`, `tf-tutorial-encoder-layer`, `tf-tutorial-decoder-layer`, "
+        "`tf-tutorial-positional-embedding`, `keras-example-transformer-block`, "
+        "`keras-example-token-position-embedding` (see [Oracles](oracles.md)).",
     ),
     BlockOption(
         "mask_dims",
