@@ -26,8 +26,8 @@ from .oracles import all_oracles
 from .pages import PageBlock, Settings
 from .progress import Progress, summary, wants_colour
 from .project import (
+    CHECKED_SUFFIXES,
     CONFIG_NAME,
-    PAGE_SUFFIXES,
     Project,
     ProjectError,
     find_config,
@@ -326,7 +326,7 @@ def _check(args: argparse.Namespace) -> int:
         # Neither a site nor a page: a mistyped path must not pass CI by checking nothing.
         raise UsageError(
             f"{target}: nothing to check: no {CONFIG_NAME} here or in a folder above, and no "
-            f"page ({', '.join(sorted(PAGE_SUFFIXES))}) in it"
+            f"page ({', '.join(sorted(CHECKED_SUFFIXES))}) in it"
         )
     blocks = [block for page in pages for block in read_blocks(page, project, settings)]
     chosen = [block for block in blocks if _selected(block, args.pattern)]

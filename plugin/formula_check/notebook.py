@@ -25,56 +25,22 @@ failing card is shown and the notebook goes on.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
+from .notebooks import definitions, split_magic_options
 from .options import Options
 from .pages import page_blocks
 from .render import STYLESHEET, labels_for
 from .render.figure_cache import FigureCache
 from .session import SHARED_ENGINES, DataUriImages, FormulaSession, is_failure
 
-_MAGIC_FLAG = re.compile(r"(?:^|\s)strict(?=\s|$)")
-_LATEX = re.compile(r"""(?:^|\s)latex=(?P<quote>["'])(?P<latex>.*?)(?P=quote)""", re.S)
-_KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
 
 class FormulaCheckFailedError(AssertionError):
     """A ``%%formula strict`` cell whose check failed; its message is the block's headline."""
-
-
-def split_magic_options(line: str) -> tuple[str, str, bool]:
-    """The block header, the LaTeX (``latex="…"``) and ``strict``, from a ``%%formula`` line."""
-    latex = ""
-    found = _LATEX.search(line)
-    if found is not None:
-        latex = found["latex"].replace("\\\\", "\\")
-        line = line[: found.start()] + " " + line[found.end() :]
-    strict = _MAGIC_FLAG.search(line) is not None
-    return _MAGIC_FLAG.sub(" ", line).strip(), latex, strict
-
-
-def definitions(cells: Sequence[str]) -> str:
-    """The imports, functions and classes of ``cells`` (Python already, IPython syntax
-    transformed), in order: what a later cell's code may use without running the rest."""
-    kept: list[str] = []
-    for cell in cells:
-        try:
-            tree = ast.parse(cell)
-        except SyntaxError:
-            continue  # the kernel refused it too: nothing of it exists
-        lines = cell.splitlines()
-        for node in tree.body:
-            if isinstance(node, _KEPT):
-                first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-                kept.append("\n".join(lines[first - 1 : node.end_lineno]))
-    return "\n\n".join(kept)
 
 
 def block_page(header: str, latex: str, earlier: str, body: str) -> tuple[list[str], int]:
