@@ -480,7 +480,7 @@ def test_a_folder_with_no_site_and_no_pages_exits_2(
     assert captured.out == ""
     assert (
         f"{tmp_path}: nothing to check: no mkdocs.yml here or in a folder above, and no page "
-        "(.markdown, .md, .mdown, .mkd, .mkdn) in it"
+        "(.ipynb, .markdown, .md, .mdown, .mkd, .mkdn) in it"
     ) in captured.err
 
 
