@@ -23,6 +23,7 @@ from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, CheckSpec, Environment, Location, Status
 from formula_check.pages import PageBlock, Settings, page_blocks
 from formula_check.planning import Plan, plan_check
+from formula_check.render import labels_for, render_card
 
 PAGE = "docs/p.md"
 WHERE = Location(PAGE, 3)
@@ -176,6 +177,20 @@ def _heatmaps(root: Path) -> None:
     assert not judged(plan_of(root, f'{ATTENTION} heatmaps="none"')).arrays
 
 
+def _open(root: Path) -> None:
+    spec = spec_of(root, f'{ATTENTION} open="heatmaps timings"')
+    assert spec.open_sections == ("heatmaps", "timings")
+    card = render_card(
+        judged(plan_of(root, f'{ATTENTION} open="heatmaps timings"')),
+        labels=labels_for("en"),
+        image_url=lambda figure: "x.svg",
+        open_sections=spec.open_sections,
+    )
+    assert '<details class="fc-section fc-figures" open>' in card
+    assert '<details class="fc-section fc-timings" open>' in card or "fc-timings" not in card
+    assert '<details class="fc-section fc-shapes">' in card, "a section not named stays closed"
+
+
 def _preset(root: Path) -> None:
     plan = plan_of(
         root, 'oracle="multihead" preset="keras-mha" mask="causal"', "class Mha:\n    pass"
@@ -265,6 +280,7 @@ EFFECTS: dict[str, Callable[[Path], None]] = {
     "timing": _timing,
     "timing_dims": _timing_dims,
     "heatmaps": _heatmaps,
+    "open": _open,
     "sweep": _sweep,
     "sweep_dim": _sweep_dim,
     "preset": _preset,
@@ -331,6 +347,7 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
         (f'{ATTENTION} timing="off" timing_dims="n=9"', FUNCTION, "timing is off"),
     ],
     "heatmaps": [(f'{ATTENTION} heatmaps="hidden"', FUNCTION, "has no 'hidden' to draw")],
+    "open": [(f'{ATTENTION} open="heatmap"', FUNCTION, "did you mean 'heatmaps'")],
     "sweep": [(f'{ATTENTION} timing="off" sweep="8 16"', FUNCTION, "timing is off")],
     "sweep_dim": [(f'{ATTENTION} sweep_dim="m"', FUNCTION, "without sweep=")],
     "preset": [

@@ -22,6 +22,7 @@ from .option_values import (
     assignments,
     block_id,
     boolean,
+    card_sections,
     choice,
     did_you_mean,
     heatmaps,
@@ -234,6 +235,13 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "weights hidden",
         "Which value heatmaps to draw: `weights`, `output`, `hidden`, or `none`. Default: the"
         " oracle's choice.",
+    ),
+    BlockOption(
+        "open",
+        card_sections,
+        "heatmaps",
+        "Card sections drawn open, for prose that speaks of them: `heatmaps`, `scaling`, "
+        "`shapes`, `timings`, `printed`, or `all`. Default: all closed.",
     ),
     BlockOption(
         "sweep",

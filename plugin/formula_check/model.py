@@ -107,6 +107,8 @@ VALUE_HEATMAPS = ("weights", "output", "hidden")
 """Heatmaps a block may ask for; ``delta`` and the scaling plot appear whenever there is data.
 Each is drawn from the code's values (``NAME`` in the result's arrays), the oracle's
 (``NAME:oracle``), or both side by side, and its title says whose."""
+CARD_SECTIONS = ("heatmaps", "scaling", "shapes", "timings", "printed")
+"""The card's collapsible sections a block may open (``open=``), in the card's order."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ class CheckSpec:
     timing: TimingSpec = field(default_factory=TimingSpec)
     heatmaps: tuple[str, ...] | None = None
     """Which of :data:`VALUE_HEATMAPS` to draw; None: every one the result has data for."""
+    open_sections: tuple[str, ...] = ()
+    """Card sections drawn open (of :data:`CARD_SECTIONS`): the prose under the formula may
+    speak of its heatmap, which is then in view without a click."""
     sweep: tuple[int, ...] = ()
     sweep_dim: str = "n"
     preset: str | None = None

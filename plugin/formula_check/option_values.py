@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import FormulaCheckError
-from .model import VALUE_HEATMAPS, Scalar, TimingSpec
+from .model import CARD_SECTIONS, VALUE_HEATMAPS, Scalar, TimingSpec
 from .oracles import all_oracles, get_oracle
 from .presets import PRESETS
 
@@ -267,6 +267,22 @@ def preset(value: str) -> str:
     if sep and not _WEIGHT_PATH.fullmatch(path):
         raise ValueError(f"{path!r} must be an attribute path such as 'mha' or 'block.attention'")
     return value
+
+
+def card_sections(value: str) -> tuple[str, ...]:
+    """``heatmaps shapes`` -> the card sections drawn open; ``all`` -> every one."""
+    if value.strip().lower() in _EMPTY:
+        return ()
+    if value.strip().lower() == "all":
+        return CARD_SECTIONS
+    tokens = words(value)
+    for token in tokens:
+        if token not in CARD_SECTIONS:
+            hint = did_you_mean(token, CARD_SECTIONS)
+            raise ValueError(
+                f"unknown card section {token!r}{hint} (known: {', '.join(CARD_SECTIONS)}, all)"
+            )
+    return tokens
 
 
 def heatmaps(value: str) -> tuple[str, ...]:

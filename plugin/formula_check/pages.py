@@ -191,6 +191,8 @@ def _fields(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
         )
     if "perturb" in options:
         fields["perturb_weights"] = options["perturb"]
+    if "open" in options:
+        fields["open_sections"] = options["open"]
     if "symbols" in options:
         fields["symbols"] = options["symbols"]
     if "formula" in options:

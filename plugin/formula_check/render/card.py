@@ -8,7 +8,7 @@ piece of text that came from a user, a snippet or TensorFlow is escaped here, on
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from ..model import (
     CheckResult,
@@ -65,12 +65,14 @@ def render_card(
     make_figures: Callable[..., list[Figure]] = figures_for,
     timeout: float | None = None,
     code: str | None = None,
+    open_sections: Collection[str] = (),
 ) -> str:
     """The HTML fragment for one result: badge, errors, figures, shapes, timings, output.
 
     ``make_figures`` has :func:`figures_for`'s signature; a caller may pass a caching one.
     ``timeout``: the block's, said in the card's language when it ran out. ``code``: which
     code was checked, when it is not the fence under the formula (``pkg.mod:Name``).
+    ``open_sections``: of :data:`~formula_check.model.CARD_SECTIONS`, those drawn open.
     """
     figures = make_figures(result, heatmaps, labels, sweep_dim=sweep_dim)
     by_name = {figure.name: figure for figure in figures}
@@ -86,11 +88,19 @@ def render_card(
             "fc-delta", labels.where_they_differ, _only(by_name, "delta"), image_url, is_open=True
         ),
         _notes(result.notes),
-        _figure_section("fc-figures", labels.figures, values, image_url),
-        _figure_section("fc-scaling", labels.scaling, _only(by_name, "sweep"), image_url),
-        _shapes(result.shapes, labels),
-        _timings(result.timings, result.environment, labels),
-        _stdout(result.stdout, labels),
+        _figure_section(
+            "fc-figures", labels.figures, values, image_url, is_open="heatmaps" in open_sections
+        ),
+        _figure_section(
+            "fc-scaling",
+            labels.scaling,
+            _only(by_name, "sweep"),
+            image_url,
+            is_open="scaling" in open_sections,
+        ),
+        _opened(_shapes(result.shapes, labels), "shapes" in open_sections),
+        _opened(_timings(result.timings, result.environment, labels), "timings" in open_sections),
+        _opened(_stdout(result.stdout, labels), "printed" in open_sections),
     ]
     # data-search-exclude: Material's search skips the card (verdicts and timings are noise
     # there, and a card filled in after the page was indexed must not make builds differ).
@@ -99,6 +109,14 @@ def render_card(
         f'id="fc-{_esc(result.block_id)}" data-fc-status="{key}" data-search-exclude>'
     )
     return "\n".join([opening, *(s for s in sections if s), "</div>"]) + "\n"
+
+
+def _opened(section: str, is_open: bool) -> str:
+    """A collapsed ``<details>`` section drawn open instead."""
+    if not is_open or not section.startswith("<details "):
+        return section
+    head, _, rest = section.partition(">")
+    return f"{head} open>{rest}"
 
 
 def _only(by_name: dict[str, Figure], name: str) -> list[Figure]:

@@ -298,6 +298,7 @@ class FormulaSession:
             make_figures=self._figures(),
             timeout=spec.timeout if spec else None,
             code=checked_code(spec.snippet) if spec else None,
+            open_sections=spec.open_sections if spec else (),
         )
 
     def _figures(self) -> FigureCache:
