@@ -521,13 +521,15 @@ HALVES = (
     "the code's values are the formula's with every sine first and every cosine after (the "
     "halves layout, concatenated, as the TensorFlow tutorial builds it); the formula "
     "interleaves them, sines in even columns and cosines in odd ones: interleave them in the "
-    "code, or state the halves layout in the formula and its own oracle"
+    'code, or, if the halves are meant, state them: params="layout=halves", with a formula '
+    "written in halves"
 )
 
 
 def _hint(plan: Plan, name: str, actual: Array, expected: Array) -> str:
     """Where a known mistake explains the difference, say so."""
-    if plan.oracle.name == "positional_encoding" and np.ndim(expected) >= 2:
+    interleaved = plan.params.get("layout", "interleaved") == "interleaved"
+    if plan.oracle.name == "positional_encoding" and interleaved and np.ndim(expected) >= 2:
         actual = np.asarray(actual, dtype=np.float64)
         halves = np.concatenate([expected[..., 0::2], expected[..., 1::2]], axis=-1)
         if actual.shape == halves.shape and np.max(np.abs(actual - halves), initial=0.0) < 1e-3:
