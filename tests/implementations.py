@@ -12,13 +12,12 @@ SDPA = """
 import tensorflow as tf
 
 def scaled_dot_product_attention(q, k, v, mask=None):
-    matmul_qk = tf.matmul(q, k, transpose_b=True)
     dk = tf.cast(tf.shape(k)[-1], tf.float32)
-    scaled_attention_logits = matmul_qk / tf.math.sqrt(dk)
+    logits = tf.einsum("...nd,...md->...nm", q, k) / tf.math.sqrt(dk)
     if mask is not None:
-        scaled_attention_logits += (mask * -1e9)
-    attention_weights = tf.nn.softmax(scaled_attention_logits, axis=-1)
-    output = tf.matmul(attention_weights, v)
+        logits += (mask * -1e9)  # a masked key's weight underflows to zero in the softmax
+    attention_weights = tf.nn.softmax(logits, axis=-1)
+    output = attention_weights @ v
     return output, attention_weights
 """
 
@@ -38,30 +37,29 @@ TUTORIAL_MHA = (
     + """
 
 class MultiHeadAttention(tf.keras.layers.Layer):
+    '''Projections in ``wq``, ``wk``, ``wv`` and ``dense``; each head d_model / num_heads wide.'''
+
     def __init__(self, d_model, num_heads):
         super().__init__()
-        assert d_model % num_heads == 0
-        self.num_heads = num_heads
-        self.d_model = d_model
-        self.depth = d_model // num_heads
-        self.wq = tf.keras.layers.Dense(d_model)
-        self.wk = tf.keras.layers.Dense(d_model)
-        self.wv = tf.keras.layers.Dense(d_model)
-        self.dense = tf.keras.layers.Dense(d_model)
+        if d_model % num_heads:
+            raise ValueError("num_heads must divide d_model")
+        self.num_heads, self.d_model = num_heads, d_model
+        self.wq, self.wk, self.wv, self.dense = (tf.keras.layers.Dense(d_model) for _ in "qkvo")
 
-    def split_heads(self, x, batch_size):
-        x = tf.reshape(x, (batch_size, -1, self.num_heads, self.depth))
-        return tf.transpose(x, perm=[0, 2, 1, 3])
+    def to_heads(self, x):
+        # (b, n, d_model) -> (b, heads, n, d_model / heads)
+        parts = tf.reshape(x, (tf.shape(x)[0], tf.shape(x)[1], self.num_heads, -1))
+        return tf.transpose(parts, perm=[0, 2, 1, 3])
+
+    def from_heads(self, x):
+        side_by_side = tf.transpose(x, perm=[0, 2, 1, 3])
+        return tf.reshape(side_by_side, (tf.shape(x)[0], -1, self.d_model))
 
     def call(self, q, k, v, mask=None):
-        batch_size = tf.shape(q)[0]
-        q = self.split_heads(self.wq(q), batch_size)
-        k = self.split_heads(self.wk(k), batch_size)
-        v = self.split_heads(self.wv(v), batch_size)
-        attended, weights = scaled_dot_product_attention(q, k, v, mask)
-        attended = tf.transpose(attended, perm=[0, 2, 1, 3])
-        concat = tf.reshape(attended, (batch_size, -1, self.d_model))
-        return self.dense(concat), weights
+        heads, weights = scaled_dot_product_attention(
+            self.to_heads(self.wq(q)), self.to_heads(self.wk(k)), self.to_heads(self.wv(v)), mask
+        )
+        return self.dense(self.from_heads(heads)), weights
 """
 )
 
@@ -129,10 +127,8 @@ FFN_LAYER = """
 import tensorflow as tf
 
 def point_wise_feed_forward_network(d_model, dff):
-    return tf.keras.Sequential([
-        tf.keras.layers.Dense(dff, activation="relu"),
-        tf.keras.layers.Dense(d_model),
-    ])
+    hidden = tf.keras.layers.Dense(dff, activation="relu")
+    return tf.keras.Sequential([hidden, tf.keras.layers.Dense(d_model)])
 """
 
 SOFTMAX = """
@@ -383,33 +379,36 @@ CORRECT: dict[str, tuple[str, str, dict[str, Any]]] = {
 TUTORIAL_ATTENTION = """
 import tensorflow as tf
 
-class BaseAttention(tf.keras.layers.Layer):
-    def __init__(self, **kwargs):
+class AttendAddNorm(tf.keras.layers.Layer):
+    '''Keras' attention in ``mha``; what it returns is added to the input by ``add`` and the
+    sum normalised by ``layernorm``. Keyword arguments go to the attention as they are.'''
+
+    def __init__(self, **mha_options):
         super().__init__()
-        self.mha = tf.keras.layers.MultiHeadAttention(**kwargs)
-        self.layernorm = tf.keras.layers.LayerNormalization()
         self.add = tf.keras.layers.Add()
+        self.layernorm = tf.keras.layers.LayerNormalization()
+        self.mha = tf.keras.layers.MultiHeadAttention(**mha_options)
 
-class GlobalSelfAttention(BaseAttention):
+    def settle(self, residual, update):
+        return self.layernorm(self.add([residual, update]))
+
+class GlobalSelfAttention(AttendAddNorm):
     def call(self, x):
-        attn_output = self.mha(query=x, value=x, key=x)
-        x = self.add([x, attn_output])
-        return self.layernorm(x)
+        mixed = self.mha(query=x, key=x, value=x)
+        return self.settle(x, mixed)
 
-class CausalSelfAttention(BaseAttention):
+class CausalSelfAttention(AttendAddNorm):
     def call(self, x):
-        attn_output = self.mha(query=x, value=x, key=x, use_causal_mask=True)
-        x = self.add([x, attn_output])
-        return self.layernorm(x)
+        earlier_only = self.mha(query=x, key=x, value=x, use_causal_mask=True)
+        return self.settle(x, earlier_only)
 
-class CrossAttention(BaseAttention):
+class CrossAttention(AttendAddNorm):
     def call(self, x, context):
-        attn_output, attn_scores = self.mha(
-            query=x, key=context, value=context, return_attention_scores=True
+        read, scores = self.mha(
+            query=x, value=context, key=context, return_attention_scores=True
         )
-        self.last_attn_scores = attn_scores
-        x = self.add([x, attn_output])
-        return self.layernorm(x)
+        self.last_attn_scores = scores  # kept for plotting after the call
+        return self.settle(x, read)
 """
 """The current TensorFlow tutorial's shape: Keras' MultiHeadAttention with ``key_dim=d_model``,
 an Add and a LayerNormalization of Keras' default epsilon (1e-3)."""
@@ -419,47 +418,42 @@ TUTORIAL_LAYERS = (
     + """
 
 class FeedForward(tf.keras.layers.Layer):
+    '''Widen with a ReLU, project back (``seq``), then the same add and norm as attention's.'''
+
     def __init__(self, d_model, dff, dropout_rate=0.1):
         super().__init__()
-        self.seq = tf.keras.Sequential([
-            tf.keras.layers.Dense(dff, activation="relu"),
-            tf.keras.layers.Dense(d_model),
-            tf.keras.layers.Dropout(dropout_rate),
-        ])
-        self.add = tf.keras.layers.Add()
+        widen = tf.keras.layers.Dense(dff, activation="relu")
+        narrow = tf.keras.layers.Dense(d_model)
+        self.seq = tf.keras.Sequential([widen, narrow, tf.keras.layers.Dropout(dropout_rate)])
         self.layer_norm = tf.keras.layers.LayerNormalization()
+        self.add = tf.keras.layers.Add()
 
     def call(self, x):
-        x = self.add([x, self.seq(x)])
-        return self.layer_norm(x)
+        return self.layer_norm(self.add([x, self.seq(x)]))
 
 class EncoderLayer(tf.keras.layers.Layer):
     def __init__(self, *, d_model, num_heads, dff, dropout_rate=0.1):
         super().__init__()
+        self.ffn = FeedForward(d_model, dff, dropout_rate)
         self.self_attention = GlobalSelfAttention(
-            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
+            key_dim=d_model, num_heads=num_heads, dropout=dropout_rate
         )
-        self.ffn = FeedForward(d_model, dff)
 
     def call(self, x):
-        x = self.self_attention(x)
-        return self.ffn(x)
+        return self.ffn(self.self_attention(x))
 
 class DecoderLayer(tf.keras.layers.Layer):
     def __init__(self, *, d_model, num_heads, dff, dropout_rate=0.1):
         super().__init__()
-        self.causal_self_attention = CausalSelfAttention(
-            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
-        )
-        self.cross_attention = CrossAttention(
-            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
-        )
-        self.ffn = FeedForward(d_model, dff)
+        width = dict(key_dim=d_model, num_heads=num_heads, dropout=dropout_rate)
+        self.causal_self_attention = CausalSelfAttention(**width)
+        self.cross_attention = CrossAttention(**width)
+        self.ffn = FeedForward(d_model, dff, dropout_rate)
 
     def call(self, x, context):
-        x = self.causal_self_attention(x=x)
-        x = self.cross_attention(x=x, context=context)
-        return self.ffn(x)
+        own = self.causal_self_attention(x)
+        mixed = self.cross_attention(own, context)
+        return self.ffn(mixed)
 """
 )
 
@@ -515,28 +509,26 @@ TUTORIAL_LAYER_INIT = {"d_model": "d_model", "num_heads": "h", "dff": "d_ff"}
 
 KERAS_IO_BLOCK = """
 import tensorflow as tf
-from tensorflow import keras
 from tensorflow.keras import layers
 
 class TransformerBlock(layers.Layer):
+    '''Self-attention, then a two-layer network; each result added back and normalised.'''
+
     def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
         super().__init__()
-        self.att = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
-        self.ffn = keras.Sequential(
+        self.att = layers.MultiHeadAttention(key_dim=embed_dim, num_heads=num_heads)
+        self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
+        self.ffn = tf.keras.Sequential(
             [layers.Dense(ff_dim, activation="relu"), layers.Dense(embed_dim)]
         )
-        self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
         self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
-        self.dropout1 = layers.Dropout(rate)
-        self.dropout2 = layers.Dropout(rate)
+        self.drop_attention, self.drop_ffn = layers.Dropout(rate), layers.Dropout(rate)
 
     def call(self, inputs, training=False):
-        attn_output = self.att(inputs, inputs)
-        attn_output = self.dropout1(attn_output, training=training)
-        out1 = self.layernorm1(inputs + attn_output)
-        ffn_output = self.ffn(out1)
-        ffn_output = self.dropout2(ffn_output, training=training)
-        return self.layernorm2(out1 + ffn_output)
+        attended = self.drop_attention(self.att(inputs, inputs), training=training)
+        hidden = self.layernorm1(inputs + attended)
+        transformed = self.drop_ffn(self.ffn(hidden), training=training)
+        return self.layernorm2(hidden + transformed)
 """
 """Keras' text-classification example's block: ``key_dim=embed_dim``, epsilon 1e-6."""
 
@@ -547,78 +539,86 @@ KERAS_IO_MAP = {
     **norm_map("norm2", "layernorm2"),
 }
 
-TEXTBOOK_ENCODER = """
+ADD_NORM_TEXTBOOK = """
 import tensorflow as tf
 
+class AddNorm(tf.keras.layers.Layer):
+    '''The sublayer's output (after dropout) added to its input, normalised over ``norm_shape``,
+    which Keras takes as the axes to normalise.'''
+
+    def __init__(self, norm_shape, dropout):
+        super().__init__()
+        self.ln = tf.keras.layers.LayerNormalization(axis=norm_shape)
+        self.drop = tf.keras.layers.Dropout(dropout)
+
+    def call(self, X, Y):
+        return self.ln(X + self.drop(Y))
+"""
+
+TEXTBOOK_ENCODER = (
+    ADD_NORM_TEXTBOOK
+    + """
+
 class DotProductAttention(tf.keras.layers.Layer):
+    '''Scaled dot products; a key the boolean mask leaves out scores -1e6.'''
+
     def call(self, queries, keys, values, mask=None):
-        d = queries.shape[-1]
-        scores = tf.matmul(queries, keys, transpose_b=True) / tf.math.sqrt(tf.cast(d, tf.float32))
+        scale = tf.math.rsqrt(tf.cast(tf.shape(queries)[-1], queries.dtype))
+        logits = scale * tf.einsum("bqd,bkd->bqk", queries, keys)
         if mask is not None:
-            scores = tf.where(mask, scores, -1e6)
-        self.attention_weights = tf.nn.softmax(scores, axis=-1)
-        return tf.matmul(self.attention_weights, values)
+            logits = tf.where(mask, logits, -1e6)
+        self.attention_weights = tf.nn.softmax(logits)
+        return tf.einsum("bqk,bkd->bqd", self.attention_weights, values)
 
 class MultiHeadAttention(tf.keras.layers.Layer):
+    '''Heads stacked along the batch axis, so that one DotProductAttention serves them all.'''
+
     def __init__(self, num_hiddens, num_heads, bias=False):
         super().__init__()
         self.num_heads = num_heads
         self.attention = DotProductAttention()
-        self.W_q = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
-        self.W_k = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
-        self.W_v = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
-        self.W_o = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_q, self.W_k, self.W_v, self.W_o = (
+            tf.keras.layers.Dense(num_hiddens, use_bias=bias) for _ in range(4)
+        )
 
-    def transpose_qkv(self, X):
-        X = tf.reshape(X, shape=(X.shape[0], X.shape[1], self.num_heads, -1))
-        X = tf.transpose(X, perm=(0, 2, 1, 3))
-        return tf.reshape(X, shape=(-1, X.shape[2], X.shape[3]))
+    def fold(self, X):
+        # (b, n, h * d) -> (h * b, n, d): head j's features become batch block j
+        return tf.concat(tf.split(X, self.num_heads, axis=-1), axis=0)
 
-    def transpose_output(self, X):
-        X = tf.reshape(X, shape=(-1, self.num_heads, X.shape[1], X.shape[2]))
-        X = tf.transpose(X, perm=(0, 2, 1, 3))
-        return tf.reshape(X, shape=(X.shape[0], X.shape[1], -1))
+    def unfold(self, X):
+        return tf.concat(tf.split(X, self.num_heads, axis=0), axis=-1)
 
     def call(self, queries, keys, values, mask=None):
-        queries = self.transpose_qkv(self.W_q(queries))
-        keys = self.transpose_qkv(self.W_k(keys))
-        values = self.transpose_qkv(self.W_v(values))
+        q, k, v = self.fold(self.W_q(queries)), self.fold(self.W_k(keys)), self.fold(self.W_v(values))
         if mask is not None:
-            mask = tf.repeat(mask, repeats=self.num_heads, axis=0)
-        output = self.attention(queries, keys, values, mask)
-        return self.W_o(self.transpose_output(output))
+            mask = tf.tile(mask, (self.num_heads, 1, 1))  # block j of the batch is head j
+        return self.W_o(self.unfold(self.attention(q, k, v, mask)))
 
 class PositionWiseFFN(tf.keras.layers.Layer):
+    '''One two-layer network applied at every position alike.'''
+
     def __init__(self, ffn_num_hiddens, ffn_num_outputs):
         super().__init__()
-        self.dense1 = tf.keras.layers.Dense(ffn_num_hiddens)
-        self.relu = tf.keras.layers.ReLU()
+        self.dense1 = tf.keras.layers.Dense(ffn_num_hiddens, activation="relu")
         self.dense2 = tf.keras.layers.Dense(ffn_num_outputs)
 
     def call(self, X):
-        return self.dense2(self.relu(self.dense1(X)))
-
-class AddNorm(tf.keras.layers.Layer):
-    def __init__(self, norm_shape, dropout):
-        super().__init__()
-        self.dropout = tf.keras.layers.Dropout(dropout)
-        self.ln = tf.keras.layers.LayerNormalization(norm_shape)
-
-    def call(self, X, Y):
-        return self.ln(self.dropout(Y) + X)
+        return self.dense2(self.dense1(X))
 
 class TransformerEncoderBlock(tf.keras.layers.Layer):
+    '''Post-LN: attention, add and norm, the feed-forward network, add and norm (axis 2).'''
+
     def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout=0.0, bias=False):
         super().__init__()
         self.attention = MultiHeadAttention(num_hiddens, num_heads, bias)
-        self.addnorm1 = AddNorm([2], dropout)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm2 = AddNorm([2], dropout)
+        self.addnorm1, self.addnorm2 = AddNorm([2], dropout), AddNorm([2], dropout)
 
     def call(self, X, mask=None):
-        Y = self.addnorm1(X, self.attention(X, X, X, mask))
-        return self.addnorm2(Y, self.ffn(Y))
+        attended = self.addnorm1(X, self.attention(X, X, X, mask))
+        return self.addnorm2(attended, self.ffn(attended))
 """
+)
 """A textbook's TensorFlow tab: projections without biases, heads folded into the batch,
 an AddNorm of Keras' default epsilon over axis 2, a boolean mask of kept keys."""
 
@@ -657,19 +657,6 @@ PRE_NORM_MAP = {
     **ffn_map("ffn", "hidden", "out"),
     **norm_map("norm2", "norm2"),
 }
-
-ADD_NORM_TEXTBOOK = """
-import tensorflow as tf
-
-class AddNorm(tf.keras.layers.Layer):
-    def __init__(self, norm_shape, dropout):
-        super().__init__()
-        self.dropout = tf.keras.layers.Dropout(dropout)
-        self.ln = tf.keras.layers.LayerNormalization(norm_shape)
-
-    def call(self, X, Y):
-        return self.ln(self.dropout(Y) + X)
-"""
 
 COMPOSITES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "attention_sublayer-tutorial": (
@@ -766,19 +753,19 @@ import numpy as np
 import tensorflow as tf
 
 class PositionalEncoding(tf.keras.layers.Layer):
+    '''Adds a fixed float64 table: sines in the even columns, cosines in the odd ones.'''
+
     def __init__(self, num_hiddens, dropout, max_len=1000):
         super().__init__()
         self.dropout = tf.keras.layers.Dropout(dropout)
-        self.P = np.zeros((1, max_len, num_hiddens))
-        rows = np.arange(max_len, dtype=np.float32).reshape(-1, 1)
-        rates = np.power(10000, np.arange(0, num_hiddens, 2, dtype=np.float32) / num_hiddens)
-        angles = rows / rates
-        self.P[:, :, 0::2] = np.sin(angles)
-        self.P[:, :, 1::2] = np.cos(angles)
+        frequencies = 10000.0 ** (-np.arange(0, num_hiddens, 2) / num_hiddens)
+        phase = np.outer(np.arange(max_len), frequencies)
+        table = np.empty((max_len, num_hiddens))
+        table[:, 0::2], table[:, 1::2] = np.sin(phase), np.cos(phase)
+        self.P = table[np.newaxis]
 
     def call(self, X, **kwargs):
-        X = X + self.P[:, :X.shape[1], :]
-        return self.dropout(X, **kwargs)
+        return self.dropout(X + self.P[:, : X.shape[1], :], **kwargs)
 """
 """A textbook's layer: a float64 table of ``max_len`` rows, added to the input (X + P)."""
 
@@ -801,26 +788,25 @@ import numpy as np
 import tensorflow as tf
 
 def positional_encoding(length, depth):
-    depth = depth / 2
-    positions = np.arange(length)[:, np.newaxis]
-    depths = np.arange(depth)[np.newaxis, :] / depth
-    angle_rates = 1 / (10000 ** depths)
-    angle_rads = positions * angle_rates
-    pos_encoding = np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)
-    return tf.cast(pos_encoding, dtype=tf.float32)
+    '''Row p: the sines of p's angles in the first half of the columns, the cosines after.'''
+    half = depth // 2
+    inverse_rates = np.power(10000.0, -np.arange(half) / half)
+    phase = np.arange(length)[:, None] * inverse_rates[None, :]
+    return tf.constant(np.hstack([np.sin(phase), np.cos(phase)]), dtype=tf.float32)
 
 class PositionalEmbedding(tf.keras.layers.Layer):
+    '''Token vectors scaled by the root of their width, plus the table's first rows.'''
+
     def __init__(self, vocab_size, d_model):
         super().__init__()
-        self.d_model = d_model
         self.embedding = tf.keras.layers.Embedding(vocab_size, d_model, mask_zero=True)
-        self.pos_encoding = positional_encoding(length=2048, depth=d_model)
+        self.pos_encoding = positional_encoding(2048, d_model)
+        self.d_model = d_model
 
     def call(self, x):
-        length = tf.shape(x)[1]
-        x = self.embedding(x)
-        x *= tf.math.sqrt(tf.cast(self.d_model, tf.float32))
-        return x + self.pos_encoding[tf.newaxis, :length, :]
+        scale = tf.math.sqrt(tf.cast(self.d_model, tf.float32))
+        tokens = self.embedding(x) * scale
+        return tokens + self.pos_encoding[tf.newaxis, : tf.shape(x)[1], :]
 """
 """The current tutorial's shape: sines and cosines in two halves, a table of 2048 positions,
 the embedding scaled by √d_model."""
@@ -830,17 +816,16 @@ import tensorflow as tf
 from tensorflow.keras import layers
 
 class TokenAndPositionEmbedding(layers.Layer):
+    '''Two learned tables, one row per token id and one per position; a token's two rows summed.'''
+
     def __init__(self, maxlen, vocab_size, embed_dim):
         super().__init__()
-        self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
-        self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
+        self.pos_emb = layers.Embedding(maxlen, embed_dim)
+        self.token_emb = layers.Embedding(vocab_size, embed_dim)
 
     def call(self, x):
-        maxlen = tf.shape(x)[-1]
-        positions = tf.range(start=0, limit=maxlen, delta=1)
-        positions = self.pos_emb(positions)
-        x = self.token_emb(x)
-        return x + positions
+        at = self.pos_emb(tf.range(tf.shape(x)[-1]))
+        return self.token_emb(x) + at
 """
 """Keras' text-classification example: two tables, tokens and positions, added."""
 
