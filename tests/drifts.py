@@ -11,10 +11,15 @@ from typing import Any
 DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     # attention
     "attention: divides by d_k, not sqrt(d_k)": ("attention", "tf.math.sqrt(dk)", "dk", {}),
-    "attention: no scaling": ("attention", "matmul_qk / tf.math.sqrt(dk)", "matmul_qk", {}),
+    "attention: no scaling": ("attention", " / tf.math.sqrt(dk)", "", {}),
     "attention: softmax over the query axis": ("attention", "axis=-1", "axis=1", {}),
     "attention: mask with the wrong sign": ("attention-causal", "mask * -1e9", "mask * 1e9", {}),
-    "attention: mask ignored": ("attention-padding", "+= (mask * -1e9)", "+= 0.0", {}),
+    "attention: mask ignored": (
+        "attention-padding",
+        "logits += (mask * -1e9)",
+        "logits += 0.0",
+        {},
+    ),
     "attention: keep mask inverted": (
         "attention-keep-mask",
         "tf.where(mask, scores",
@@ -24,20 +29,20 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     # multi-head
     "multihead: split without the transpose": (
         "multihead-tutorial",
-        "return tf.transpose(x, perm=[0, 2, 1, 3])",
-        "return tf.reshape(x, (batch_size, self.num_heads, -1, self.depth))",
+        "return tf.transpose(parts, perm=[0, 2, 1, 3])",
+        "return tf.reshape(parts, (tf.shape(x)[0], self.num_heads, tf.shape(x)[1], -1))",
         {},
     ),
     "multihead: heads not transposed back before concat": (
         "multihead-tutorial",
-        "attended = tf.transpose(attended, perm=[0, 2, 1, 3])",
-        "pass",
+        "side_by_side = tf.transpose(x, perm=[0, 2, 1, 3])",
+        "side_by_side = x",
         {},
     ),
     "multihead: output projection forgotten": (
         "multihead-tutorial",
-        "return self.dense(concat), weights",
-        "return concat, weights",
+        "return self.dense(self.from_heads(heads)), weights",
+        "return self.from_heads(heads), weights",
         {},
     ),
     "multihead: values projected with W_k": ("multihead-tutorial", "self.wv(v)", "self.wk(v)", {}),
@@ -235,22 +240,21 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     # composite layers: residual order, norm placement, masks, sublayer order
     "attention_sublayer: residual outside the norm": (
         "attention_sublayer-tutorial",
-        "        x = self.add([x, attn_output])\n        return self.layernorm(x)",
-        "        return self.add([x, self.layernorm(attn_output)])",
+        "return self.settle(x, mixed)",
+        "return self.add([x, self.layernorm(mixed)])",
         {},
     ),
     "attention_sublayer: no residual": (
         "attention_sublayer-tutorial",
-        "x = self.add([x, attn_output])",
-        "x = attn_output",
+        "return self.settle(x, mixed)",
+        "return self.layernorm(mixed)",
         {},
     ),
     "attention_sublayer: pre-LN code, post-LN formula": (
         "attention_sublayer-tutorial",
-        "        attn_output = self.mha(query=x, value=x, key=x)\n"
-        "        x = self.add([x, attn_output])\n        return self.layernorm(x)",
-        "        y = self.layernorm(x)\n"
-        "        return self.add([x, self.mha(query=y, value=y, key=y)])",
+        "        mixed = self.mha(query=x, key=x, value=x)\n        return self.settle(x, mixed)",
+        "        normed = self.layernorm(x)\n"
+        "        return self.add([x, self.mha(query=normed, key=normed, value=normed)])",
         {},
     ),
     "attention_sublayer: Keras' default epsilon, the formula's 1e-6": (
@@ -267,27 +271,25 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     "cross_attention_sublayer: keys and values from x, not the context": (
         "cross_attention_sublayer-tutorial",
-        "query=x, key=context, value=context",
-        "query=x, key=x, value=x",
+        "value=context, key=context",
+        "value=x, key=x",
         {},
     ),
     "cross_attention_sublayer: no residual": (
         "cross_attention_sublayer-tutorial",
-        "self.last_attn_scores = attn_scores\n        x = self.add([x, attn_output])",
-        "self.last_attn_scores = attn_scores\n        x = attn_output",
+        "return self.settle(x, read)",
+        "return self.layernorm(read)",
         {},
     ),
     "cross_attention_sublayer: pre-LN code, post-LN formula": (
         "cross_attention_sublayer-tutorial",
-        "        attn_output, attn_scores = self.mha(\n"
-        "            query=x, key=context, value=context, return_attention_scores=True\n"
+        "        read, scores = self.mha(\n"
+        "            query=x, value=context, key=context, return_attention_scores=True\n"
         "        )\n"
-        "        self.last_attn_scores = attn_scores\n"
-        "        x = self.add([x, attn_output])\n"
-        "        return self.layernorm(x)",
-        "        y = self.layernorm(x)\n"
-        "        attn_output = self.mha(query=y, key=context, value=context)\n"
-        "        return self.add([x, attn_output])",
+        "        self.last_attn_scores = scores  # kept for plotting after the call\n"
+        "        return self.settle(x, read)",
+        "        normed = self.layernorm(x)\n"
+        "        return self.add([x, self.mha(query=normed, value=context, key=context)])",
         {},
     ),
     "cross_attention_sublayer: Keras' default epsilon, the formula's 1e-6": (
@@ -298,14 +300,14 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     "encoder_layer: feed-forward sublayer before the attention": (
         "encoder_layer-tutorial",
-        "        x = self.self_attention(x)\n        return self.ffn(x)",
-        "        x = self.ffn(x)\n        return self.self_attention(x)",
+        "return self.ffn(self.self_attention(x))",
+        "return self.self_attention(self.ffn(x))",
         {},
     ),
     "encoder_layer: no residual around the feed-forward network": (
         "encoder_layer-tutorial",
-        "x = self.add([x, self.seq(x)])",
-        "x = self.seq(x)",
+        "self.add([x, self.seq(x)])",
+        "self.seq(x)",
         {},
     ),
     "encoder_layer: feed-forward network without its ReLU": (
@@ -316,26 +318,26 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     "encoder_layer: feed-forward network of the input, not of the attention's": (
         "encoder_layer-keras-io",
-        "ffn_output = self.ffn(out1)",
-        "ffn_output = self.ffn(inputs)",
+        "self.ffn(hidden)",
+        "self.ffn(inputs)",
         {},
     ),
     "encoder_layer: second residual from the input": (
         "encoder_layer-keras-io",
-        "return self.layernorm2(out1 + ffn_output)",
-        "return self.layernorm2(inputs + ffn_output)",
+        "return self.layernorm2(hidden + transformed)",
+        "return self.layernorm2(inputs + transformed)",
         {},
     ),
     "encoder_layer: the first norm used twice": (
         "encoder_layer-keras-io",
-        "return self.layernorm2(out1 + ffn_output)",
-        "return self.layernorm1(out1 + ffn_output)",
+        "return self.layernorm2(hidden + transformed)",
+        "return self.layernorm1(hidden + transformed)",
         {},
     ),
     "encoder_layer: mask ignored": (
         "encoder_layer-textbook",
-        "output = self.attention(queries, keys, values, mask)",
-        "output = self.attention(queries, keys, values)",
+        "self.attention(q, k, v, mask)",
+        "self.attention(q, k, v)",
         {},
     ),
     "encoder_layer: post-LN code, pre-LN formula": (
@@ -372,70 +374,72 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     "decoder_layer: causal mask forgotten": (
         "decoder_layer-tutorial",
-        "mha(query=x, value=x, key=x, use_causal_mask=True)",
-        "mha(query=x, value=x, key=x)",
+        "use_causal_mask=True",
+        "use_causal_mask=False",
         {},
     ),
     "decoder_layer: cross-attention before the causal self-attention": (
         "decoder_layer-tutorial",
-        "        x = self.causal_self_attention(x=x)\n"
-        "        x = self.cross_attention(x=x, context=context)",
-        "        x = self.cross_attention(x=x, context=context)\n"
-        "        x = self.causal_self_attention(x=x)",
+        "        own = self.causal_self_attention(x)\n"
+        "        mixed = self.cross_attention(own, context)\n"
+        "        return self.ffn(mixed)",
+        "        mixed = self.cross_attention(x, context)\n"
+        "        own = self.causal_self_attention(mixed)\n"
+        "        return self.ffn(own)",
         {},
     ),
     "decoder_layer: cross-attention to itself, not the context": (
         "decoder_layer-tutorial",
-        "x = self.cross_attention(x=x, context=context)",
-        "x = self.cross_attention(x=x, context=x)",
+        "self.cross_attention(own, context)",
+        "self.cross_attention(own, own)",
         {},
     ),
     "decoder_layer: feed-forward sublayer skipped": (
         "decoder_layer-tutorial",
-        "x = self.cross_attention(x=x, context=context)\n        return self.ffn(x)",
-        "x = self.cross_attention(x=x, context=context)\n        return x",
+        "return self.ffn(mixed)",
+        "return mixed",
         {},
     ),
     "add_norm: residual outside the norm": (
         "add_norm-textbook",
-        "return self.ln(self.dropout(Y) + X)",
-        "return self.ln(self.dropout(Y)) + X",
+        "return self.ln(X + self.drop(Y))",
+        "return X + self.ln(self.drop(Y))",
         {},
     ),
     "add_norm: the input forgotten": (
         "add_norm-textbook",
-        "return self.ln(self.dropout(Y) + X)",
-        "return self.ln(self.dropout(Y))",
+        "return self.ln(X + self.drop(Y))",
+        "return self.ln(self.drop(Y))",
         {},
     ),
     "add_norm: the sublayer's output subtracted": (
         "add_norm-textbook",
-        "self.dropout(Y) + X",
-        "X - self.dropout(Y)",
+        "X + self.drop(Y)",
+        "X - self.drop(Y)",
         {},
     ),
     "add_norm: Keras' default epsilon, the formula's 1e-6": (
         "add_norm-textbook",
-        "LayerNormalization(norm_shape)",
-        "LayerNormalization(norm_shape)",
+        "LayerNormalization(axis=norm_shape)",
+        "LayerNormalization(axis=norm_shape)",
         {"params": {"epsilon": 1e-6}},
     ),
     # positional layers that take an input, and the halves layout
     "add_positional_encoding: sin and cos swapped": (
         "add_positional_encoding-textbook",
-        "self.P[:, :, 0::2] = np.sin(angles)\n        self.P[:, :, 1::2] = np.cos(angles)",
-        "self.P[:, :, 0::2] = np.cos(angles)\n        self.P[:, :, 1::2] = np.sin(angles)",
+        "np.sin(phase), np.cos(phase)",
+        "np.cos(phase), np.sin(phase)",
         {},
     ),
     "add_positional_encoding: exponent i/d instead of 2i/d": (
         "add_positional_encoding-textbook",
-        "np.arange(0, num_hiddens, 2, dtype=np.float32)",
-        "np.arange(0, num_hiddens // 2, dtype=np.float32)",
+        "np.arange(0, num_hiddens, 2)",
+        "np.arange(0, num_hiddens // 2)",
         {},
     ),
     "add_positional_encoding: positions start at one": (
         "add_positional_encoding-textbook",
-        "self.P[:, :X.shape[1], :]",
+        "self.P[:, : X.shape[1], :]",
         "self.P[:, 1 : X.shape[1] + 1, :]",
         {},
     ),
@@ -453,68 +457,68 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     "positional_encoding: interleaved code, halves formula": (
         "positional_encoding-halves",
-        "np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)",
-        "np.stack([np.sin(angle_rads), np.cos(angle_rads)], axis=-1).reshape(length, -1)",
+        "np.hstack([np.sin(phase), np.cos(phase)])",
+        "np.stack([np.sin(phase), np.cos(phase)], axis=-1).reshape(length, -1)",
         {},
     ),
     "positional_encoding: halves with cosines first": (
         "positional_encoding-halves",
-        "[np.sin(angle_rads), np.cos(angle_rads)]",
-        "[np.cos(angle_rads), np.sin(angle_rads)]",
+        "[np.sin(phase), np.cos(phase)]",
+        "[np.cos(phase), np.sin(phase)]",
         {},
     ),
     "positional_encoding: halves whose rates use the whole depth": (
         "positional_encoding-halves",
-        "depths = np.arange(depth)[np.newaxis, :] / depth",
-        "depths = np.arange(depth)[np.newaxis, :] / (2 * depth)",
+        "-np.arange(half) / half",
+        "-np.arange(half) / depth",
         {},
     ),
     "sinusoidal_embedding: embedding not scaled": (
         "sinusoidal_embedding-tutorial",
-        "        x *= tf.math.sqrt(tf.cast(self.d_model, tf.float32))\n",
-        "",
+        "self.embedding(x) * scale",
+        "self.embedding(x)",
         {},
     ),
     "sinusoidal_embedding: scaled by d_model": (
         "sinusoidal_embedding-tutorial",
-        "x *= tf.math.sqrt(tf.cast(self.d_model, tf.float32))",
-        "x *= tf.cast(self.d_model, tf.float32)",
+        "scale = tf.math.sqrt(tf.cast(self.d_model, tf.float32))",
+        "scale = tf.cast(self.d_model, tf.float32)",
         {},
     ),
     "sinusoidal_embedding: halves code, interleaved formula": (
         "sinusoidal_embedding-tutorial",
-        "np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)",
-        "np.concatenate([np.sin(angle_rads), np.cos(angle_rads)], axis=-1)",
+        "np.hstack([np.sin(phase), np.cos(phase)])",
+        "np.hstack([np.sin(phase), np.cos(phase)])",
         {"params": {"layout": "interleaved"}},
     ),
     "sinusoidal_embedding: positions reversed": (
         "sinusoidal_embedding-tutorial",
-        "self.pos_encoding[tf.newaxis, :length, :]",
-        "tf.reverse(self.pos_encoding[tf.newaxis, :length, :], axis=[1])",
+        "self.pos_encoding[tf.newaxis, : tf.shape(x)[1], :]",
+        "tf.reverse(self.pos_encoding[tf.newaxis, : tf.shape(x)[1], :], axis=[1])",
         {},
     ),
     "learned_embedding: positions looked up in the token table": (
         "learned_embedding-keras-io",
-        "positions = self.pos_emb(positions)",
-        "positions = self.token_emb(positions)",
+        "self.pos_emb(tf.range(",
+        "self.token_emb(tf.range(",
         {},
     ),
     "learned_embedding: positions reversed": (
         "learned_embedding-keras-io",
-        "tf.range(start=0, limit=maxlen, delta=1)",
-        "tf.range(start=maxlen - 1, limit=-1, delta=-1)",
+        "tf.range(tf.shape(x)[-1])",
+        "tf.reverse(tf.range(tf.shape(x)[-1]), axis=[0])",
         {},
     ),
     "learned_embedding: positions forgotten": (
         "learned_embedding-keras-io",
-        "return x + positions",
-        "return x",
+        "return self.token_emb(x) + at",
+        "return self.token_emb(x)",
         {},
     ),
     "learned_embedding: scaled by the root of the width": (
         "learned_embedding-keras-io",
-        "return x + positions",
-        "return x * tf.math.sqrt(tf.cast(tf.shape(x)[-1], tf.float32)) + positions",
+        "return self.token_emb(x) + at",
+        "return self.token_emb(x) * tf.math.sqrt(float(at.shape[-1])) + at",
         {},
     ),
 }
