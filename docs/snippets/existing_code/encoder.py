@@ -68,17 +68,3 @@ class EncoderLayer(tf.keras.layers.Layer):
         ffn_out = self.dropout2(self.ffn(out1), training=training)
         return self.layernorm2(out1 + ffn_out)
 
-
-def attention_of_layer(d_model, num_heads):
-    """The encoder layer's own attention, for checking on its own."""
-    return EncoderLayer(d_model=d_model, num_heads=num_heads, dff=4).mha
-
-
-def feed_forward_of_layer(d_model, dff):
-    """The encoder layer's own feed-forward network."""
-    return EncoderLayer(d_model=d_model, num_heads=1, dff=dff).ffn
-
-
-def first_norm_of_layer(d_model):
-    """The encoder layer's first normalisation."""
-    return EncoderLayer(d_model=d_model, num_heads=1, dff=4).layernorm1
