@@ -18,12 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mkdocs.commands.build import build
-from mkdocs.config import load_config
-
-from fakes import FakeMaker
-from formula_check.session import Engines
-
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -75,6 +69,36 @@ BROKEN_WORDS = """(selector) => [...document.querySelectorAll(selector)].flatMap
 })"""
 
 
+# Each display formula's drawn width against its natural width (MathJax's ex size in px):
+# a formula squeezed to 1 px, or shrunk to fit, is drawn smaller than its content.
+MATH_WIDTHS = """() => [...document.querySelectorAll('div.arithmatex mjx-container svg')].map((svg) => ({
+  tex: svg.closest('div.arithmatex').textContent.trim().slice(0, 40),
+  drawn: svg.getBoundingClientRect().width,
+  natural: svg.width.baseVal.value,
+}))"""
+
+# The lowest contrast of any code chip in a card against its own background (WCAG's ratio).
+CODE_CONTRAST = """() => {
+  const channel = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const luminance = (css) => {
+    const [r, g, b] = css.match(/[\\d.]+/g).map(Number);
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  };
+  const background = (node) => {
+    for (; node; node = node.parentElement) {
+      const colour = getComputedStyle(node).backgroundColor;
+      if (!/rgba\\(.*, 0\\)$/.test(colour) && colour !== 'transparent') return colour;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const ratios = [...document.querySelectorAll('.fc-card code')].map((code) => {
+    const [a, b] = [luminance(getComputedStyle(code).color), luminance(background(code))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  });
+  return Math.min(...ratios);
+}"""
+
+
 @dataclass
 class PageLog:
     """What one page did on the wire and in its console."""
@@ -90,21 +114,6 @@ class PageLog:
         assert self.external == [], f"{name}: requests left loopback: {self.external}"
         assert self.failed == [], f"{name}: failed responses: {self.failed}"
         assert self.errors == [], f"{name}: console errors: {self.errors}"
-
-
-def build_with_fake_engine(project: Path, maker: FakeMaker, *, strict: bool = False) -> None:
-    """``mkdocs build`` of ``project`` in this process, its checks answered by ``maker``."""
-    config = load_config(config_file=str(project / "mkdocs.yml"), strict=strict)
-    plugin = config.plugins["formula-check"]
-    plugin.engines = Engines(maker)
-    plugin.on_startup(command="build", dirty=False)
-    try:
-        build(config)
-    finally:
-        plugin.on_shutdown()
-        # MkDocs keeps a plugin with on_startup for the next build in this process (that is
-        # how `mkdocs serve` keeps its engine): the next one must not inherit the fake.
-        plugin.engines = Engines()
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

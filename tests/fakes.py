@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from formula_check.model import CheckResult, CheckSpec, Status, Verdict
 from formula_check.options import EngineSettings
@@ -151,3 +152,25 @@ def pytest_conftest(answer: str = "drift_on_axis_1") -> str:
     """A ``conftest.py`` for a pytester run: the run's engines are fakes answering with the
     function of this module named ``answer``."""
     return _CONFTEST.format(tests=str(Path(__file__).parent), answer=answer)
+
+
+def build_with_fake_engine(project: Path, maker: FakeMaker, *, strict: bool = False) -> Any:
+    """``mkdocs build`` of ``project`` in this process, its checks answered by ``maker``;
+    returns the plugin."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    from formula_check.session import Engines
+
+    config = load_config(config_file=str(project / "mkdocs.yml"), strict=strict)
+    plugin = config.plugins["formula-check"]
+    plugin.engines = Engines(maker)
+    plugin.on_startup(command="build", dirty=False)
+    try:
+        build(config)
+    finally:
+        plugin.on_shutdown()
+        # MkDocs keeps a plugin with on_startup for the next build in this process (that is
+        # how `mkdocs serve` keeps its engine): the next one must not inherit the fake.
+        plugin.engines = Engines()
+    return plugin

@@ -11,59 +11,40 @@ first verified card is also written to ``docs/assets/verified-card.png`` for the
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import shutil
 import struct
-import threading
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
+from browser_support import (
+    CHROMIUM,
+    CODE_CONTRAST,
+    MATH_WIDTHS,
+    MATHJAX_DONE,
+    PALETTE_TOGGLE,
+    WIDTHS,
+    PageLog,
+    chromium,
+    serve,
+    watch,
+)
 from support import mkdocs_build
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_SITE = ROOT / "fixtures" / "sites" / "good"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 README_SCREENSHOT = ROOT / "docs" / "assets" / "verified-card.png"
-LOOPBACK = {"127.0.0.1", "localhost"}
-CHROMIUM = shutil.which("chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-# Material's own light/slate toggle, so the dark palette is checked the way a reader flips it.
-PALETTE_TOGGLE = [
-    {"scheme": "default", "toggle": {"icon": "material/brightness-7", "name": "Dark mode"}},
-    {"scheme": "slate", "toggle": {"icon": "material/brightness-4", "name": "Light mode"}},
-]
-
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
 )
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
-
-# Waits until MathJax's startup promise settles, also when the page chained a re-typeset onto it.
-MATHJAX_DONE = """async () => {
-  for (;;) {
-    const pending = MathJax.startup.promise;
-    await pending;
-    if (pending === MathJax.startup.promise) return;
-  }
-}"""
 
 # One record per `.arithmatex` element: is there a container, and did its SVG draw glyphs?
 MATH_PROBE = """() => [...document.querySelectorAll('.arithmatex')].map((block, index) => {
@@ -112,14 +93,6 @@ BROKEN_HEADERS = """() => [...document.querySelectorAll('.fc-card th')].flatMap(
 })"""
 
 
-# Each display formula's drawn width against its natural width (MathJax's ex size in px):
-# a formula squeezed to 1 px, or shrunk to fit, is drawn smaller than its content.
-MATH_WIDTHS = """() => [...document.querySelectorAll('div.arithmatex mjx-container svg')].map((svg) => ({
-  tex: svg.closest('div.arithmatex').textContent.trim().slice(0, 40),
-  drawn: svg.getBoundingClientRect().width,
-  natural: svg.width.baseVal.value,
-}))"""
-
 # Words of card table cells drawn on more than one line: cut mid-word ("outpu/t").
 BROKEN_CELLS = """() => [...document.querySelectorAll('.fc-card td')].flatMap((cell) => {
   const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
@@ -140,18 +113,6 @@ BROKEN_CELLS = """() => [...document.querySelectorAll('.fc-card td')].flatMap((c
   }
   return broken;
 })"""
-WIDTHS = (390, 700, 1280)
-"""A phone, a split-screen editor and preview, a desktop."""
-
-
-@dataclass
-class PageLog:
-    """What one page did on the wire and in its console."""
-
-    requests: list[str] = field(default_factory=list)
-    external: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
@@ -168,33 +129,18 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return project / "site"
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def server(built_site: Path) -> Iterator[str]:
     """The site served on a free loopback port; yields its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serve(built_site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless Chromium (the distribution's, with a fresh profile) for every page."""
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
@@ -211,31 +157,6 @@ def card_pages(site: Path) -> list[str]:
         for page in pages
         if "fc-card" in page.read_text(encoding="utf-8")
     ]
-
-
-def watch(page: Any) -> PageLog:
-    """Record every request, abort those leaving loopback, and collect console errors."""
-    log = PageLog()
-
-    def route(route: Any) -> None:
-        url = route.request.url
-        if urlsplit(url).hostname in LOOPBACK:
-            route.continue_()
-        else:
-            log.external.append(url)
-            route.abort()
-
-    page.route("**/*", route)
-    page.on("request", lambda request: log.requests.append(request.url))
-    page.on(
-        "response",
-        lambda response: (
-            response.status >= 400 and log.failed.append(f"{response.status} {response.url}")
-        ),
-    )
-    page.on("console", lambda message: message.type == "error" and log.errors.append(message.text))
-    page.on("pageerror", lambda error: log.errors.append(f"uncaught: {error}"))
-    return log
 
 
 def open_page(context: Any, url: str) -> tuple[Any, PageLog]:
@@ -333,28 +254,6 @@ def test_pages_render_math_cards_and_figures_offline(
     assert verified > 0, "no card shows the verified status"
     context.close()
     save_card_screenshots(browser, server + pages[0], artifacts)
-
-
-# The lowest contrast of any code chip in a card against its own background (WCAG's ratio).
-CODE_CONTRAST = """() => {
-  const channel = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
-  const luminance = (css) => {
-    const [r, g, b] = css.match(/[\\d.]+/g).map(Number);
-    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
-  };
-  const background = (node) => {
-    for (; node; node = node.parentElement) {
-      const colour = getComputedStyle(node).backgroundColor;
-      if (!/rgba\\(.*, 0\\)$/.test(colour) && colour !== 'transparent') return colour;
-    }
-    return 'rgb(255, 255, 255)';
-  };
-  const ratios = [...document.querySelectorAll('.fc-card code')].map((code) => {
-    const [a, b] = [luminance(getComputedStyle(code).color), luminance(background(code))];
-    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-  });
-  return Math.min(...ratios);
-}"""
 
 
 @pytest.mark.parametrize("scheme", ["default", "slate"])

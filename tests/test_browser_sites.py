@@ -24,13 +24,12 @@ from browser_support import (
     MATHJAX_DONE,
     PALETTE_TOGGLE,
     WIDTHS,
-    build_with_fake_engine,
     chromium,
     serve,
     set_scheme,
     watch,
 )
-from fakes import FakeMaker, by_id, mismatch, verified
+from fakes import FakeMaker, build_with_fake_engine, by_id, mismatch, verified
 from formula_check import assets
 from formula_check.model import CheckResult, CheckSpec, SnippetFailure, Status
 

@@ -13,16 +13,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mkdocs.commands.build import build
-from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from fakes import FakeMaker, drift_on_axis_1, pytest_conftest, verified
+from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1, pytest_conftest, verified
 from formula_check import cli
-from formula_check.session import Engines
 
 pytest_plugins = ["pytester"]
 
@@ -56,19 +52,7 @@ def site(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _build(site: Path, maker: FakeMaker, *, strict: bool = False) -> Any:
-    config = load_config(config_file=str(site / "mkdocs.yml"), strict=strict)
-    plugin = config.plugins["formula-check"]
-    plugin.engines = Engines(maker)
-    plugin.on_startup(command="build", dirty=False)
-    try:
-        build(config)
-    finally:
-        plugin.on_shutdown()
-        # MkDocs keeps a plugin with on_startup for the next build in this process (that is
-        # how `mkdocs serve` keeps its engine): the next one must not inherit the fake.
-        plugin.engines = Engines()
-    return plugin
+_build = build_with_fake_engine
 
 
 # -- the MkDocs plugin -------------------------------------------------------------------------

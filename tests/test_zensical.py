@@ -162,11 +162,18 @@ def test_the_zensical_site_reads_well_in_a_browser_with_the_system_dark(
     """Math drawn at a phone's width, and every code chip of a card readable, whether the
     system is light or dark (a Zensical site without a palette)."""
     pytest.importorskip("playwright.sync_api")
-    from browser_support import CHROMIUM, MATHJAX_DONE, chromium, serve, watch
+    from browser_support import (
+        CHROMIUM,
+        CODE_CONTRAST,
+        MATH_WIDTHS,
+        MATHJAX_DONE,
+        chromium,
+        serve,
+        watch,
+    )
 
     if CHROMIUM is None:
         pytest.skip("no chromium on PATH")
-    from test_browser import CODE_CONTRAST, MATH_WIDTHS
 
     build = builds["good"]
     assert build.returncode == 0, build.output
