@@ -536,3 +536,12 @@ def test_a_size_command_inside_an_argument_keeps_the_arguments_braces() -> None:
     result = _checked("attention", latex, "")
     assert "sqrt(d_k + d_k)" in result.compiled
     assert not result.ok
+
+
+def test_a_chain_of_equalities_is_not_executable_rather_than_a_difference() -> None:
+    """A textbook's ``alpha = softmax(a) = ...``: which side the code computes is not the
+    compiler's guess to make, so the formula is set aside with the reason (never a drift)."""
+    from test_latex import agreement
+
+    with pytest.raises(NotExecutable, match="chain of equalities"):
+        agreement("softmax", r"\alpha = \mathrm{softmax}(x) = \frac{\exp(x_i)}{\sum_j \exp(x_j)}")

@@ -162,6 +162,11 @@ class Parser:
             return Statement(None, first, col, self.shape())
         self.advance()
         rhs = self.expression()
+        if self.at("="):  # a = b = c: which side is the definition is anyone's guess
+            raise NotExecutable(
+                "a chain of equalities (a = b = c) is outside the executable subset: write one "
+                "equation per statement, or the one the code computes"
+            )
         return Statement(first, rhs, col, self.shape())
 
     def at_shape(self) -> bool:
