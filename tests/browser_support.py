@@ -179,3 +179,4 @@ def watch(page: Any) -> PageLog:
 def set_scheme(page: Any, scheme: str) -> None:
     """Material's palette as its toggle sets it (``default`` or ``slate``)."""
     page.evaluate("(scheme) => { document.body.dataset.mdColorScheme = scheme; }", scheme)
+    page.wait_for_timeout(400)  # Material fades colours over 0.25 s when the palette flips

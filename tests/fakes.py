@@ -154,15 +154,18 @@ def pytest_conftest(answer: str = "drift_on_axis_1") -> str:
     return _CONFTEST.format(tests=str(Path(__file__).parent), answer=answer)
 
 
-def build_with_fake_engine(project: Path, maker: FakeMaker, *, strict: bool = False) -> Any:
-    """``mkdocs build`` of ``project`` in this process, its checks answered by ``maker``;
-    returns the plugin."""
+def build_with_fake_engine(
+    project: Path, maker: FakeMaker, *, strict: bool = False, site_dir: Path | None = None
+) -> Any:
+    """``mkdocs build`` of ``project`` in this process, its checks answered by ``maker``
+    (into ``site_dir`` when given, else the project's); returns the plugin."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
     from formula_check.session import Engines
 
-    config = load_config(config_file=str(project / "mkdocs.yml"), strict=strict)
+    where = {"site_dir": str(site_dir)} if site_dir is not None else {}
+    config = load_config(config_file=str(project / "mkdocs.yml"), strict=strict, **where)
     plugin = config.plugins["formula-check"]
     plugin.engines = Engines(maker)
     plugin.on_startup(command="build", dirty=False)

@@ -32,6 +32,7 @@ from browser_support import (
     PageLog,
     chromium,
     serve,
+    set_scheme,
     watch,
 )
 from support import mkdocs_build
@@ -264,7 +265,7 @@ def test_code_chips_stay_readable_when_the_system_is_dark(
     palette gets light code on dark chips: never dark on dark."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
     page, log = open_page(context, server + card_pages(built_site)[0])
-    page.evaluate(f"() => {{ document.body.dataset.mdColorScheme = '{scheme}'; }}")
+    set_scheme(page, scheme)
     assert page.evaluate(CODE_CONTRAST) >= 4.5
     assert_nothing_external_or_failed(log, f"code chips, {scheme}")
     context.close()
@@ -318,8 +319,7 @@ def test_figures_sit_in_a_dark_page(browser: Any, server: str, built_site: Path)
     page.evaluate(LOAD_CARD_FIGURES)
     figure = page.locator(".fc-card .fc-figure img").first
     light = png_pixel(figure.screenshot(), 6, 6)
-    page.evaluate("() => { document.body.dataset.mdColorScheme = 'slate'; }")
-    page.wait_for_timeout(200)
+    set_scheme(page, "slate")
     dark = png_pixel(figure.screenshot(), 6, 6)
     assert min(light) > 230, light
     assert max(dark) < 60, dark
@@ -336,7 +336,7 @@ def test_math_keeps_its_size_and_cells_their_words_at_every_width(
     for page_url in card_pages(built_site):
         name = f"{page_url.strip('/') or 'index'} at {width} px, {scheme}"
         page, log = open_page(context, server + page_url)
-        page.evaluate(f"() => {{ document.body.dataset.mdColorScheme = '{scheme}'; }}")
+        set_scheme(page, scheme)
         widths = page.evaluate(MATH_WIDTHS)
         assert widths, f"{name}: no display formula"
         squeezed = [w for w in widths if w["drawn"] < max(2.0, w["natural"] - 1.0)]

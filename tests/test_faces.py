@@ -113,6 +113,26 @@ def test_plugin_strict_build_fails_on_the_drift(site: Path) -> None:
         _build(site, FakeMaker(answer), strict=True)
 
 
+def test_a_broken_promise_is_reported_not_raised_under_the_plugin(
+    site: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A block whose author expects a mismatch but which verifies, its result known as its
+    page renders (a cached one is): the plugin logs it, and --strict fails on the log, never
+    on an exception out of the page."""
+    page = site / "docs" / "index.md"
+    page.write_text(
+        page.read_text(encoding="utf-8").replace('id="good"', 'id="good" expect="mismatch"'),
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.WARNING):
+        _build(site, FakeMaker(verified))
+    assert any(
+        "[good]: expected mismatch but got verified" in r.getMessage() for r in caplog.records
+    )
+    with pytest.raises(Abort):
+        _build(site, FakeMaker(verified), strict=True)
+
+
 def test_plugin_strict_build_passes_when_every_block_passes(site: Path) -> None:
     _build(site, FakeMaker(verified), strict=True)
     assert (site / "site" / "index.html").is_file()

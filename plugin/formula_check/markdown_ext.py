@@ -137,7 +137,9 @@ class FormulaPreprocessor(Preprocessor):
         self.extension.failures = [
             answer.headline()
             for answer in answers
-            if isinstance(answer, CheckResult) and is_failure(answer, session.fail_on)
+            if self.extension.raises
+            and isinstance(answer, CheckResult)
+            and is_failure(answer, session.fail_on)
         ]
         return _tagged(lines, [block.fence for block in blocks])
 
@@ -186,6 +188,9 @@ class FormulaCheckExtension(Extension):
         self.check = bool(self.getConfig("check"))
         self.blocks: dict[int, tuple[PageBlock, CheckResult | Future[CheckResult]]] = {}
         self.failures: list[str] = []
+        self.raises = True
+        """Whether a failing block stops the page (Zensical, plain Markdown): not under the
+        MkDocs plugin, which reports every failure of the site instead."""
         self.session: FormulaSession = self._make_session()
         self.labels = self.session.labels  # this page's, set by the preprocessor
 
@@ -259,6 +264,9 @@ class FormulaCheckExtension(Extension):
     def _make_session(self) -> FormulaSession:
         given = self.getConfig("session")
         if isinstance(given, FormulaSession):
+            # The MkDocs plugin's: it logs each failure itself (``--strict`` fails on them);
+            # raising here would stop the build at the first one, with a traceback.
+            self.raises = False
             return given
         root = Path(self.getConfig("root") or ".").resolve()
         options = self._options()
