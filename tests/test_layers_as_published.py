@@ -122,17 +122,16 @@ import tensorflow as tf
 class DotProductAttention(tf.keras.layers.Layer):
     def __init__(self, dropout, **kwargs):
         super().__init__(**kwargs)
-        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.drop_weights = tf.keras.layers.Dropout(dropout)
 
     def call(self, queries, keys, values, valid_lens=None, training=None):
-        d = tf.cast(tf.shape(queries)[-1], tf.float32)
-        scores = tf.matmul(queries, keys, transpose_b=True) / tf.math.sqrt(d)
+        logits = tf.einsum("bqd,bkd->bqk", queries, keys)
+        logits *= tf.math.rsqrt(tf.cast(tf.shape(keys)[-1], logits.dtype))
         if valid_lens is not None:
-            positions = tf.range(tf.shape(scores)[-1])
-            kept = positions[tf.newaxis, tf.newaxis, :] < valid_lens[:, tf.newaxis, tf.newaxis]
-            scores = tf.where(kept, scores, -1e6)
-        self.attention_weights = tf.nn.softmax(scores, axis=-1)
-        return tf.matmul(self.dropout(self.attention_weights, training=training), values)
+            real = tf.sequence_mask(valid_lens, tf.shape(logits)[-1])[:, tf.newaxis, :]
+            logits = tf.where(real, logits, -1e6)
+        self.attention_weights = tf.nn.softmax(logits, axis=-1)
+        return self.drop_weights(self.attention_weights, training=training) @ values
 """
 
 DOT_OPTIONS: dict[str, Any] = {
@@ -159,9 +158,11 @@ def test_training_true_takes_effect() -> None:
 
 def test_weights_kept_before_the_softmax_are_caught() -> None:
     wrong = DOT_PRODUCT.replace(
-        "self.attention_weights = tf.nn.softmax(scores, axis=-1)\n",
-        "self.attention_weights = scores\n",
-    ).replace("self.dropout(self.attention_weights,", "self.dropout(tf.nn.softmax(scores),")
+        "self.attention_weights = tf.nn.softmax(logits, axis=-1)\n",
+        "self.attention_weights = logits\n",
+    ).replace(
+        "self.drop_weights(self.attention_weights,", "self.drop_weights(tf.nn.softmax(logits),"
+    )
     result = _check("attention", wrong, **DOT_OPTIONS)
     assert result.status is Status.MISMATCH, result.headline()
     assert {v.name for v in result.verdicts if not v.ok} == {"weights"}
@@ -185,11 +186,9 @@ class GlobalSelfAttention(tf.keras.layers.Layer):
         self.mha = tf.keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)
 
     def call(self, x, mask=None):
-        out, scores = self.mha(
-            query=x, value=x, key=x, attention_mask=mask, return_attention_scores=True
-        )
-        self.last_attn_scores = scores
-        return out
+        mixed, scores = self.mha(x, x, attention_mask=mask, return_attention_scores=True)
+        self.last_attn_scores = scores  # kept for the caller, not returned
+        return mixed
 """
 
 WRAPPER_OPTIONS: dict[str, Any] = {
@@ -226,7 +225,7 @@ TWO_WRAPPED = WRAPPER.replace(
     "        self.mha = tf.keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)\n",
     "        self.mha = tf.keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)\n"
     "        self.spare = tf.keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)\n",
-).replace("        return out\n", "        return out + 0.0 * self.spare(x, x)\n")
+).replace("        return mixed\n", "        return mixed + 0.0 * self.spare(x, x)\n")
 
 
 def test_two_wrapped_layers_are_ambiguous_until_the_block_names_one() -> None:
@@ -248,11 +247,11 @@ import tensorflow as tf
 class AddNorm(tf.keras.layers.Layer):
     def __init__(self, dropout):
         super().__init__()
-        self.dropout = tf.keras.layers.Dropout(dropout)
         self.ln = tf.keras.layers.LayerNormalization()
+        self.drop = tf.keras.layers.Dropout(dropout)
 
     def call(self, X, Y, training=None):
-        return self.ln(self.dropout(Y, training=training) + X)
+        return self.ln(X + self.drop(Y, training=training))
 """
 
 ADD_NORM_OPTIONS: dict[str, Any] = {
@@ -266,7 +265,9 @@ ADD_NORM_OPTIONS: dict[str, Any] = {
 def test_a_two_input_layer_verifies_and_a_lost_residual_is_caught() -> None:
     result = _check("test_add_norm", ADD_NORM_LAYER, **ADD_NORM_OPTIONS)
     assert result.status is Status.VERIFIED, result.headline()
-    lost = ADD_NORM_LAYER.replace("training=training) + X)", "training=training))")
+    lost = ADD_NORM_LAYER.replace(
+        "X + self.drop(Y, training=training)", "self.drop(Y, training=training)"
+    )
     assert _check("test_add_norm", lost, **ADD_NORM_OPTIONS).status is Status.MISMATCH
 
 
@@ -349,14 +350,13 @@ import tensorflow as tf
 
 class ScaledDotProduct(tf.keras.layers.Layer):
     def call(self, queries, keys, values, valid_lens=None):
-        d = tf.cast(tf.shape(queries)[-1], tf.float32)
-        scores = tf.matmul(queries, keys, transpose_b=True) / tf.math.sqrt(d)
+        logits = tf.einsum("bqd,bkd->bqk", queries, keys)
+        logits /= tf.sqrt(tf.cast(tf.shape(queries)[-1], logits.dtype))
         if valid_lens is not None:
-            positions = tf.range(tf.shape(scores)[-1])
-            kept = positions[tf.newaxis, tf.newaxis, :] < valid_lens[:, tf.newaxis, tf.newaxis]
-            scores = tf.where(kept, scores, -1e6)
-        self.attention_weights = tf.nn.softmax(scores, axis=-1)
-        return tf.matmul(self.attention_weights, values)
+            real = tf.sequence_mask(valid_lens, tf.shape(logits)[-1])[:, tf.newaxis, :]
+            logits = tf.where(real, logits, -1e6)
+        self.attention_weights = tf.nn.softmax(logits, axis=-1)
+        return self.attention_weights @ values
 
 
 class MultiHead(tf.keras.layers.Layer):
@@ -364,30 +364,24 @@ class MultiHead(tf.keras.layers.Layer):
         super().__init__()
         self.num_heads = num_heads
         self.attention = ScaledDotProduct()
-        self.W_q = tf.keras.layers.Dense(num_hiddens, use_bias=False)
-        self.W_k = tf.keras.layers.Dense(num_hiddens, use_bias=False)
-        self.W_v = tf.keras.layers.Dense(num_hiddens, use_bias=False)
-        self.W_o = tf.keras.layers.Dense(num_hiddens, use_bias=False)
+        self.W_q, self.W_k, self.W_v, self.W_o = (
+            tf.keras.layers.Dense(num_hiddens, use_bias=False) for _ in range(4)
+        )
 
     def fold(self, x):
-        n = tf.shape(x)[1]
-        x = tf.reshape(x, (tf.shape(x)[0], n, self.num_heads, -1))
-        x = tf.transpose(x, perm=(0, 2, 1, 3))
-        return tf.reshape(x, (-1, n, tf.shape(x)[-1]))
+        # (b, n, h * d) -> (b * h, n, d), batch-major: row i * h + j is head j of element i
+        heads = tf.stack(tf.split(x, self.num_heads, axis=-1), axis=1)
+        return tf.reshape(heads, (-1, tf.shape(x)[1], x.shape[-1] // self.num_heads))
 
     def unfold(self, x):
-        n = tf.shape(x)[1]
-        x = tf.reshape(x, (-1, self.num_heads, n, tf.shape(x)[-1]))
-        x = tf.transpose(x, perm=(0, 2, 1, 3))
-        return tf.reshape(x, (tf.shape(x)[0], n, -1))
+        heads = tf.reshape(x, (-1, self.num_heads, tf.shape(x)[1], x.shape[-1]))
+        return tf.concat(tf.unstack(heads, axis=1), axis=-1)
 
     def call(self, queries, keys, values, valid_lens=None):
-        queries = self.fold(self.W_q(queries))
-        keys = self.fold(self.W_k(keys))
-        values = self.fold(self.W_v(values))
+        q, k, v = self.fold(self.W_q(queries)), self.fold(self.W_k(keys)), self.fold(self.W_v(values))
         if valid_lens is not None:
-            valid_lens = tf.repeat(valid_lens, repeats=self.num_heads, axis=0)
-        return self.W_o(self.unfold(self.attention(queries, keys, values, valid_lens)))
+            valid_lens = tf.repeat(valid_lens, self.num_heads, axis=0)
+        return self.W_o(self.unfold(self.attention(q, k, v, valid_lens)))
 """
 
 FOLDED_OPTIONS: dict[str, Any] = {
@@ -410,7 +404,7 @@ def test_weights_with_heads_folded_into_the_batch_are_compared_batch_major() -> 
         "(heads folded into the batch)"
     ) in result.notes
     tiled = FOLDED_HEADS.replace(
-        "tf.repeat(valid_lens, repeats=self.num_heads, axis=0)",
+        "tf.repeat(valid_lens, self.num_heads, axis=0)",
         "tf.tile(valid_lens, [self.num_heads])",
     )
     assert _check("multihead", tiled, **FOLDED_OPTIONS).status is Status.MISMATCH
