@@ -12,16 +12,11 @@ def masked_softmax(scores, valid_lens):
     """
     if valid_lens is None:
         return tf.nn.softmax(scores, axis=-1)
-    shape = scores.shape
-    if len(valid_lens.shape) == 1:
-        lengths = tf.repeat(valid_lens, repeats=shape[1])
-    else:
-        lengths = tf.reshape(valid_lens, shape=-1)
-    flat = tf.reshape(scores, (-1, shape[-1]))
-    positions = tf.range(shape[-1], dtype=tf.float32)[None, :]
-    visible = positions < tf.cast(lengths, tf.float32)[:, None]
-    flat = tf.where(visible, flat, -1e6 * tf.ones_like(flat))
-    return tf.nn.softmax(tf.reshape(flat, shape), axis=-1)
+    lengths = tf.cast(valid_lens, tf.int32)
+    if lengths.shape.rank == 1:
+        lengths = lengths[:, tf.newaxis]  # one length for every query of a batch element
+    visible = tf.sequence_mask(lengths, maxlen=tf.shape(scores)[-1])
+    return tf.nn.softmax(tf.where(visible, scores, -1e6), axis=-1)
 
 
 class DotProductAttention(tf.keras.layers.Layer):
@@ -30,15 +25,14 @@ class DotProductAttention(tf.keras.layers.Layer):
 
     def __init__(self, dropout, **kwargs):
         super().__init__(**kwargs)
-        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.drop_weights = tf.keras.layers.Dropout(dropout)
 
     def call(self, queries, keys, values, valid_lens=None, **kwargs):
-        width = queries.shape[-1]
-        scores = tf.matmul(queries, keys, transpose_b=True) / tf.math.sqrt(
-            tf.cast(width, tf.float32)
-        )
+        scale = tf.math.rsqrt(tf.cast(queries.shape[-1], tf.float32))
+        scores = tf.einsum("bqd,bkd->bqk", queries, keys) * scale
         self.attention_weights = masked_softmax(scores, valid_lens)
-        return tf.matmul(self.dropout(self.attention_weights, **kwargs), values)
+        kept = self.drop_weights(self.attention_weights, **kwargs)
+        return tf.einsum("bqk,bkd->bqd", kept, values)
 
 
 class MultiHeadAttention(tf.keras.layers.Layer):
@@ -48,28 +42,28 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.attention = DotProductAttention(dropout)
-        self.W_q = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
-        self.W_k = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
-        self.W_v = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
-        self.W_o = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_q, self.W_k, self.W_v, self.W_o = (
+            tf.keras.layers.Dense(num_hiddens, use_bias=bias) for _ in "qkvo"
+        )
 
     def fold_heads(self, X):
-        """(batch, steps, hiddens) -> (batch * heads, steps, hiddens / heads)."""
-        X = tf.reshape(X, (X.shape[0], X.shape[1], self.num_heads, -1))
-        X = tf.transpose(X, (0, 2, 1, 3))
-        return tf.reshape(X, (-1, X.shape[2], X.shape[3]))
+        """(batch, steps, hiddens) -> (batch * heads, steps, hiddens / heads), batch-major."""
+        batch, steps, hiddens = X.shape
+        per_head = tf.reshape(X, (batch, steps, self.num_heads, hiddens // self.num_heads))
+        return tf.reshape(tf.transpose(per_head, (0, 2, 1, 3)), (batch * self.num_heads, steps, -1))
 
     def unfold_heads(self, X):
         """The inverse of :meth:`fold_heads`."""
-        X = tf.reshape(X, (-1, self.num_heads, X.shape[1], X.shape[2]))
-        X = tf.transpose(X, (0, 2, 1, 3))
-        return tf.reshape(X, (X.shape[0], X.shape[1], -1))
+        folded, steps, width = X.shape
+        batch = folded // self.num_heads
+        per_head = tf.reshape(X, (batch, self.num_heads, steps, width))
+        return tf.reshape(tf.transpose(per_head, (0, 2, 1, 3)), (batch, steps, -1))
 
     def call(self, queries, keys, values, valid_lens=None, **kwargs):
-        queries = self.fold_heads(self.W_q(queries))
-        keys = self.fold_heads(self.W_k(keys))
-        values = self.fold_heads(self.W_v(values))
+        q = self.fold_heads(self.W_q(queries))  # (b * h, n, d_model / h)
+        k, v = self.fold_heads(self.W_k(keys)), self.fold_heads(self.W_v(values))
         if valid_lens is not None:
-            valid_lens = tf.repeat(valid_lens, repeats=self.num_heads, axis=0)
-        attended = self.attention(queries, keys, values, valid_lens, **kwargs)
+            # batch-major folding: row i * heads + j is head j of batch element i
+            valid_lens = tf.repeat(valid_lens, self.num_heads, axis=0)
+        attended = self.attention(q, k, v, valid_lens, **kwargs)
         return self.W_o(self.unfold_heads(attended))
