@@ -8,19 +8,19 @@ import tensorflow as tf
 class BaseAttention(tf.keras.layers.Layer):
     """Keras' attention layer, configured by keyword, with a residual and a norm."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **attention_keywords):
         super().__init__()
-        self.mha = tf.keras.layers.MultiHeadAttention(**kwargs)
-        self.layernorm = tf.keras.layers.LayerNormalization()
         self.add = tf.keras.layers.Add()
+        self.mha = tf.keras.layers.MultiHeadAttention(**attention_keywords)
+        self.layernorm = tf.keras.layers.LayerNormalization()
 
 
 class GlobalSelfAttention(BaseAttention):
     """Every position attends to every other."""
 
     def call(self, x):
-        attended = self.mha(query=x, value=x, key=x)
-        return self.layernorm(self.add([x, attended]))
+        mixed = self.mha(query=x, key=x, value=x)
+        return self.layernorm(self.add([x, mixed]))
 
 
 class FeedForward(tf.keras.layers.Layer):
@@ -28,13 +28,11 @@ class FeedForward(tf.keras.layers.Layer):
 
     def __init__(self, d_model, dff, dropout_rate=0.1):
         super().__init__()
-        self.seq = tf.keras.Sequential([
-            tf.keras.layers.Dense(dff, activation="relu"),
-            tf.keras.layers.Dense(d_model),
-            tf.keras.layers.Dropout(dropout_rate),
-        ])
-        self.add = tf.keras.layers.Add()
+        widen = tf.keras.layers.Dense(dff, activation="relu")
+        narrow = tf.keras.layers.Dense(d_model)
+        self.seq = tf.keras.Sequential([widen, narrow, tf.keras.layers.Dropout(dropout_rate)])
         self.layer_norm = tf.keras.layers.LayerNormalization()
+        self.add = tf.keras.layers.Add()
 
     def call(self, x):
         return self.layer_norm(self.add([x, self.seq(x)]))
@@ -45,10 +43,9 @@ class EncoderLayer(tf.keras.layers.Layer):
 
     def __init__(self, *, d_model, num_heads, dff, dropout_rate=0.1):
         super().__init__()
-        self.self_attention = GlobalSelfAttention(
-            num_heads=num_heads, key_dim=d_model, dropout=dropout_rate
-        )
-        self.ffn = FeedForward(d_model, dff)
+        heads = {"num_heads": num_heads, "key_dim": d_model, "dropout": dropout_rate}
+        self.self_attention = GlobalSelfAttention(**heads)
+        self.ffn = FeedForward(d_model, dff, dropout_rate)
 
     def call(self, x):
         return self.ffn(self.self_attention(x))
