@@ -11,17 +11,13 @@ class TransformerBlock(layers.Layer):
 
     def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
         super().__init__()
-        self.att = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
-        self.ffn = keras.Sequential(
-            [layers.Dense(ff_dim, activation="relu"), layers.Dense(embed_dim)]
-        )
+        self.att = layers.MultiHeadAttention(key_dim=embed_dim, num_heads=num_heads)
         self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
+        widen = layers.Dense(ff_dim, activation="relu")
+        self.ffn = keras.Sequential([widen, layers.Dense(embed_dim)])
         self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
-        self.dropout1 = layers.Dropout(rate)
-        self.dropout2 = layers.Dropout(rate)
+        self.drops = [layers.Dropout(rate), layers.Dropout(rate)]
 
     def call(self, inputs):
-        attended = self.dropout1(self.att(inputs, inputs))
-        out1 = self.layernorm1(inputs + attended)
-        return self.layernorm2(out1 + self.dropout2(self.ffn(out1)))
-
+        after_attention = self.layernorm1(inputs + self.drops[0](self.att(inputs, inputs)))
+        return self.layernorm2(after_attention + self.drops[1](self.ffn(after_attention)))
