@@ -187,8 +187,15 @@ def _open(root: Path) -> None:
         open_sections=spec.open_sections,
     )
     assert '<details class="fc-section fc-figures" open>' in card
-    assert '<details class="fc-section fc-timings" open>' in card or "fc-timings" not in card
     assert '<details class="fc-section fc-shapes">' in card, "a section not named stays closed"
+    shapes = render_card(
+        judged(plan_of(root, ATTENTION)),
+        labels=labels_for("en"),
+        image_url=lambda figure: "x.svg",
+        open_sections=("shapes",),
+    )
+    assert '<details class="fc-section fc-shapes" open>' in shapes
+    assert '<details class="fc-section fc-figures">' in shapes
 
 
 def _preset(root: Path) -> None:

@@ -118,18 +118,15 @@ def checked_in_order(
     specs = [block.spec for block in blocks if block.spec is not None]
     if specs and engine is None:
         raise ValueError("blocks to check, and no engine to check them")
-    results = engine.iter_check(specs) if engine is not None and specs else None
+    results = engine.iter_check(specs) if engine is not None and specs else iter(())
     try:
         for block in blocks:
-            if block.spec is None or results is None:
-                yield block, block.error_result()
-            else:
-                yield block, next(results)
+            yield block, block.error_result() if block.spec is None else next(results)
     finally:
         close_results(results)
 
 
-def close_results(results: Iterator[CheckResult] | None) -> None:
+def close_results(results: Iterator[CheckResult]) -> None:
     """Stop the checks of ``results`` not started yet (an engine's generator can)."""
     close = getattr(results, "close", None)
     if close is not None:
