@@ -230,7 +230,7 @@ def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
             spec.location,
         )
     call = plan.request.calls.function
-    passed = {arg.array for arg in (*call.args, *call.kwargs.values())}
+    passed = set(call.arrays())
     missing = [t.name for t in plan.oracle.weights if f"wt/{t.name}" not in passed]
     if spec.call is not None and missing:
         raise SpecError(

@@ -16,19 +16,38 @@ from .fields import Fields, Value, encode_values
 
 @dataclass(frozen=True)
 class Argument:
-    """One argument of a call: an array sent with the request (by name), or a value."""
+    """One argument of a call: an array sent with the request (by name), a value, or a list
+    or tuple of arguments (``items``; a state list such as ``[memory, lengths, [None]]``),
+    made afresh for every call so that code writing into it changes nothing of the next."""
 
     array: str = ""
     value: Value = None
+    items: tuple[Argument, ...] | None = None
+    sequence: str = "list"
+    """What ``items`` become: ``list`` or ``tuple``."""
+
+    def arrays(self) -> tuple[str, ...]:
+        """The names of the arrays this argument passes, its items' included."""
+        if self.items is not None:
+            return tuple(name for item in self.items for name in item.arrays())
+        return (self.array,) if self.array else ()
 
     def encode(self) -> dict[str, Any]:
-        """``{"array": name}`` or ``{"value": value}``."""
+        """``{"array": name}``, ``{"value": value}`` or ``{"items": [...], "sequence": ...}``."""
+        if self.items is not None:
+            return {"items": [item.encode() for item in self.items], "sequence": self.sequence}
         return {"array": self.array} if self.array else {"value": self.value}
 
     @classmethod
     def decode(cls, data: Any) -> Argument:
         """The argument ``data`` describes."""
         fields = Fields(data, "a call argument")
+        if "items" in fields:
+            sequence = fields.text("sequence")
+            if sequence not in ("list", "tuple"):
+                raise ProtocolError(f"a call argument's sequence is {sequence!r}")
+            items = tuple(cls.decode(item) for item in fields.items("items"))
+            return cls(items=items, sequence=sequence)
         if "array" in fields:
             return cls(array=fields.text("array"))
         return cls(value=fields.value("value"))
@@ -40,6 +59,10 @@ class Call:
 
     args: tuple[Argument, ...] = ()
     kwargs: Mapping[str, Argument] = field(default_factory=frozen_map)
+
+    def arrays(self) -> tuple[str, ...]:
+        """The names of the arrays the call passes, in order, nested ones included."""
+        return tuple(name for arg in (*self.args, *self.kwargs.values()) for name in arg.arrays())
 
     def encode(self) -> dict[str, Any]:
         """The call as JSON."""

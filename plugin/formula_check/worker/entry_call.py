@@ -10,7 +10,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..messages import Call, CheckRequest, Value
+from ..messages import Argument, Call, CheckRequest, Value
 from ..model import Array
 from .snippet_failure import phase, said
 
@@ -78,16 +78,19 @@ def arguments(
     """``call``'s positional and keyword arguments: an array under ``prefix`` if there is one
     (an input regime sends only its inputs, and shares the check's weights and mask), else
     the array itself, or the value."""
-    args = [_value(arg.array, arg.value, arrays, prefix) for arg in call.args]
-    kwargs = {k: _value(arg.array, arg.value, arrays, prefix) for k, arg in call.kwargs.items()}
+    args = [_value(arg, arrays, prefix) for arg in call.args]
+    kwargs = {k: _value(arg, arrays, prefix) for k, arg in call.kwargs.items()}
     return args, kwargs
 
 
-def _value(array: str, value: Value, arrays: Mapping[str, Array], prefix: str) -> Any:
-    if array:
-        name = prefix + array
-        return tf.constant(arrays[name] if name in arrays else arrays[array])
-    return value
+def _value(arg: Argument, arrays: Mapping[str, Array], prefix: str) -> Any:
+    if arg.items is not None:  # a new list on every call: code may write into it
+        items = [_value(item, arrays, prefix) for item in arg.items]
+        return items if arg.sequence == "list" else tuple(items)
+    if arg.array:
+        name = prefix + arg.array
+        return tf.constant(arrays[name] if name in arrays else arrays[arg.array])
+    return arg.value
 
 
 def construct(entry: Any, init: dict[str, Any], sources: Sources) -> Any:

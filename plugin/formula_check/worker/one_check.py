@@ -64,7 +64,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     call, sources = request.calls.of(kind), request.init_sources
     runner = bind(entry, kind, call, arrays, request.init, sources=sources)
     created: list[tuple[str, tuple[int | None, ...]]] = []
-    given = [arrays[a.array] for a in (*call.args, *call.kwargs.values()) if a.array[:3] == "wt/"]
+    given = [arrays[name] for name in call.arrays() if name[:3] == "wt/"]
     recorded = (created, given) if kind == "function" else None
     with phase("call"), _recording_variables(recorded):
         result = runner()
