@@ -22,6 +22,7 @@ from .option_values import (
     assignments,
     block_id,
     boolean,
+    call_words,
     card_sections,
     choice,
     did_you_mean,
@@ -39,7 +40,6 @@ from .option_values import (
     text,
     timing,
     weight_map,
-    words,
 )
 from .presets import PRESETS
 
@@ -155,7 +155,7 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "call",
-        words,
+        call_words,
         "q v key=k attention_mask=mask",
         "Call the entry with these arguments instead of the oracle's order. See [Calling "
         "differently](#calling-differently).",

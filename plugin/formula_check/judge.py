@@ -14,7 +14,7 @@ import numpy as np
 from .compare import compare, delta_array, squeeze_leading
 from .errors import OracleError, SpecError
 from .formula import judge_formula
-from .messages import CheckReply, SnippetFailed
+from .messages import NOT_A_TENSOR, CheckReply, SnippetFailed
 from .model import (
     Array,
     CheckResult,
@@ -26,6 +26,7 @@ from .model import (
     Verdict,
     frozen_map,
 )
+from .option_values import spoken_call
 from .oracle_weights import described, oracle_weights, param_check, unused_verdict
 from .planning import Plan, attribute_outputs
 from .result_notes import (
@@ -103,9 +104,22 @@ def evaluate(
     positional = list(names)
     names += list(attribute_outputs(spec))
     skipped = dict(reply.regimes_skipped)
+    untensored = _not_tensors(positional, reply.output_dtypes)
     verdicts, pictured = _judge_outputs(
-        plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
+        plan,
+        [name if name not in untensored else "_" for name in names],
+        outputs,
+        (weights, oracle_arrays, params),
+        arrays,
+        skipped,
     )
+    verdicts += list(untensored.values())
+    dropped = _dropped_training(reply)
+    if dropped:
+        verdicts = [
+            dataclasses.replace(v, hint=dropped) if not (v.ok or v.problem or v.hint) else v
+            for v in verdicts
+        ]
     _heatmaps_drawable(plan, pictured[1])
     verdicts += _unreturned(plan, names, len(outputs))
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
@@ -116,6 +130,7 @@ def evaluate(
     notes = (
         list(plan.notes)
         + output_notes(plan, positional, returned, reply.output_dtypes, reply.output_keys)
+        + ([dropped] if dropped and not any(v.hint == dropped for v in verdicts) else [])
         + _preset_note(plan, reply)
         + _fold_notes(plan, names, outputs)
         + [note for _, note in checked if note]
@@ -234,7 +249,7 @@ def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
     missing = [t.name for t in plan.oracle.weights if f"wt/{t.name}" not in passed]
     if spec.call is not None and missing:
         raise SpecError(
-            f"call={' '.join(spec.call)!r} never passes {', '.join(missing)}, weights of oracle "
+            f"call={spoken_call(spec.call)!r} never passes {', '.join(missing)}, weights of oracle "
             f"{plan.oracle.name!r}: a function must be given every weight the formula uses",
             spec.location,
         )
@@ -260,6 +275,37 @@ def _heatmaps_drawable(plan: Plan, expected: Mapping[str, Array]) -> None:
                 f"{', '.join(sorted(expected))})",
                 plan.spec.location,
             )
+
+
+def _dropped_training(reply: CheckReply) -> str:
+    """What to say when ``training=`` never reached the layer's own ``call()``."""
+    kept = dict(reply.keywords_not_passed)
+    if "training" not in kept:
+        return ""
+    return (
+        f"training= never reached {kept['training']}, which takes it only through **kwargs: "
+        "Keras 3 passes training on to a call() that names it (its sub-layers still see it), "
+        "so code that reads kwargs['training'] runs as if it were not given"
+    )
+
+
+def _not_tensors(names: Sequence[str], dtypes: Sequence[str]) -> dict[str, Verdict]:
+    """A failing verdict for each output ``returns=`` names at a place where the code
+    returned something other than an array (a list, a dict, None)."""
+    return {
+        name: Verdict(
+            name=name,
+            ok=False,
+            dims=(),
+            expected_shape=(),
+            actual_shape=(),
+            problem=f"the code returned a {dtype.removeprefix(NOT_A_TENSOR).strip()} as value "
+            f"{index + 1}, not a tensor: name the value it returns there, or skip it with _ "
+            "in returns=",
+        )
+        for index, (name, dtype) in enumerate(zip(names, dtypes, strict=False))
+        if name not in {"_", ""} and dtype.startswith(NOT_A_TENSOR)
+    }
 
 
 def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:

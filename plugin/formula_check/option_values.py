@@ -232,6 +232,44 @@ def words(value: str) -> tuple[str, ...]:
     return tokens
 
 
+_CALL_TOKEN = re.compile(r"[\[\]()]|[^\s\[\]()]+")
+_CLOSING = {"[": "]", "(": ")"}
+
+
+def call_words(value: str) -> tuple[str, ...]:
+    """``x [memory lengths [none]] training=false`` -> its words, each bracket a word of its
+    own: ``[...]`` passes a list, ``(...)`` a tuple, nested as deep as the code needs (a
+    decoder's state list); ``key=[...]`` passes one by keyword."""
+    tokens = tuple(_CALL_TOKEN.findall(value))
+    if not tokens:
+        raise ValueError("expected at least one word")
+    open_: list[str] = []
+    for index, token in enumerate(tokens):
+        upto = spoken_call(tokens[: index + 1])
+        if token in _CLOSING:
+            open_.append(token)
+        elif token in _CLOSING.values():
+            if not open_:
+                raise ValueError(f"{upto!r}: {token!r} closes nothing")
+            if _CLOSING[open_[-1]] != token:
+                raise ValueError(f"{upto!r}: {token!r} cannot close {open_[-1]!r}")
+            open_.pop()
+        elif token.endswith("=") and tokens[index + 1 : index + 2] not in (("[",), ("(",)):
+            raise ValueError(f"{token!r} gives no value: write {token}name or {token}[...]")
+    if open_:
+        raise ValueError(f"{open_[-1]!r} is never closed: add {_CLOSING[open_[-1]]!r}")
+    return tokens
+
+
+def spoken_call(tokens: Iterable[str]) -> str:
+    """The words of ``call=`` as a user writes them: ``x [memory lengths] training=false``."""
+    text = ""
+    for token in tokens:
+        glued = not text or text[-1] in "[(=" or token in _CLOSING.values()
+        text += token if glued else f" {token}"
+    return text
+
+
 def returns(value: str) -> tuple[str, ...]:
     """``output weights`` -> names of what the code returns, in order; ``_`` skips one;
     ``weights=attention_weights`` reads an output the layer keeps on an attribute instead."""

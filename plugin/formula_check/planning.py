@@ -18,6 +18,7 @@ from . import masks
 from .errors import FormulaCheckError, OracleError, SpecError
 from .messages import Argument, Call, Calls, CheckRequest, RegimeRequest, TimingRequest, TimingRun
 from .model import Array, CheckSpec, Scalar, frozen_map
+from .option_values import spoken_call
 from .oracles import Oracle, get_oracle
 from .oracles.base import KEEP_PARAM
 from .presets import PRESETS, apply_preset, init_sources
@@ -198,10 +199,10 @@ def _inputs_the_call_passes(
     self-attention's ``q``, ``k`` and ``v``), which the card notes."""
     if spec.call is None:
         return ()
-    named = {token.partition("=")[2] or token for token in spec.call}
+    named = call_names(spec.call)
     if has_mask and "mask" not in named:
         raise SpecError(
-            f"call={' '.join(spec.call)!r} never passes the block's mask ({spec.mask}), which "
+            f"call={spoken_call(spec.call)!r} never passes the block's mask ({spec.mask}), which "
             "the oracle applies: pass it, e.g. mask=mask",
             spec.location,
         )
@@ -216,7 +217,7 @@ def _inputs_the_call_passes(
         ]
         if not same:
             raise SpecError(
-                f"call={' '.join(spec.call)!r} never passes {tensor.name!r}, an input of oracle "
+                f"call={spoken_call(spec.call)!r} never passes {tensor.name!r}, an input of oracle "
                 f"{oracle.name!r}: the code would compute without it",
                 spec.location,
             )
@@ -463,18 +464,60 @@ def call_plans(
 
 
 def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> Call:
+    """``call=``'s words as a call; ``[...]`` and ``(...)`` (checked balanced when the header
+    was read) become lists and tuples of arguments."""
+    tokens = list(spec.call or ())
+    at = 0
+
+    def item() -> Argument:
+        nonlocal at
+        word = tokens[at]
+        at += 1
+        if word not in ("[", "("):
+            return _reference(word, names, sizes, spec)
+        items: list[Argument] = []
+        while tokens[at] not in ("]", ")"):
+            items.append(item())
+        at += 1
+        return Argument(items=tuple(items), sequence="list" if word == "[" else "tuple")
+
     args: list[Argument] = []
     kwargs: dict[str, Argument] = {}
-    for token in spec.call or ():
+    while at < len(tokens):
+        token = tokens[at]
         key, sep, value = token.partition("=")
-        ref = _reference(value if sep else key, names, sizes, spec)
-        if sep:
-            kwargs[key] = ref
+        if sep and not value:  # key=[...]: the bracket follows
+            at += 1
+            kwargs[key] = item()
+        elif sep:
+            at += 1
+            kwargs[key] = _reference(value, names, sizes, spec)
         elif kwargs:
-            raise SpecError(f"call: positional {token!r} after keyword arguments", spec.location)
+            raise SpecError(
+                f"call: positional {spoken_call(_one_item(tokens, at))!r} after keyword arguments",
+                spec.location,
+            )
         else:
-            args.append(ref)
+            args.append(item())
     return Call(tuple(args), frozen_map(kwargs))
+
+
+def _one_item(tokens: list[str], at: int) -> list[str]:
+    """The words of the argument that starts at ``at``: one word, or a bracket and its
+    contents."""
+    depth, end = 0, at
+    for end in range(at, len(tokens)):
+        depth += tokens[end] in ("[", "(")
+        depth -= tokens[end] in ("]", ")")
+        if depth == 0:
+            break
+    return tokens[at : end + 1]
+
+
+def call_names(call: tuple[str, ...]) -> set[str]:
+    """The names a ``call=`` passes, at any depth: ``x [memory mask]`` -> x, memory, mask."""
+    words = (token.partition("=")[2] or token for token in call)
+    return {word for word in words if word and word not in ("[", "]", "(", ")")}
 
 
 def _reference(token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec) -> Argument:

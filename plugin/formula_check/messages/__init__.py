@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..wire import ProtocolError
 from .fields import Value
 from .replies import (
+    NOT_A_TENSOR,
     Answer,
     CheckEnded,
     CheckReply,
@@ -44,6 +45,7 @@ from .requests import (
 )
 
 __all__ = [
+    "NOT_A_TENSOR",
     "Answer",
     "Argument",
     "Call",

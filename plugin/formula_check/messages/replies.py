@@ -60,6 +60,11 @@ def _seconds(fields: Fields, key: str) -> tuple[float, ...]:
     return tuple(float(x) for x in items)
 
 
+NOT_A_TENSOR = "not a tensor:"
+"""How ``output_dtypes`` marks a returned value that is no array (``not a tensor: list``): it
+travels as an empty array, so the values after it keep their places."""
+
+
 @dataclass(frozen=True)
 class CheckReply:
     """The code ran: its outputs (arrays ``out/I``, a regime's under its prefix) and the
@@ -69,6 +74,7 @@ class CheckReply:
     """What the entry was taken for: ``function``, ``layer`` or ``factory``."""
     outputs: int = 0
     output_dtypes: tuple[str, ...] = ()
+    """Each returned value's dtype, or :data:`NOT_A_TENSOR` and its type."""
     output_keys: tuple[str, ...] | None = None
     """The keys of a returned dict, in order; None when the code returned no dict."""
     timings: tuple[TimingResult, ...] = ()
@@ -86,6 +92,9 @@ class CheckReply:
     """The sub-layer under which the preset's weights were found (empty: the layer itself)."""
     created_variables: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
     """Trainable variables a function made while it ran: name and shape."""
+    keywords_not_passed: tuple[tuple[str, str], ...] = ()
+    """Keywords of the call that the framework kept from the layer's ``call()``, each with the
+    method it never reached (``training`` to a Keras 3 layer that takes only ``**kwargs``)."""
 
     def encode(self) -> dict[str, Any]:
         """The reply's header."""
@@ -101,6 +110,7 @@ class CheckReply:
             "output_dtypes": list(self.output_dtypes),
             "preset_root": self.preset_root,
             "created_variables": [[name, list(shape)] for name, shape in self.created_variables],
+            "keywords_not_passed": [list(pair) for pair in self.keywords_not_passed],
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
@@ -126,6 +136,9 @@ class CheckReply:
             written_files=fields.texts("written_files"),
             preset_root=fields.text("preset_root"),
             created_variables=tuple(_shaped(item) for item in fields.items("created_variables")),
+            keywords_not_passed=tuple(
+                _skipped(item) for item in fields.items("keywords_not_passed")
+            ),
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,7 +51,19 @@ class Runner:
         self.layer = layer
 
     def __call__(self) -> Any:
-        return self.target(*self.args, **self.kwargs)
+        args = [_fresh(arg) for arg in self.args]
+        kwargs = {key: _fresh(arg) for key, arg in self.kwargs.items()}
+        return self.target(*args, **kwargs)
+
+
+def _fresh(value: Any) -> Any:
+    """A new copy of each list and tuple in ``value`` (the tensors shared): a state list the
+    code writes into starts the same on every call, timed repeats and regimes included."""
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_fresh(item) for item in value)
+    return value
 
 
 def bind(
@@ -165,3 +178,24 @@ def _keywords_told(entry: Any, given: dict[str, Any], left_out: list[str], sourc
 
 def _entry_name(entry: Any) -> str:
     return str(getattr(entry, "__qualname__", None) or type(entry).__name__)
+
+
+def keywords_not_passed(layer: Any, call: Call) -> tuple[tuple[str, str], ...]:
+    """``(("training", "Block.call()"),)`` when ``call`` passes ``training=`` to a Keras 3
+    layer whose ``call()`` does not name it: Keras keeps it for its call context (the
+    sub-layers see it) and hands it to no ``**kwargs`` (Keras 2 did), so the layer's own code
+    never sees it."""
+    method = getattr(layer, "call", None)
+    keras = sys.modules.get("keras")
+    major = str(getattr(keras, "__version__", "0")).split(".")[0]
+    if "training" not in call.kwargs or method is None or not major.isdigit() or int(major) < 3:
+        return ()
+    if not isinstance(layer, keras.layers.Layer):  # type: ignore[union-attr]
+        return ()
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return ()
+    if "training" in parameters:
+        return ()
+    return (("training", f"{type(layer).__qualname__}.call()"),)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from ..messages import CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
 from ..model import Array
 from . import isolation, layer_weights
-from .entry_call import Runner, arguments, bind, resolve_kind
+from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
 from .project_reads import READS, Reads, changed, folder_state
 from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
 from .snippet_module import WorkerState, forget_local_modules, load_entry
@@ -113,6 +113,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         snippet_seconds=snippet_seconds,
         preset_root=root,
         created_variables=tuple(created),
+        keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
     )
     return reply, {
         **kept,

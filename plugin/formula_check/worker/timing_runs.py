@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import CheckRequest, TimingRequest, TimingResult
+from ..messages import NOT_A_TENSOR, CheckRequest, TimingRequest, TimingResult
 from ..model import Array
 from .entry_call import Runner, bind
 from .snippet_failure import clean, phase
@@ -81,18 +81,24 @@ def _as_sequence(result: Any) -> list[Any]:
 
 def outputs(result: Any) -> tuple[list[Any], list[str]]:
     """The returned values as arrays, and the dtype each came back in (bfloat16 and the
-    other types NumPy has no number kind for are compared as float32)."""
+    other types NumPy has no number kind for are compared as float32). A value that is no
+    array at all (the state list a decoder hands back) keeps its place as an empty array,
+    its dtype ``not a tensor:`` and its type: judging says so if
+    ``returns=`` names it, and nothing if it skips it with ``_``."""
     out, dtypes = [], []
     for index, item in enumerate(_as_sequence(result)):
         with phase("output"):
-            value = np.asarray(item.numpy() if hasattr(item, "numpy") else item)
             dtype = getattr(item, "dtype", None)
+            try:
+                value = np.asarray(item.numpy() if hasattr(item, "numpy") else item)
+            except (TypeError, ValueError):  # a ragged list, a dict of lists
+                value = np.asarray(None)
             name = str(getattr(dtype, "name", None) or value.dtype.name)
             if value.dtype.kind not in "biuf":
                 if dtype is None:
-                    raise TypeError(
-                        f"returned value {index} is a {type(item).__name__}, not a tensor"
-                    )
+                    out.append(np.zeros((0,), np.float32))
+                    dtypes.append(f"{NOT_A_TENSOR} {type(item).__name__}")
+                    continue
                 if not getattr(dtype, "is_floating", False):
                     raise TypeError(
                         f"returned value {index} is a {type(item).__name__} of {name}, "
