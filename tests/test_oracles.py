@@ -32,6 +32,8 @@ BUILTINS = (
     "add_positional_encoding",
     "sinusoidal_embedding",
     "learned_embedding",
+    "additive_attention",
+    "transformer_lr_schedule",
 )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..model import Array, frozen_map
 from .compiler import CompiledFormula, compile_formula
 from .declarations import parse_symbols
+from .errors import EvaluationError
 from .symbols import (
     Symbol,
     SymbolTable,
@@ -41,6 +42,10 @@ DECLARATIONS = {
     "linear": "X: [b, n, d_model] = x; W_Q: [d_model, d_k] = W; W_K: [d_model, d_k] = W\n"
     "W_V: [d_model, d_k] = W",
     "sublayer": f"{_FFN}; {_NORM}",
+    # Index notation: each query's features meet each key's, which matrix products cannot say.
+    "additive_attention": "Q: [b, n, d_q] = q; K: [b, m, d_k] = k; V: [b, m, d_v] = v\n"
+    "W_q: [d_q, h]; W_k: [d_k, h]; M: [b, n, m] = additive(mask)",
+    "transformer_lr_schedule": "",
 }
 """Author-style declarations for each builtin oracle, in :func:`parse_symbols` syntax."""
 
@@ -77,6 +82,47 @@ def layer_norm_function(epsilon: float) -> TableFunction:
     return TableFunction("LayerNorm", apply, ("gamma", "beta"))
 
 
+def _step_grid(name: str) -> Symbol:
+    """The training steps as a grid of scalars: a schedule's formula raises them to powers
+    and takes minima element by element, as it would of one step."""
+    return Symbol(name, ("n",), 0, array_loader("step", ("n",)), ("step",), "step")
+
+
+def _size(name: str) -> Symbol:
+    """A size the formula names as a number (``warmup_steps``): no axis of any tensor has it,
+    so it is no dim the table would read as its size by itself."""
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        if name not in sizes:
+            raise EvaluationError(f"no size named {name!r} was given")
+        return np.asarray(float(sizes[name]))
+
+    return Symbol(name, (), 0, load, (), name)
+
+
+def _scoring_vector() -> Symbol:
+    """``w_v``, ``(h)``: the scoring vector, read whether the code keeps it as a Dense kernel
+    ``(h, 1)`` or as a vector."""
+
+    def load(arrays: Mapping[str, Array], sizes: Mapping[str, int]) -> Array:
+        if "w_v" not in arrays:
+            raise EvaluationError("no array named 'w_v' was given")
+        vector: Array = np.asarray(arrays["w_v"], dtype=np.float64).reshape(-1)
+        return vector
+
+    return Symbol("w_v", ("h",), 1, load, ("w_v",), "w_v")
+
+
+def _one_pair() -> tuple[Symbol, Symbol]:
+    """``q`` and ``k``: one query and one key, as a textbook scores a pair with column
+    vectors (``w_v^T tanh(W_q q + W_k k)``); vectors, with the others as batch axes."""
+    query, key = ("b", "n", "d_q"), ("b", "m", "d_k")
+    return (
+        Symbol("q", query, 1, array_loader("q", query), ("q",), "q"),
+        Symbol("k", key, 1, array_loader("k", key), ("k",), "k"),
+    )
+
+
 def default_symbols(
     oracle_name: str, params: Mapping[str, Any] = frozen_map()
 ) -> SymbolTable | None:
@@ -88,6 +134,11 @@ def default_symbols(
     varepsilon = Symbol("\\varepsilon", (), 0, epsilon.load, (), "epsilon")
     if oracle_name == "layer_norm":
         return table.extended(_moment("x", "mu"), _moment("x", "sigma"), epsilon, varepsilon)
+    if oracle_name == "additive_attention":
+        return table.extended(_scoring_vector(), *_one_pair())
+    if oracle_name == "transformer_lr_schedule":
+        sizes = (_size("d_model"), _size("warmup_steps"))
+        return table.extended(_step_grid("step_num"), _step_grid("step"), *sizes)
     if oracle_name == "sublayer":  # epsilon too, for a page's LayerNorm written out in full
         function = layer_norm_function(_epsilon(params))
         return table.extended(epsilon, varepsilon, LayerNorm=function)

@@ -38,6 +38,8 @@ SIZING = frozenset(
 FONTS = frozenset({"mathbf", "boldsymbol", "bm", "mathit", "mathsf", "mathnormal"})
 UPRIGHT = frozenset({"text", "mathrm", "operatorname", "textrm", "textnormal", "mbox", "textit"})
 SYMBOLS = frozenset("+-*/=,;()[]{}^_|.'<>")
+UNDERSCORES = ("{\\_}", "\\_")
+"""An escaped underscore, braced or not: inside a name it is a letter of the name."""
 ESCAPED = {"{": "\\{", "}": "\\}", "lbrace": "\\{", "rbrace": "\\}", "\\": "\\\\"}
 
 
@@ -77,6 +79,8 @@ class _Lexer:
         if char == "%":  # a TeX comment runs to the end of the line
             newline = self.source.find("\n", self.pos)
             self.pos = len(self.source) if newline < 0 else newline
+        elif self._joins_name(start):
+            self._underscore(start)
         elif char == "\\":
             self._command(start)
         elif char.isascii() and char.isalpha():
@@ -87,6 +91,21 @@ class _Lexer:
             self.tokens.append(Token("symbol", char, start, self.pos))
         else:
             raise LatexError(f"unexpected character {char!r}", self.source, start)
+
+    def _joins_name(self, start: int) -> bool:
+        r"""Whether an escaped underscore (``\_`` or ``{\_}``) starts here, right after a letter:
+        ``step{\_}num`` is one name, ``step_num``, as a paper prints a code identifier."""
+        last = self.tokens[-1] if self.tokens else None
+        if last is None or last.kind != "letter" or last.end != start:
+            return False
+        return any(self.source.startswith(form, start) for form in UNDERSCORES)
+
+    def _underscore(self, start: int) -> None:
+        """An escaped underscore as a letter of the name it joins (its columns kept whole, so
+        the letters after it run on)."""
+        form = next(form for form in UNDERSCORES if self.source.startswith(form, start))
+        self.pos = start + len(form)
+        self.tokens.append(Token("letter", "_", start, self.pos))
 
     def _command(self, start: int) -> None:
         name = self._command_name()

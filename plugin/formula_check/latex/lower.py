@@ -174,6 +174,11 @@ class Lowerer:
 
     def superscript(self, value: Op, sup: Expr, col: int) -> Op:
         if script_text(sup) in TRANSPOSE_MARKS:
+            if value.type.core == 1:  # w^T x: a formula in column vectors, not a wrong one
+                raise NotExecutable(
+                    f"the transpose of a {value.type} is outside the executable "
+                    "subset: column-vector products (w^T x, W x) are not compiled"
+                )
             return Transpose(value, self.typed(transpose_type, col, value.type))
         if value.type.core:
             raise NotExecutable(f"a power of a {value.type} is outside the executable subset")

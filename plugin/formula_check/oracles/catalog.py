@@ -1,15 +1,16 @@
 """The builtin oracles: float64 NumPy references of the Transformer's formulas.
 
 :data:`BUILTINS` lists them for the registry, which adds them on first use. They live by
-family (:mod:`.attention`, :mod:`.positional`, :mod:`.layers`, and
-:mod:`.composite`, built with :mod:`.compose`); their shared math is in
-:mod:`.numerics`, their input regimes in :mod:`.regimes`. Sizes are read off the arrays
+family (:mod:`.attention`, :mod:`.additive`, :mod:`.positional`, :mod:`.layers`,
+:mod:`.schedules`, and :mod:`.composite`, built with :mod:`.compose`); their shared math is
+in :mod:`.numerics`, their input regimes in :mod:`.regimes`. Sizes are read off the arrays
 wherever the math allows, so a layer's real weights go through the same code as generated
 ones.
 """
 
 from __future__ import annotations
 
+from .additive import ADDITIVE_ATTENTION, ADDITIVE_WEIGHTS, additive_scores
 from .attention import ATTENTION, MH_INPUTS, MH_WEIGHTS, MULTIHEAD, SA_WEIGHTS, SELF_ATTENTION
 from .base import Oracle
 from .composite import (
@@ -57,9 +58,12 @@ from .regimes import (
     WIDE_OFFSET,
     WIDE_WEIGHTS,
 )
+from .schedules import TRANSFORMER_LR_SCHEDULE, warmup_rate
 from .tensors import X
 
 __all__ = [
+    "ADDITIVE_ATTENTION",
+    "ADDITIVE_WEIGHTS",
     "ADD_NORM",
     "ADD_POSITIONAL_ENCODING",
     "ATTENTION",
@@ -95,14 +99,17 @@ __all__ = [
     "SOFTMAX",
     "SOFTMAX_X",
     "SUBLAYER",
+    "TRANSFORMER_LR_SCHEDULE",
     "WIDE_OFFSET",
     "WIDE_WEIGHTS",
     "X",
+    "additive_scores",
     "layer_norm",
     "positional_encoding",
     "relu_ffn",
     "scaled_dot_product",
     "softmax",
+    "warmup_rate",
 ]
 
 BUILTINS: tuple[Oracle, ...] = (
@@ -123,5 +130,7 @@ BUILTINS: tuple[Oracle, ...] = (
     ADD_POSITIONAL_ENCODING,
     SINUSOIDAL_EMBEDDING,
     LEARNED_EMBEDDING,
+    ADDITIVE_ATTENTION,
+    TRANSFORMER_LR_SCHEDULE,
 )
 """Every builtin oracle, in the order :func:`.registry.all_oracles` lists them."""
