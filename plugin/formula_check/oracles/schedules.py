@@ -50,11 +50,13 @@ def _generate(
 ) -> dict[str, Array]:
     """Steps on both sides of the warm-up: the first step, where an off-by-one doubles the
     rate; the last warm-up step and the two after it, where the branches meet; the rest spread
-    in log up to four times the warm-up, where the decay has taken over."""
+    in log, half during the warm-up and half up to sixteen times it, where the decay rules."""
     warmup, count = sizes["warmup_steps"], sizes["n"]
-    fixed = np.unique([1.0, float(max(1, warmup - 1)), float(warmup), float(warmup + 1)])
-    spread = _steps(2, 4 * warmup, max(0, count - len(fixed)), rng)
-    return {"step": np.sort(np.concatenate([fixed, spread]))[:count]}
+    fixed = [1.0, float(max(1, warmup - 1)), float(warmup), float(warmup + 1)]
+    spread = count - len(fixed)
+    during = _steps(2, max(2, warmup - 2), spread // 2, rng)
+    after = _steps(warmup + 2, 16 * warmup, spread - spread // 2, rng)
+    return {"step": np.sort(np.concatenate([fixed, during, after]))}
 
 
 def _far_steps(
