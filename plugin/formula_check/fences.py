@@ -114,10 +114,10 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "kind",
-        choice("auto", "function", "layer", "factory"),
+        choice("auto", "function", "layer", "factory", "builder"),
         "layer",
-        "How to call the entry: `function`, `layer`, `factory`, or `auto` (the default; see "
-        "[below](#how-your-code-is-called)).",
+        "How to call the entry: `function`, `layer`, `factory`, `builder`, or `auto` (the "
+        "default; see [below](#how-your-code-is-called)).",
     ),
     BlockOption(
         "dims",

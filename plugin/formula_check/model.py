@@ -72,7 +72,7 @@ class Status(str, enum.Enum):
 
 MaskKind = Literal["none", "padding", "causal", "both"]
 MaskConvention = Literal["additive", "keep", "keep-float"]
-EntryKind = Literal["auto", "function", "layer", "factory"]
+EntryKind = Literal["auto", "function", "layer", "factory", "builder"]
 Expectation = Literal["verified", "mismatch", "error", "timeout", "fail"]
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from ..messages import Argument, Call, CheckRequest, Value
 from ..model import Array
+from . import builder
 from .snippet_failure import phase, said
 
 Sources = Mapping[str, Mapping[str, str]]
@@ -20,7 +21,8 @@ Sources = Mapping[str, Mapping[str, str]]
 
 
 def resolve_kind(entry: Any, request: CheckRequest) -> str:
-    """``function``, ``layer`` or ``factory``: the request's, or told from the entry."""
+    """``function``, ``layer``, ``factory`` or ``builder``: the request's, or told from the
+    entry (never ``builder``: a builder looks like any function, so the block says it)."""
     kind = request.kind
     if kind != "auto":
         return kind
@@ -76,10 +78,17 @@ def bind(
     *,
     sources: Sources,
 ) -> Runner:
-    """A runner of ``entry`` (constructed first unless a function) on ``call``'s arguments."""
+    """A runner of ``entry`` (constructed first unless a function, built into a model on
+    symbolic inputs if a builder) on ``call``'s arguments."""
     args, kwargs = arguments(call, arrays, prefix)
     if kind == "function":
         return Runner(entry, args, kwargs, None)
+    if kind == "builder":
+        with phase("building its model on symbolic inputs"):
+            block = builder.build(
+                entry, args, kwargs, lambda bound: construct(bound, dict(init), sources)
+            )
+        return Runner(block, args, kwargs, block.model)
     with phase("construct"):
         layer = construct(entry, dict(init), sources)
     return Runner(layer, args, kwargs, layer)

@@ -133,15 +133,25 @@ _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[-?\d+\])*)")
 def _follow(obj: Any, path: str) -> Any:
     """Walk ``wq.kernel`` or ``ffn.layers[0].bias`` through attributes and indexes only; a
     model built with Keras' functional API keeps its layers by name, not in attributes, so
-    a step it has no attribute for is its layer of that name (``get_layer``)."""
+    a step it has no attribute for is its layer of that name (``get_layer``), else the list
+    of its layers of that class, in the model's order (``Conv1D[1].kernel``): Keras names a
+    layer it creates by how many it created before in the process, never the same twice."""
     for part in path.split("."):
         match = _STEP.fullmatch(part)
         if match is None:
             raise ValueError(f"bad weight path {path!r}")
         obj = _step(obj, match.group(1))
         for index in re.findall(r"-?\d+", match.group(2)):
-            obj = obj[int(index)]
+            obj = _index(obj, int(index), match.group(1))
     return obj
+
+
+def _index(obj: Any, index: int, name: str) -> Any:
+    try:
+        return obj[index]
+    except IndexError:
+        size = len(obj) if hasattr(obj, "__len__") else 0
+        raise IndexError(f"{name} holds {size} items, so [{index}] is out of range") from None
 
 
 def _step(obj: Any, name: str) -> Any:
@@ -154,9 +164,14 @@ def _step(obj: Any, name: str) -> Any:
         try:
             return get_layer(name)
         except ValueError:
-            raise AttributeError(
-                f"{type(obj).__name__} has no attribute and no layer named {name!r}"
-            ) from None
+            pass
+        of_class = [layer for layer in getattr(obj, "layers", ()) if type(layer).__name__ == name]
+        if of_class:
+            return of_class
+        raise AttributeError(
+            f"{type(obj).__name__} has no attribute and no layer named {name!r}, nor a layer "
+            "of that class"
+        ) from None
 
 
 def follow(obj: Any, path: str) -> Any:
