@@ -47,6 +47,13 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     take it out of ``nav`` too, or MkDocs reports a missing page). Left out of a ``nav``, it is
     a page outside the nav, which ``validation: nav: omitted_files`` does not report."""
 
+    notebooks = c.Type(bool, default=False)
+    """Offer each page with formula blocks as a Jupyter notebook: an "Open as notebook" link
+    at its top, to a ``.ipynb`` written next to its HTML, with the page's prose and formulas
+    as Markdown cells and each block's code in a ``%%formula`` cell that runs the same check.
+    A page's ``formula_check_notebook: true`` or ``false`` front matter wins for that page.
+    Needs the ``notebook`` extra (jupytext, nbformat)."""
+
     timing = c.Type(bool, default=DEFAULTS.timing)
     """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster.
     Off wins over every block and page: no block is timed and no ``sweep=`` is run."""

@@ -45,6 +45,7 @@ from ..render import labels_for
 from ..render.figure_cache import FigureCache
 from ..session import Engines, FormulaSession, PageContext
 from . import report, site, watching
+from .page_notebooks import PageNotebooks
 from .tally import Tally
 
 
@@ -68,6 +69,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.figures: FigureCache | None = None
         self.templates = serving.TemplateCache()
         self.theme_listing = serving.ThemeListing()
+        self.notebooks = PageNotebooks(enabled=False)
 
     @property
     def settings(self) -> Settings:
@@ -104,6 +106,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.config.enabled:
             self.session = self._make_session(config)
         self.blocks, self.report = [], None
+        self.notebooks = PageNotebooks(enabled=self.config.notebooks)
         extension = {"session": self.session} if self.session else {"check": False}
         site.register_extension(config, extension)  # the math renders either way
         site.register_assets(config, mathjax=self.config.mathjax)
@@ -197,7 +200,13 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
     def on_page_markdown(
         self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files
     ) -> str | None:
-        """Tell the session which page renders and how many lines MkDocs cut off its top."""
+        """Tell the session which page renders and how many lines MkDocs cut off its top;
+        make the page's notebook, if it is to have one."""
+        path = site.page_path(page.file, self.root)
+        try:
+            self.notebooks.add(markdown, page=path, dest=page.file.dest_uri, meta=page.meta)
+        except FormulaCheckError as exc:
+            site.log.warning(str(exc))
         if self.session is not None:
             self.session.enter_page(
                 PageContext(
@@ -216,6 +225,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         """Tell MkDocs' anchor validation about the cards' ``#fc-<id>`` anchors: a fence's
         HTML is stashed before MkDocs looks for ids in raw HTML, so it never sees them. With
         the checks off there is no card: the anchor goes on the formula itself."""
+        html = self._notebook_link(page, config) + html
         if not self.blocks or page.present_anchor_ids is None:
             return html
         path = site.page_path(page.file, self.root)
@@ -227,6 +237,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             html = anchored
         page.present_anchor_ids.update(anchors)
         return html
+
+    def _notebook_link(self, page: Page, config: MkDocsConfig) -> str:
+        language = str(page.meta.get("language") or self._language(config))
+        return self.notebooks.link(site.page_path(page.file, self.root), labels_for(language))
 
     # -- output ----------------------------------------------------------------------------
 
@@ -278,6 +292,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self._start_engine(session)
         site_dir = Path(config.site_dir)
         self.images.write(site_dir)
+        self.notebooks.write(site_dir)
         if self.config.report:
             report.write_json(site_dir, session.results())
 

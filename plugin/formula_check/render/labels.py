@@ -90,6 +90,8 @@ class Labels:
     size: str
     median_time: str
     report_title: str
+    open_notebook: str
+    open_notebook_title: str
     report_disabled: str
     summary: str
     tally: str
@@ -219,6 +221,9 @@ ENGLISH = Labels(
     size="size",
     median_time="Median time",
     report_title="Formula check report",
+    open_notebook="Open as notebook",
+    open_notebook_title="This page as a Jupyter notebook: each block's code in a %%formula cell "
+    "that runs the same check (run it from the project's folder)",
     report_disabled="Formula checks were turned off for this build (`enabled: false`): the "
     "formulas are shown, but none was checked against its code.",
     summary="{count} blocks",
@@ -300,6 +305,9 @@ CHINESE = Labels(
     size="规模",
     median_time="中位耗时",
     report_title="公式检查报告",
+    open_notebook="以 Notebook 打开",
+    open_notebook_title="本页的 Jupyter Notebook 版本：每个公式块的代码放在一个 %%formula "
+    "单元格里，运行时做同样的检查（请在项目目录下运行）",
     report_disabled="本次构建关闭了公式检查（`enabled: false`）："
     "页面照常显示公式，但没有任何公式与代码核对过。",
     summary="共 {count} 个公式块",
