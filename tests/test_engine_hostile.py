@@ -316,7 +316,7 @@ def test_a_weight_map_on_a_function_is_an_error() -> None:
 def test_a_weight_map_from_the_page_defaults_leaves_a_function_alone() -> None:
     """A page's default weight map serves its layer blocks; its function blocks ignore it."""
     weights = frozen_map({"W_1": "inner.kernel"})
-    spec = spec_for("ffn", FFN, weights=weights, weights_from_page=True)
+    spec = spec_for("ffn", FFN, weights=weights, stated=("oracle",))
     (result,) = shared_engine().check_many([spec])
     assert result.status is Status.VERIFIED, result.detail()
 

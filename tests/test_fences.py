@@ -509,12 +509,13 @@ def test_an_empty_formula_is_fine_when_nothing_reads_it(tmp_path: Path, header: 
     assert block.spec is not None, block.error
 
 
-def test_weights_from_the_page_are_marked_as_such(tmp_path: Path) -> None:
+def test_weights_from_the_page_are_told_from_the_block_s_own(tmp_path: Path) -> None:
     meta = {"formula_check": {"weights": {"W_1": "inner.kernel"}}}
     inherited = one_block(tmp_path, 'oracle="ffn"', meta)
     own = one_block(tmp_path, 'oracle="ffn" weights="W_1=a.kernel"', meta)
-    assert inherited.spec is not None and inherited.spec.weights_from_page
-    assert own.spec is not None and not own.spec.weights_from_page
+    assert inherited.spec is not None and inherited.spec.stated == ("oracle",)
+    assert not inherited.spec.states("weights")
+    assert own.spec is not None and own.spec.states("weights")
 
 
 def test_front_matter_indented_with_a_tab_is_reported(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ Each option of :data:`formula_check.fences.BLOCK_OPTIONS` has an entry in ``EFFE
 header, and what it must change in the spec, the plan, the request or the judged result) and
 in ``REFUSED`` (headers whose value could not take effect, with the error each must raise at
 ``docs/p.md:3``). A new option without both fails ``test_every_option_is_covered``. Pure: the
-worker's reply is made here from the oracle's own outputs, so no TensorFlow runs.
+worker's reply is made here from the oracle's own outputs, so no TensorFlow runs. How a
+block's own value meets the page's defaults and its preset: ``test_stated_values.py``.
 """
 
 from __future__ import annotations
@@ -321,6 +322,7 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
     "mask_convention": [
         (f'{ATTENTION} mask_convention="keep"', FUNCTION, "the block passes no mask"),
         (f'{ATTENTION} mask="none" mask_convention="keep"', FUNCTION, "mask is none"),
+        (f'{ATTENTION} mask_convention="additive"', FUNCTION, "the block passes no mask"),
         (
             f'{ATTENTION} mask="both" mask_convention="lengths" mask_dims="b"',
             FUNCTION,
@@ -330,8 +332,12 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
     "init": [
         (f'{ATTENTION} init="units=2"', FUNCTION, "init: units cannot take effect"),
         (f'{ATTENTION} init="widths=[1, 2"', LAYER, "unclosed ["),
+        (f'{ATTENTION} kind="function" init="units=2"', LAYER, "this block is a function"),
     ],
-    "weights": [(f'{ATTENTION} weights="W_q=wq.kernel"', FUNCTION, "not a weight")],
+    "weights": [
+        (f'{ATTENTION} weights="W_q=wq.kernel"', FUNCTION, "not a weight"),
+        ('oracle="multihead" kind="function" weights="W_q=wq"', FUNCTION, "is a function"),
+    ],
     "call": [
         (f'{ATTENTION} call="q k"', FUNCTION, "never passes 'v'"),
         (f'{ATTENTION} mask="padding" call="q k v"', FUNCTION, "never passes the block's mask"),
@@ -348,19 +354,33 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
     "seed": [(f'{ATTENTION} seed="-1"', FUNCTION, "whole number")],
     "timeout": [(f'{ATTENTION} timeout="0"', FUNCTION, "positive")],
     "expect": [(f'{ATTENTION} expect="pass"', FUNCTION, "expected one of verified")],
-    "perturb": [(f'{ATTENTION} perturb="false"', FUNCTION, "perturb=false cannot take effect")],
+    "perturb": [
+        (f'{ATTENTION} perturb="false"', FUNCTION, "perturb=false cannot take effect"),
+        (f'{ATTENTION} kind="function" perturb="true"', FUNCTION, "this block is a function"),
+    ],
     "timing": [(f'{ATTENTION} timing="repeats=0"', FUNCTION, ">= 1")],
     "timing_dims": [
         (f'{ATTENTION} timing="off" timing_dims="n=9"', FUNCTION, "timing is off"),
+        ('oracle="multihead" params="variant=self" timing_dims="m=9"', FUNCTION, "makes m 5"),
     ],
     "heatmaps": [(f'{ATTENTION} heatmaps="hidden"', FUNCTION, "has no 'hidden' to draw")],
-    "open": [(f'{ATTENTION} open="heatmap"', FUNCTION, "did you mean 'heatmaps'")],
+    "open": [
+        (f'{ATTENTION} open="heatmap"', FUNCTION, "did you mean 'heatmaps'"),
+        (f'{ATTENTION} open="scaling"', FUNCTION, "the card has no scaling section"),
+        (f'{ATTENTION} timing="off" open="timings"', FUNCTION, "the card has no timings"),
+        (f'{ATTENTION} heatmaps="none" open="heatmaps"', FUNCTION, "the card has no heatmaps"),
+    ],
     "sweep": [(f'{ATTENTION} timing="off" sweep="8 16"', FUNCTION, "timing is off")],
-    "sweep_dim": [(f'{ATTENTION} sweep_dim="m"', FUNCTION, "without sweep=")],
+    "sweep_dim": [
+        (f'{ATTENTION} sweep_dim="m"', FUNCTION, "without sweep="),
+        (f'{ATTENTION} sweep_dim="n"', FUNCTION, "without sweep="),
+        ('oracle="multihead" params="variant=self" sweep="8" sweep_dim="m"', FUNCTION, "makes m 5"),
+    ],
     "preset": [
         (f'{ATTENTION} preset="keras-mhaa"', FUNCTION, "did you mean 'keras-mha'"),
         (f'{ATTENTION} preset="keras-mha@2mha"', FUNCTION, "must be an attribute path"),
         (f'{ATTENTION} preset="keras-mha" kind="auto"', FUNCTION, "preset keras-mha sets kind"),
+        (f'{ATTENTION} preset="keras-mha" kind="function"', FUNCTION, "sets up a layer"),
         (
             f'{ATTENTION} preset="keras-mha" mask="padding" mask_convention="additive"',
             FUNCTION,

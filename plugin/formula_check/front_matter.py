@@ -5,15 +5,23 @@ the lines they report must be the ones the built page has. :func:`split_front_ma
 MkDocs' ``mkdocs.utils.meta.get_data`` (MkDocs 1.6): YAML between a first line ``---`` and a
 closing ``---`` or ``...``, or else MultiMarkdown-style ``key: value`` lines up to the first
 blank one.
+
+:func:`block_options` says which of a page's ``formula_check:`` defaults a block takes: a
+default applies to the blocks it can apply to, a value the block states takes effect or is
+an error.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import yaml
+
+from .errors import SpecError
+from .model import CARD_SECTIONS, Location
+from .presets import PRESETS, UNSET
 
 try:  # the loader MkDocs uses: the C one where PyYAML has it
     from yaml import CSafeLoader as _SafeLoader
@@ -116,3 +124,132 @@ def front_matter_problem(lines: Sequence[str]) -> str:
         what = getattr(exc, "problem", None) or str(exc).split("\n")[0]
         return f"not valid YAML at line {line} ({what}), so none of its defaults apply"
     return ""
+
+
+Refuse = Callable[[str, str], None]
+"""``refuse(option, why)``: the option cannot take effect on this block, and why."""
+
+
+def block_options(
+    defaults: Mapping[str, Any],
+    own: Mapping[str, Any],
+    where: Location,
+    weight_names: Collection[str] | None = None,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The options a block is checked with: its own, and the page's ``defaults`` that apply
+    to it; with a note for each default left out, and why. A value of the block's own that
+    cannot take effect is a :class:`SpecError` at ``where``, all such values at once.
+
+    ``weight_names``: the weights and parameters of the block's oracle (None: not known); a
+    page's weight map gives the block only the names its oracle has."""
+    options = {**defaults, **own}
+    problems: list[str] = []
+    notes: list[str] = []
+
+    def refuse(option: str, why: str) -> None:
+        if option in own:
+            problems.append(f"{option}= cannot take effect: {why}")
+        elif options.pop(option, None) is not None:
+            notes.append(f"the page's default {option}= does not apply to this block: {why}")
+
+    preset = _preset_fills(options, own, refuse, notes)
+    _kind_rules(options, preset, refuse)
+    _dependent_rules(options, refuse)
+    problems += _unopenable(own, options)
+    if problems:
+        raise SpecError("; ".join(problems), where)
+    if weight_names is not None and "weights" in options and "weights" not in own:
+        notes += _page_weights_for(options, weight_names)
+    return options, tuple(notes)
+
+
+def _preset_fills(
+    options: dict[str, Any], own: Mapping[str, Any], refuse: Refuse, notes: list[str]
+) -> Mapping[str, Any]:
+    """What the block's preset (its own or the page's) sets. It fills an option the block
+    leaves unset over the page's default; a block's own value it never overrides, and one
+    that it would fill over (``kind="auto"``) is an error."""
+    name = str(options.get("preset", "")).partition("@")[0]
+    preset = PRESETS.get(name, {})
+    if preset and own.get("kind") == "function":
+        refuse("preset", f"preset {name} sets up a layer, and this block is a function")
+        return {}
+    for option, unset in UNSET.items():
+        if option in own and own[option] == unset and preset.get(option, unset) != unset:
+            refuse(option, f"preset {name} sets {option}={preset[option]!r}; leave it out")
+    filled = [option for option in preset if option != "params"]
+    filled += ["mask_dims"] if "mask_dims" in preset.get("params", {}) else []
+    for option in filled:
+        if option not in own and options.pop(option, None) is not None:
+            notes.append(f"the page's default {option}= does not apply: preset {name} sets it")
+    page_params = options.get("params") if "params" not in own else None
+    taken = sorted(set(page_params or {}) & set(preset.get("params", {})))
+    if page_params is not None and taken:
+        options["params"] = {k: v for k, v in page_params.items() if k not in taken}
+        notes.append(
+            f"the page's default params {', '.join(taken)} do not apply: preset {name} sets them"
+        )
+    return preset
+
+
+def _kind_rules(options: Mapping[str, Any], preset: Mapping[str, Any], refuse: Refuse) -> None:
+    """A function is called, never built: weights, constructor keywords and perturbing."""
+    if options.get("kind", preset.get("kind", "auto")) != "function":
+        return
+    refuse("weights", 'this block is a function (kind="function"), given its weights as arguments')
+    refuse("init", 'this block is a function (kind="function"), called, never constructed')
+    refuse(
+        "perturb",
+        'this block is a function (kind="function"); only a layer\'s own weights are moved',
+    )
+
+
+def _dependent_rules(options: Mapping[str, Any], refuse: Refuse) -> None:
+    """Options that act on what another option turns on: a mask, timing, a sweep, the
+    formula's compilation."""
+    if options.get("mask", "none") == "none":
+        for option in ("mask_convention", "mask_dims"):
+            refuse(option, 'the block passes no mask (add mask="padding", "causal" or "both")')
+    timing = options.get("timing")
+    if timing is not None and not timing[0]:
+        for option in ("timing_dims", "sweep"):
+            refuse(option, "timing is off")
+    if not options.get("sweep"):
+        refuse("sweep_dim", "nothing is swept without sweep= (the sizes to time at)")
+    if options.get("formula") is False:
+        refuse("symbols", "the formula check is off (formula=off), so no formula is compiled")
+
+
+def _unopenable(own: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]:
+    """Card sections the block asks to draw open that its card will not have (``all``
+    opens whichever it has)."""
+    sections = own.get("open") or ()
+    if tuple(sections) == CARD_SECTIONS:
+        return []
+    timing = options.get("timing")
+    timed = timing is None or bool(timing[0])
+    missing = {
+        "timings": "" if timed else "timing is off",
+        "scaling": "" if timed and options.get("sweep") else "it needs sweep= and timing on",
+        "heatmaps": "heatmaps is none" if options.get("heatmaps") == () else "",
+    }
+    return [
+        f"open={section} cannot take effect: the card has no {section} section ({missing[section]})"
+        for section in sections
+        if missing.get(section)
+    ]
+
+
+def _page_weights_for(options: dict[str, Any], weight_names: Collection[str]) -> list[str]:
+    """The page's weight map, less the names the block's oracle does not have."""
+    page_map: Mapping[str, str] = options["weights"]
+    foreign = [name for name in page_map if name not in weight_names]
+    if not foreign:
+        return []
+    options["weights"] = {k: v for k, v in page_map.items() if k not in foreign}
+    if not options["weights"]:
+        del options["weights"]
+    return [
+        f"the page's default weights {', '.join(foreign)} do not apply: this block's "
+        "oracle has no such weight or parameter"
+    ]

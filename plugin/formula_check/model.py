@@ -154,10 +154,17 @@ class CheckSpec:
     block's ``page.md:LINE``."""
     check_formula: bool = True
     """Compile the LaTeX and compare it with the oracle (the third side of the check)."""
-    weights_from_page: bool = False
-    """``weights`` came from the page's defaults, not the block: a function block, which is
-    given the weights, ignores them rather than failing (the page may mix layers and
-    functions)."""
+    stated: tuple[str, ...] | None = None
+    """The options the block's own header states, sorted (a tuple, so that the cache key is
+    the same in every process); the others came from the page's defaults or are unset.
+    ``None``: a spec made in code, every value of which is its own. A value the block
+    states takes effect or is an error; a page default that cannot apply is left out."""
+    notes: tuple[str, ...] = ()
+    """What the card says of the page's defaults this block does not take, and why."""
+
+    def states(self, option: str) -> bool:
+        """Does the block itself give ``option`` (a name of a header option)?"""
+        return self.stated is None or option in self.stated
 
 
 BOUND_WORDS = "its least"

@@ -25,7 +25,7 @@ def oracle_weights(
     the parameters the weight map read from the layer."""
     spec = plan.spec
     if reply.kind == "function":
-        if spec.weights and not spec.weights_from_page:
+        if spec.weights and spec.states("weights"):  # a page's default serves its layer blocks
             raise SpecError(
                 "weights: a weight map says where a layer keeps its weights, but this code is "
                 "a function: it is given the weights as arguments, so drop weights=",

@@ -19,7 +19,12 @@ from typing import Any
 
 from . import fences
 from .errors import FormulaCheckError, OracleError, PageError, SpecError
-from .front_matter import front_matter_lines, front_matter_problem, split_front_matter
+from .front_matter import (
+    block_options,
+    front_matter_lines,
+    front_matter_problem,
+    split_front_matter,
+)
 from .model import (
     CheckResult,
     CheckSpec,
@@ -212,12 +217,15 @@ def build_spec(
     line_offset: int,
     settings: Settings,
 ) -> CheckSpec:
-    """One block's :class:`CheckSpec` (page defaults under the block's own options)."""
+    """One block's :class:`CheckSpec`: its own options, and the page's defaults that apply
+    to it (:func:`.front_matter.block_options`)."""
     where = Location(page, formula.line)
     if not formula.closed:
         raise SpecError("this formula fence is never closed", where)
     own = fences.parse_options(fences.parse_header(formula.header, where), where)
-    options = {**defaults, **own}
+    oracle = _named_oracle(own.get("oracle", defaults.get("oracle")))
+    weight_names = None if oracle is None else _known_names("weight or parameter", [oracle])
+    options, notes = block_options(defaults, own, where, weight_names)
     if not formula.latex.strip() and not options.get("skip") and options.get("formula", True):
         raise SpecError(
             "the formula block is empty: write the LaTeX of the formula the code implements",
@@ -225,8 +233,8 @@ def build_spec(
         )
     if "oracle" not in options:
         raise SpecError('formula block needs an oracle, e.g. oracle="attention"', where)
-    with contextlib.suppress(OracleError):  # an unknown oracle is reported when it is planned
-        _check_names(own, [get_oracle(options["oracle"])], where)
+    if oracle is not None:
+        _check_names(own, [oracle], where)
     snippet = _snippet(options, formula, page, line_offset, settings.root)
     block = options.get("id") or default_id(page, formula.index)
     return CheckSpec(
@@ -235,9 +243,18 @@ def build_spec(
         oracle=options["oracle"],
         snippet=snippet,
         latex=formula.latex.strip(),
-        weights_from_page="weights" in options and "weights" not in own,
+        stated=tuple(sorted(own)),
+        notes=notes,
         **_fields(options, settings),
     )
+
+
+def _named_oracle(name: str | None) -> Oracle | None:
+    """The oracle a block names; None when it names none, or one unknown (reported when the
+    block is planned, with the known ones)."""
+    with contextlib.suppress(OracleError):
+        return get_oracle(name) if name else None
+    return None
 
 
 def _page_defaults(meta: Mapping[str, Any] | None, page: str) -> dict[str, Any]:

@@ -174,12 +174,16 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
 )
 
 
-_UNSET: Mapping[str, Any] = {"kind": "auto", "mask_convention": "additive", "call": None}
-"""A block's value for these fields that means "not given", so the preset may fill it."""
+UNSET: Mapping[str, Any] = {"kind": "auto", "mask_convention": "additive", "call": None}
+"""A block's value for these fields that means "not given", so the preset may fill it (a block
+that states it is an error: :func:`.front_matter.block_options`)."""
 
 
 def apply_preset(spec: CheckSpec) -> CheckSpec:
-    """``spec`` with its preset's settings filled in where the block said nothing."""
+    """``spec`` with its preset's settings filled in where the block said nothing: a value
+    the block states is never replaced, a map's names it states win over the preset's. A
+    page's default the preset sets never reaches here (:func:`.front_matter.block_options`
+    leaves it out)."""
     if not spec.preset:
         return spec
     try:
@@ -194,15 +198,16 @@ def apply_preset(spec: CheckSpec) -> CheckSpec:
         current = getattr(spec, field)
         if isinstance(value, Mapping):
             changes[field] = MappingProxyType({**value, **current})
-        elif current == _UNSET[field]:
+        elif current == UNSET[field] and field not in (spec.stated or ()):
             changes[field] = value
     return dataclasses.replace(spec, **changes)
 
 
 def init_sources(spec: CheckSpec, dims: Collection[str]) -> dict[str, dict[str, str]]:
     """Where each constructor keyword of ``spec`` comes from, for the worker: ``origin`` is
-    ``init`` (the block's ``init=``) or ``preset``, and ``said`` says it in words
-    (``preset keras-mha; h from dims`` when its value names a dim, whose size it becomes).
+    ``init`` (``init=``, the block's or the page's) or ``preset``, and ``said`` says it in
+    words (``preset keras-mha; h from dims`` when its value names a dim, whose size it
+    becomes; ``the page's init=`` for a page's default).
 
     ``spec`` is the block as written, before :func:`apply_preset`. The worker passes a
     preset's keyword only to an entry that takes it, and a construction that fails names
@@ -213,6 +218,8 @@ def init_sources(spec: CheckSpec, dims: Collection[str]) -> dict[str, dict[str, 
     sources: dict[str, dict[str, str]] = {}
     for key, value, origin in given:  # the block's own init= last: it wins
         said = f"preset {spec.preset}" if origin == "preset" else "init="
+        if origin == "init" and not spec.states("init"):
+            said = "the page's init="
         if isinstance(value, str) and value in dims:
             said += f"; {value} from dims"
         sources[key] = {"origin": origin, "said": said}
