@@ -126,6 +126,7 @@ def _planned(
     timed = with_timing and spec.timing.enabled
     numbers = _numbers(spec, oracle, sizes, "the check", MAX_NUMBERS, outputs=True)
     if timed:
+        _timing_as_stated(spec, oracle, params)
         for label, dims, _ in _timing_variants(spec):
             left = MAX_NUMBERS - numbers
             numbers += _numbers(spec, oracle, oracle.resolve_dims(dims, params), label, left)
@@ -146,6 +147,7 @@ def _planned(
         regimes=tuple(_regime_request(spec, oracle, sizes, r, keep is not None) for r in regimes),
         timing=timing,
     )
+    notes = (*spec.notes, *notes)  # the page's defaults it does not take, first
     return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes, notes)
 
 
@@ -159,6 +161,30 @@ def _dims_as_stated(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int]) -
                 f"{sizes[dim]} from the other sizes and parameters; drop {dim}= or change those",
                 spec.location,
             )
+
+
+def _timing_as_stated(spec: CheckSpec, oracle: Oracle, params: Mapping[str, Any]) -> None:
+    """A size ``timing_dims=`` or ``sweep=`` states is the size timed: a dim the oracle
+    derives from others (self-attention's ``m``), or one it does not have (``n``, the sweep's
+    default), would leave every run at the same size."""
+    for label, dims, _ in _timing_variants(spec):
+        sizes = oracle.resolve_dims(dims, params)
+        swept = {spec.sweep_dim: dims[spec.sweep_dim]} if label.startswith("sweep") else {}
+        for dim, size in {**spec.timing.dims, **swept}.items():
+            option = "sweep" if dim in swept else "timing_dims"
+            if dim not in sizes:
+                raise SpecError(
+                    f"{option}: oracle {oracle.name!r} has no dim {dim!r} to time at {size} "
+                    f"(known: {', '.join(sorted(sizes))}; sweep_dim= names the one a sweep "
+                    "varies)",
+                    spec.location,
+                )
+            if sizes[dim] != size:
+                raise SpecError(
+                    f"{option}: {dim}={size} cannot take effect: oracle {oracle.name!r} makes "
+                    f"{dim} {sizes[dim]} from the other sizes and parameters",
+                    spec.location,
+                )
 
 
 def _options_that_apply(spec: CheckSpec) -> None:
