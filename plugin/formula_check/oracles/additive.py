@@ -42,7 +42,7 @@ def _additive(arrays: Mapping[str, Array], params: Mapping[str, Any]) -> dict[st
         # replaced, not added: as the attention oracle does, for the same float32 reason
         scores = np.where(keep, scores, MASKED_LOGIT)
     weights = softmax(scores, through_logsumexp=second_way(params))
-    return {"output": weights @ given(arrays, V), "weights": weights, "scores": scores}
+    return {"output": weights @ given(arrays, V), "weights": weights}
 
 
 SATURATED_TANH = replace(
