@@ -420,3 +420,16 @@ def test_a_block_s_own_preset_on_a_function_block_is_an_error(tmp_path: Path) ->
     assert refused(tmp_path, 'oracle="multihead" kind="function" preset="keras-mha"') == (
         "preset= cannot take effect: preset keras-mha sets up a layer, and this block is a function"
     )
+
+
+def test_perturb_as_a_page_default_leaves_a_function_found_by_auto_alone(tmp_path: Path) -> None:
+    """``kind="auto"`` code that turns out to be a function: the page's ``perturb:`` does not
+    apply to it; the block's own ``perturb=`` is an error at its line, whichever its value."""
+    header = f'{ATTENTION} formula="off"'
+    result = judged_as_function(plan(tmp_path, header, {"perturb": False}))
+    assert result.status is Status.VERIFIED, result.headline()
+    for value in ("true", "false"):
+        with pytest.raises(SpecError) as caught:
+            judged_as_function(plan(tmp_path, f'{header} perturb="{value}"'))
+        assert caught.value.location == WHERE
+        assert caught.value.message.startswith(f"perturb={value} cannot take effect")

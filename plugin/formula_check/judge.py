@@ -238,9 +238,13 @@ def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
             'function, never constructed (kind="layer" or "factory" builds it)',
             spec.location,
         )
-    if not spec.perturb_weights:
+    # a page's perturb: applies to the blocks that are layers; a spec made in code states
+    # every value, so only a perturb that is not the default counts there
+    stated = "perturb" in spec.stated if spec.stated is not None else not spec.perturb_weights
+    if stated:
+        said = "true" if spec.perturb_weights else "false"
         raise SpecError(
-            "perturb=false cannot take effect: this code is a function, given its weights as "
+            f"perturb={said} cannot take effect: this code is a function, given its weights as "
             "arguments; only a layer's own weights are moved",
             spec.location,
         )
