@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +18,7 @@ import yaml
 
 from formula_check import fences
 from formula_check.config import FormulaCheckConfig
+from formula_check.oracles.catalog import BUILTINS
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = ROOT / "docs" / "hooks" / "config_reference.py"
@@ -106,3 +108,17 @@ def test_the_block_options_table_escapes_a_pipe(monkeypatch: pytest.MonkeyPatch)
     option = fences.BlockOption("x", fences.OPTIONS["id"], "1", "a | b")
     monkeypatch.setattr(fences, "BLOCK_OPTIONS", (option,))
     assert load_hook().block_options_table().splitlines()[2] == '| `x` | `x="1"` | a \\| b |'
+
+
+@pytest.mark.parametrize(
+    ("page", "header"), [("verdicts.md", "| oracle |"), ("zh/verdicts.md", "| 参考实现 |")]
+)
+def test_every_builtin_oracle_has_a_row_in_the_regimes_table(page: str, header: str) -> None:
+    """The table of input regimes names every builtin oracle, in English and in Chinese."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    table = text[text.index(header) :].split("\n\n", 1)[0]
+    named = {
+        name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])
+    }
+    missing = [oracle.name for oracle in BUILTINS if oracle.name not in named]
+    assert not missing, f"{page}: no regimes row for {', '.join(missing)}"
