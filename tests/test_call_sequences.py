@@ -140,8 +140,8 @@ def test_a_returned_state_list_named_as_an_output_says_what_it_is() -> None:
         call=call_words("q [(k v) []]"),
         returns=("output", "weights"),
     )
-    assert result.status is Status.MISMATCH
-    assert "the code returned a list as value 2, not a tensor" in result.headline()
+    assert result.status is Status.ERROR
+    assert "the code returned a list as value 2 (weights), not a tensor" in result.headline()
 
 
 @pytest.mark.tf

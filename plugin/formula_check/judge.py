@@ -105,15 +105,21 @@ def evaluate(
     names += list(attribute_outputs(spec))
     skipped = dict(reply.regimes_skipped)
     untensored = _not_tensors(positional, reply.output_dtypes)
+    if untensored:  # the code ran, but gave no array where an output is compared
+        failure = SnippetFailure("TypeError", "; ".join(untensored))
+        return CheckResult(
+            block_id=spec.block_id,
+            location=spec.location,
+            oracle=oracle.name,
+            status=Status.ERROR,
+            expect=spec.expect,
+            failure=failure,
+            environment=env,
+            stdout=reply.stdout,
+        )
     verdicts, pictured = _judge_outputs(
-        plan,
-        [name if name not in untensored else "_" for name in names],
-        outputs,
-        (weights, oracle_arrays, params),
-        arrays,
-        skipped,
+        plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
     )
-    verdicts += list(untensored.values())
     dropped = _dropped_training(reply)
     if dropped:
         verdicts = [
@@ -293,23 +299,15 @@ def _dropped_training(reply: CheckReply) -> str:
     )
 
 
-def _not_tensors(names: Sequence[str], dtypes: Sequence[str]) -> dict[str, Verdict]:
-    """A failing verdict for each output ``returns=`` names at a place where the code
-    returned something other than an array (a list, a dict, None)."""
-    return {
-        name: Verdict(
-            name=name,
-            ok=False,
-            dims=(),
-            expected_shape=(),
-            actual_shape=(),
-            problem=f"the code returned a {dtype.removeprefix(NOT_A_TENSOR).strip()} as value "
-            f"{index + 1}, not a tensor: name the value it returns there, or skip it with _ "
-            "in returns=",
-        )
+def _not_tensors(names: Sequence[str], dtypes: Sequence[str]) -> list[str]:
+    """What to say of each output ``returns=`` (or the oracle's order) names at a place where
+    the code returned something other than an array (a list, a dict, None, a string)."""
+    return [
+        f"the code returned a {dtype.removeprefix(NOT_A_TENSOR).strip()} as value {index + 1} "
+        f"({name}), not a tensor: return the array there, or skip the value with _ in returns="
         for index, (name, dtype) in enumerate(zip(names, dtypes, strict=False))
         if name not in {"_", ""} and dtype.startswith(NOT_A_TENSOR)
-    }
+    ]
 
 
 def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:

@@ -45,6 +45,7 @@ def _block(result: CheckResult) -> dict[str, Any]:
         "detail": strip_ansi(result.detail()),
         "timings": {timing.label: _finite(timing.median) for timing in result.timings},
         "cached": result.cached,
+        "seconds": round(result.elapsed, 4),  # the check's own time (a cached one's, when made)
         "notes": list(result.notes),
         "formula": None
         if result.formula is None
