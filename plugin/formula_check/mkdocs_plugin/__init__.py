@@ -3,6 +3,7 @@
 * :mod:`.plugin`: the hooks, glue between MkDocs' events and the session;
 * :mod:`.site`: what goes into the site (extension, assets, figures, anchors, log lines);
 * :mod:`.report`: the report page and its JSON;
+* :mod:`.jupyter_pages`: the cards of the notebook pages mkdocs-jupyter renders;
 * :mod:`.watching`: what ``mkdocs serve`` watches beyond the docs folder.
 
 The settings schema is :mod:`formula_check.config`; the speed-ups of ``mkdocs serve`` are

@@ -4,9 +4,11 @@ What the plugin adds to the Markdown extension alone:
 
 * one warm engine for the life of ``mkdocs serve`` (``on_startup``/``on_shutdown`` make
   MkDocs keep this plugin instance across rebuilds);
-* every block of every page checked in one background batch started in ``on_files``, before
+* every block of every page checked in one background batch started in ``on_nav``, before
   any page renders, so ``workers: 2`` parallelises across the whole site; a card whose result
   is not in yet is a placeholder until ``on_post_page``;
+* the notebook pages mkdocs-jupyter renders read from their files, their cards placed by
+  cell (:mod:`.jupyter_pages`);
 * each result logged as it arrives (:func:`.site.log_result`), so ``--strict`` fails on a
   failure and lists them all;
 * figures written once under ``assets/formula-check/``, the stylesheet, an offline MathJax,
@@ -26,6 +28,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.livereload import LiveReloadServer
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 
 from .. import serving
@@ -45,6 +48,7 @@ from ..render import labels_for
 from ..render.figure_cache import FigureCache
 from ..session import Engines, FormulaSession, PageContext
 from . import report, site, watching
+from .jupyter_pages import NotebookPages, renders_notebooks
 from .page_notebooks import PageNotebooks
 from .tally import Tally
 
@@ -70,6 +74,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.templates = serving.TemplateCache()
         self.theme_listing = serving.ThemeListing()
         self.notebooks = PageNotebooks(enabled=False)
+        self.jupyter = NotebookPages(enabled=False)
+        """The notebook pages mkdocs-jupyter renders (:mod:`.jupyter_pages`)."""
 
     @property
     def settings(self) -> Settings:
@@ -107,6 +113,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.session = self._make_session(config)
         self.blocks, self.report = [], None
         self.notebooks = PageNotebooks(enabled=self.config.notebooks)
+        self.jupyter = NotebookPages(enabled=renders_notebooks(config.plugins))
         extension = {"session": self.session} if self.session else {"check": False}
         site.register_extension(config, extension)  # the math renders either way
         site.register_assets(config, mathjax=self.config.mathjax)
@@ -163,21 +170,34 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
     # -- the site-wide batch ---------------------------------------------------------------
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
-        """Add the assets, then start checking every block of every page, in page order.
-
-        The checks run in the background while MkDocs renders: the first pages wait for
-        TensorFlow's import, the later ones mostly find their results ready.
-        """
+        """Add the assets and the report page."""
         site.add_assets(files, config, mathjax=self.config.mathjax)
-        self.pages = list(files.documentation_pages())
+        self.report = None
+        if not self.config.report:
+            return files
+        if self.session is None:  # the report page says checks were off: links to it hold
+            self.report = report.disabled_page(config, labels_for(self._language(config)))
+        else:
+            self.report = report.report_page(config, self.session.labels, self.session.nonce)
+        files.append(self.report)
+        return files
+
+    def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> Navigation | None:
+        """Start checking every block of every page, in page order.
+
+        Here rather than in ``on_files``: every plugin's ``on_files`` has run, so mkdocs-jupyter
+        has made its notebooks pages wherever it stands in ``plugins:``. The checks run in the
+        background while MkDocs renders: the first pages wait for TensorFlow's import, the
+        later ones mostly find their results ready.
+        """
+        self.pages = [file for file in files.documentation_pages() if file is not self.report]
+        self.jupyter.begin_build()
         if self.session is None:  # turned off: each formula keeps its card's anchor
             self.blocks = [block for file in self.pages for block in self._blocks(file)]
             for block in self.blocks:  # a fence that could never be checked is the page's
                 if block.error is not None:  # fault, and needs no worker to be told
                     site.log_result(block.error_result(), self.options.fail_on)
-            if self.config.report:  # the report page says checks were off: links to it hold
-                files.append(report.disabled_page(config, labels_for(self._language(config))))
-            return files
+            return nav
         with site.plugin_errors():
             self.session.begin_build()  # a rebuild starts after the last batch has ended
         self.blocks = [block for file in self.pages for block in self._blocks(file)]
@@ -185,24 +205,31 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.tally.start(self.blocks, len(self.pages), self.options.workers)
         self.session.check_in_background(self.blocks)
         self.watcher.add(watching.snippet_files(self.blocks, self.root))
-        if self.config.report:
-            self.report = report.report_page(config, self.session.labels, self.session.nonce)
-            files.append(self.report)
-        return files
+        return nav
 
     def _blocks(self, file: File) -> list[PageBlock]:
         page = site.page_path(file, self.root)
+        if self._is_notebook(file):
+            return self.jupyter.read(file.content_bytes, page, self.settings)
         source = decode_page(file.content_bytes, page)
         if source.problem is not None:
             site.render_as_decoded(file, source.text)
         return source_blocks(source, page=page, settings=self.settings)
 
+    def _is_notebook(self, file: File) -> bool:
+        return self.jupyter.is_notebook(
+            file.src_uri, documentation_page=file.is_documentation_page()
+        )
+
     def on_page_markdown(
         self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files
     ) -> str | None:
         """Tell the session which page renders and how many lines MkDocs cut off its top;
-        make the page's notebook, if it is to have one."""
+        make the page's notebook, if it is to have one. A notebook page's "Markdown" is its
+        JSON: its cards are placed in ``on_page_content``."""
         path = site.page_path(page.file, self.root)
+        if self.jupyter.holds(path):
+            return markdown
         try:
             self.notebooks.add(markdown, page=path, dest=page.file.dest_uri, meta=page.meta)
         except FormulaCheckError as exc:
@@ -225,10 +252,12 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         """Tell MkDocs' anchor validation about the cards' ``#fc-<id>`` anchors: a fence's
         HTML is stashed before MkDocs looks for ids in raw HTML, so it never sees them. With
         the checks off there is no card: the anchor goes on the formula itself."""
+        path = site.page_path(page.file, self.root)
+        if self.jupyter.holds(path):
+            return self._notebook_cards(html, page, path)
         html = self._notebook_link(page, config) + html
         if not self.blocks or page.present_anchor_ids is None:
             return html
-        path = site.page_path(page.file, self.root)
         anchors = site.card_anchors(self.blocks, path)
         if self.session is None:
             anchored = site.anchor_unchecked(html, anchors, path)
@@ -237,6 +266,21 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             html = anchored
         page.present_anchor_ids.update(anchors)
         return html
+
+    def _notebook_cards(self, html: str, page: Page, path: str) -> str:
+        """A notebook page rendered by mkdocs-jupyter: its cards placed by cell (none while
+        checks are off: nbconvert shows a fence as code, there is no formula to anchor)."""
+        if self.session is None:
+            return html
+        self.session.enter_page(PageContext(path=path, meta=dict(page.meta), url=page.url))
+        labels = self.session.labels_for_page(page.meta)
+        with site.plugin_errors():
+            placed = self.jupyter.with_cards(html, path, self.session, labels)
+        if placed.note(path):
+            site.log.info(placed.note(path))
+        if page.present_anchor_ids is not None:
+            page.present_anchor_ids.update(site.card_anchors(self.blocks, path))
+        return placed.html
 
     def _notebook_link(self, page: Page, config: MkDocsConfig) -> str:
         language = str(page.meta.get("language") or self._language(config))

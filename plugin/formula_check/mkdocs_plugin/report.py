@@ -60,10 +60,11 @@ def placeholder(nonce: str) -> str:
 def report_table(
     results: Sequence[CheckResult], labels: Labels, page_urls: dict[str, str], report_url: str
 ) -> str:
-    """The table of ``results``, each linking to its card (``page_urls``: page name to URL)."""
+    """The table of ``results``, each linking to its card (``page_urls``: page name to URL; a
+    notebook cell's result links into its notebook's page)."""
 
     def card_url(result: CheckResult) -> str:
-        target = get_relative_url(page_urls.get(result.location.path, ""), report_url)
+        target = get_relative_url(page_urls.get(result.location.file, ""), report_url)
         return (target if not target.endswith("..") else target + "/") + f"#fc-{result.block_id}"
 
     return report_body(list(results), labels, card_url)

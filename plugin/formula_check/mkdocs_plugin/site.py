@@ -139,12 +139,13 @@ def page_path(file: File, root: Path) -> str:
 
 
 def card_anchors(blocks: Sequence[PageBlock], path: str) -> list[str]:
-    """The ``#fc-<id>`` anchors of the page ``path``'s cards, in page order (a problem of the
-    whole page, such as bytes that are not UTF-8, is no formula of it)."""
+    """The ``#fc-<id>`` anchors of the page ``path``'s cards, in page order, a notebook's cells
+    included (a problem of the whole page, such as bytes that are not UTF-8, is no formula of
+    it)."""
     return [
         f"fc-{block.block_id}"
         for block in blocks
-        if block.location.path == path and not isinstance(block.error, PageError)
+        if block.location.file == path and not isinstance(block.error, PageError)
     ]
 
 
