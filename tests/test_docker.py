@@ -31,9 +31,9 @@ def test_dockerfile_shape() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert text.startswith("# mkdocs-formula-check")
     assert "FROM python:3.11-slim" in text
-    assert "ARG EXTRA=cpu" in text and '"./[${EXTRA},docs]"' in text
+    assert "ARG EXTRA=cpu" in text and '"./[${EXTRA},docs,notebook]"' in text
     assert "\nUSER 1000:1000\n" in text and "\nHEALTHCHECK " in text
-    assert 'CMD ["serve"]' in text and "EXPOSE 8000" in text
+    assert 'CMD ["serve"]' in text and "EXPOSE 8000 8888" in text
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", ".cache", "site"} <= set(ignored)
 
