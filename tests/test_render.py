@@ -888,6 +888,12 @@ def _results() -> list[CheckResult]:
     return [later, error(), verified(), broken, nan]
 
 
+def first_result_seconds(results: list[CheckResult]) -> float:
+    """The seconds of the result the JSON lists third (page order), rounded as written."""
+    ordered = sorted(results, key=lambda r: (r.location.path, r.location.line, r.block_id))
+    return round(ordered[2].elapsed, 4)
+
+
 def test_report_json_round_trips() -> None:
     text = report_json(_results())
     document = json.loads(text)
@@ -917,6 +923,7 @@ def test_report_json_round_trips() -> None:
         "detail",
         "timings",
         "cached",
+        "seconds",
         "notes",
         "formula",
         "regimes",
@@ -930,6 +937,7 @@ def test_report_json_round_trips() -> None:
     assert first["max_abs_error"] == pytest.approx(7.2e-7)
     assert first["timings"]["function"] == pytest.approx(1e-3)
     assert first["cached"] is True
+    assert first["seconds"] == first_result_seconds(_results())
     assert blocks[0]["max_abs_error"] is None  # NaN has no JSON spelling
     error_block = next(b for b in blocks if b["id"] == "sdpa-bad")
     assert "\x1b" not in error_block["detail"] and "<script>" in error_block["detail"]
