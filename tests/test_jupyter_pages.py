@@ -256,3 +256,23 @@ def test_each_formula_of_a_cell_gets_its_own_card() -> None:
     assert placed.html == (
         f'<div id="cell-id=a"><div>{formula}\n[one]\n<p>and</p>{formula}\n[two]\n</div></div>'
     )
+
+
+# -- the CLI checks the notebook pages the site builds ------------------------------------------
+
+
+def _site_pages(project: Path) -> list[str]:
+    from formula_check.project import load_project, site_pages
+
+    loaded = load_project(project / "mkdocs.yml")
+    return [path.relative_to(project).as_posix() for path in site_pages(loaded)]
+
+
+def test_a_whole_site_check_reads_the_notebooks_mkdocs_jupyter_makes_pages_of(site: Path) -> None:
+    assert _site_pages(site) == ["docs/index.md", "docs/plain.ipynb", "docs/softmax.ipynb"]
+    config = site / "mkdocs.yml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("cache: false", 'cache: false\n      ignore: ["plain*"]'))
+    assert _site_pages(site) == ["docs/index.md", "docs/softmax.ipynb"], "its ignore= holds"
+    config.write_text(text.replace("  - mkdocs-jupyter:\n      cache: false\n", ""))
+    assert _site_pages(site) == ["docs/index.md"], "without mkdocs-jupyter a notebook is no page"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import yaml
@@ -181,7 +181,32 @@ def site_pages(project: Project) -> list[Path]:
     failed, _ = config.validate()
     for key, problem in failed:
         raise ProjectError(f"{project.config_file}: option {key!r}: {problem}")
-    return [Path(str(file.abs_src_path)) for file in get_files(config).documentation_pages()]
+    files = get_files(config)
+    pages = [Path(str(file.abs_src_path)) for file in files.documentation_pages()]
+    jupyter = dict(_list_entries(data.get("plugins") or [])).get(JUPYTER_PLUGIN, _ABSENT)
+    if jupyter is _ABSENT:
+        return pages
+    return pages + _jupyter_notebooks(files, jupyter if isinstance(jupyter, Mapping) else {})
+
+
+JUPYTER_PLUGIN = "mkdocs-jupyter"
+_ABSENT = object()
+
+
+def _jupyter_notebooks(files: Any, options: Mapping[str, Any]) -> list[Path]:
+    """The notebooks mkdocs-jupyter makes pages of, as its ``include`` and ``ignore`` patterns
+    choose them (its defaults: every ``.ipynb``); its ``.py`` scripts are not read."""
+    include = options.get("include") or ["*.py", "*.ipynb", "*.md"]
+    ignore = options.get("ignore") or []
+    notebooks = []
+    for file in files:
+        path = PurePath(str(file.abs_src_path))
+        if path.suffix != NOTEBOOK_SUFFIX or not file.inclusion.is_included():
+            continue
+        if any(path.match(str(p)) for p in ignore) or not any(path.match(str(p)) for p in include):
+            continue
+        notebooks.append(Path(path))
+    return notebooks
 
 
 def folder_pages(folder: Path, suffixes: frozenset[str] = CHECKED_SUFFIXES) -> list[Path]:
