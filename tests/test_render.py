@@ -1063,3 +1063,19 @@ def test_every_timing_row_is_named_in_the_card_language(
     label: str, english: str, chinese: str
 ) -> None:
     assert (EN.timing_name(label), ZH.timing_name(label)) == (english, chinese)
+
+
+def test_report_json_lists_a_notebooks_cells_by_number() -> None:
+    cells = [
+        dataclasses.replace(
+            verified(), location=Location(f"nb.ipynb:cell {n}", 3), block_id=f"c{n}"
+        )
+        for n in (10, 2, 1)
+    ]
+    document = json.loads(report_json([*cells, verified()]))
+    assert [b["page"] for b in document["blocks"]] == [
+        "docs/attention.md",
+        "nb.ipynb:cell 1",
+        "nb.ipynb:cell 2",
+        "nb.ipynb:cell 10",
+    ]

@@ -22,8 +22,12 @@ _PREFERRED_TIMINGS = ("eager", "function", "tf.function")
 
 
 def _ordered(results: Sequence[CheckResult]) -> list[CheckResult]:
-    """Page order, so reports diff cleanly between builds whatever order checks finished in."""
-    return sorted(results, key=lambda r: (r.location.path, r.location.line, r.block_id))
+    """Page order, so reports diff cleanly between builds whatever order checks finished in;
+    a notebook's cells by number (cell 2 before cell 10)."""
+    return sorted(
+        results,
+        key=lambda r: (r.location.file, r.location.cell or 0, r.location.line, r.block_id),
+    )
 
 
 def _finite(value: float) -> float | None:
