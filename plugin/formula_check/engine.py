@@ -11,6 +11,8 @@ from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from threadpoolctl import ThreadpoolController
+
 from .cache import MemoryResults, ResultCache, cache_key, tensorflow_version
 from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError
@@ -25,6 +27,43 @@ WROTE = "the code wrote into the project: "
 """How the note on a result whose check wrote project files begins."""
 REQUESTS_PER_WORKER = 2
 """Checks in flight per worker: one running in it, one being planned or judged here."""
+
+
+class _OneBlasThread:
+    """While any check is judged, NumPy's BLAS in this process runs on one thread.
+
+    The float64 oracles and their float32 samples are matrix products; OpenBLAS starts a
+    thread per core for each, and those threads spin while they wait. Beside the worker, whose
+    TensorFlow keeps every core busy, and MkDocs, they starve one another: measured on two
+    cores, a cold build of 20 Transformer blocks at the tutorial's sizes took 1.8 times as long
+    with BLAS on two threads (``bench/cold_breakdown.py``). Judging threads enter and leave
+    in any order: the first in limits BLAS, the last out restores it, so a notebook's own
+    NumPy code runs as it did before and after a check."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._limit: object | None = None
+        self._controller: ThreadpoolController | None = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._inside == 0:
+                self._controller = self._controller or ThreadpoolController()
+                self._limit = self._controller.limit(limits=1, user_api="blas")
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._inside -= 1
+                if self._inside == 0 and self._limit is not None:
+                    self._limit.restore_original_limits()  # type: ignore[attr-defined]
+                    self._limit = None
+
+
+ONE_BLAS_THREAD = _OneBlasThread()
 
 
 class Engine:
@@ -240,7 +279,8 @@ class Engine:
                 _bare(spec, Status.ERROR, "", env), failure=failure, stdout=answer.stdout
             )
             return result, local_files
-        return evaluate(plan, answer, reply.arrays, env), local_files
+        with ONE_BLAS_THREAD.held():
+            return evaluate(plan, answer, reply.arrays, env), local_files
 
     def warm_up(self) -> None:
         """Start the workers now rather than on the first check."""

@@ -92,6 +92,8 @@ class CheckReply:
     """The sub-layer under which the preset's weights were found (empty: the layer itself)."""
     created_variables: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
     """Trainable variables a function made while it ran: name and shape."""
+    phase_seconds: tuple[tuple[str, float], ...] = ()
+    """Where the check's time in the worker went, phase by phase, in order."""
     keywords_not_passed: tuple[tuple[str, str], ...] = ()
     """Keywords of the call that the framework kept from the layer's ``call()``, each with the
     method it never reached (``training`` to a Keras 3 layer that takes only ``**kwargs``)."""
@@ -111,6 +113,7 @@ class CheckReply:
             "preset_root": self.preset_root,
             "created_variables": [[name, list(shape)] for name, shape in self.created_variables],
             "keywords_not_passed": [list(pair) for pair in self.keywords_not_passed],
+            "phase_seconds": [[name, seconds] for name, seconds in self.phase_seconds],
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
@@ -139,6 +142,7 @@ class CheckReply:
             keywords_not_passed=tuple(
                 _skipped(item) for item in fields.items("keywords_not_passed")
             ),
+            phase_seconds=tuple(_phase(item) for item in fields.items("phase_seconds")),
         )
 
 
@@ -149,6 +153,13 @@ def _shaped(item: Any) -> tuple[str, tuple[int | None, ...]]:
     if not all(d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in shape):
         raise ProtocolError("an unmapped weight's shape holds other things than sizes")
     return str(item[0]), tuple(shape)
+
+
+def _phase(item: Any) -> tuple[str, float]:
+    """``[name, seconds]``."""
+    if isinstance(item, list) and len(item) == 2 and isinstance(item[1], int | float):
+        return str(item[0]), float(item[1])
+    raise ProtocolError("a phase is not [name, seconds]")
 
 
 def _skipped(item: Any) -> tuple[str, str]:

@@ -59,7 +59,9 @@ def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Arra
 
 def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
     started = time.perf_counter()
+    lap = _Laps()
     entry = load_entry(session, request)
+    lap("loading the snippet")
     kind = resolve_kind(entry, request)
     call, sources = request.calls.of(kind), request.init_sources
     runner = bind(entry, kind, call, arrays, request.init, sources=sources)
@@ -68,6 +70,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     recorded = (created, given) if kind == "function" else None
     with phase("call"), _recording_variables(recorded):
         result = runner()
+    lap("the first call")
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
     root = ""
     if kind != "function":
@@ -85,21 +88,25 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
             layer_weights.perturb([v for _, v, _ in found], request.seed)
             with phase("call"):
                 result = runner()
+        lap("weights moved, called again")
     out, dtypes = outputs(result)
     kept = _kept_outputs(runner, kind, request, "")
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
+    lap("input regimes")
     snippet_seconds = time.perf_counter() - started
     read: dict[str, Array] = {}
     unused: list[str] = []
     if kind != "function":
         read, unused = layer_weights.read_weights(runner.layer, request.weights)
+        lap("reading weights")
     timings: tuple[TimingResult, ...] = ()
     if request.timing is not None:
         # What the code prints is shown once, from the check; the same lines again from each
         # warm-up and repeat of every timing run would only bury it.
         with contextlib.redirect_stdout(io.StringIO()):
             timings = time_all(entry, kind, request, arrays)
+        lap("timing")
     reply = CheckReply(
         kind=kind,
         outputs=len(out),
@@ -114,6 +121,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         preset_root=root,
         created_variables=tuple(created),
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
+        phase_seconds=tuple(lap.spent),
     )
     return reply, {
         **kept,
@@ -121,6 +129,20 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         **{f"out/{i}": a for i, a in enumerate(out)},
         **{f"w/{k}": v for k, v in read.items()},
     }
+
+
+class _Laps:
+    """Where a check's time in the worker went: ``lap(name)`` closes the phase since the
+    previous lap (what ``bench/cold_breakdown.py`` adds up)."""
+
+    def __init__(self) -> None:
+        self.spent: list[tuple[str, float]] = []
+        self._last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.spent.append((name, now - self._last))
+        self._last = now
 
 
 def _kept_outputs(
