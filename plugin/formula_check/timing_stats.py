@@ -45,12 +45,22 @@ def sweep_points(runs: Sequence[TimingResult]) -> tuple[SweepPoint, ...]:
     return tuple(points)
 
 
+ORACLE_RUNS = (2, 5)
+"""The fewest and the most runs of the oracle timed for a card."""
+ORACLE_BUDGET = 0.05
+"""Seconds of oracle runs after which no more are timed (once the fewest are in): a NumPy
+reference at a tutorial's sizes takes tens of milliseconds a run, and its median is no
+less honest for two runs than for five; the card says how many."""
+
+
 def oracle_timing(
-    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], repeats: int = 5
+    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any]
 ) -> TimingStats:
-    """How long the float64 oracle takes on the block's inputs (median of ``repeats``)."""
-    samples = []
-    for _ in range(repeats):
+    """How long the float64 oracle takes on the block's inputs: the median of as many runs
+    as :data:`ORACLE_BUDGET` allows, within :data:`ORACLE_RUNS`."""
+    fewest, most = ORACLE_RUNS
+    samples: list[float] = []
+    while len(samples) < most and (len(samples) < fewest or sum(samples) < ORACLE_BUDGET):
         start = time.perf_counter()
         plan.oracle.compute(arrays, params)
         samples.append(time.perf_counter() - start)

@@ -1,0 +1,43 @@
+"""The oracle's own timing on a card: as many runs as its budget allows, within bounds."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from formula_check import timing_stats
+from formula_check.oracles import get_oracle
+from formula_check.planning import plan_check
+from support import spec_for
+
+
+def _planned_with(compute: Any) -> Any:
+    plan = plan_check(spec_for("softmax", "def f(x):\n    return x\n"), ".", with_timing=False)
+    return dataclasses.replace(
+        plan, oracle=dataclasses.replace(get_oracle("softmax"), compute=compute)
+    )
+
+
+def test_a_slow_oracle_is_timed_the_fewest_times_a_fast_one_the_most() -> None:
+    calls: list[float] = []
+
+    def slow(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        calls.append(time.perf_counter())
+        time.sleep(timing_stats.ORACLE_BUDGET)
+        return {"output": np.zeros(1)}
+
+    stats = timing_stats.oracle_timing(_planned_with(slow), {}, {})
+    assert stats.repeats == len(calls) == timing_stats.ORACLE_RUNS[0]
+    assert stats.median >= timing_stats.ORACLE_BUDGET
+
+    def fast(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"output": np.zeros(1)}
+
+    assert (
+        timing_stats.oracle_timing(_planned_with(fast), {}, {}).repeats
+        == (timing_stats.ORACLE_RUNS[1])
+    )
