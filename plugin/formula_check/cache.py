@@ -8,6 +8,15 @@ what was really imported), so editing a helper module invalidates the entries th
 Files are written to a temporary name and renamed, and sealed with a SHA-256 over their key
 and bytes (:mod:`.sealed`): a process killed mid-write leaves no entry, and a damaged entry,
 or another key's copied over it, is discarded and recomputed, never served.
+
+An entry holds nothing of the machine that wrote it that its use depends on, so that CI
+runners can share one cache (copied over one another, restored into another checkout): the
+key is the content (no page, line or path), the project files a check read are named
+relative to the project, and the project's folder in any text of the result (a message, the
+printed output) is stored as :data:`PROJECT_FOLDER` and read back as the reader's own. The
+environment a result names (TensorFlow's version, the device) says where it was computed;
+the TensorFlow version is in the key, the device is not (a cache is shared by runners of one
+kind: see ``docs/ci.md``).
 """
 
 from __future__ import annotations
@@ -139,7 +148,7 @@ class ResultCache:
         if remembered is not None and remembered[0] == identity:
             return remembered[1], remembered[2]
         message = self.files.read(key)
-        entry = self._decode(message) if message is not None else None
+        entry = self._decode(message, self.root) if message is not None else None
         self.decoded += 1
         if entry is None:
             self.files.discard(key)  # damaged: forget it, recompute
@@ -159,16 +168,56 @@ class ResultCache:
         result is simply not stored."""
         depends = {rel: file_digest(self.root / rel) for rel in local_files}
         stored = dataclasses.replace(result, failure=_unplaced(result.failure, spec))
-        header = {"result": result_to_json(stored), "depends": depends}
+        header = {"result": portable(result_to_json(stored), self.root), "depends": depends}
         self.files.write(key, wire.encode(header, dict(result.arrays)))
 
     @staticmethod
-    def _decode(message: bytes) -> tuple[CheckResult, dict[str, str]] | None:
+    def _decode(message: bytes, root: Path) -> tuple[CheckResult, dict[str, str]] | None:
         try:
             header, arrays = wire.decode(message)
-            return result_from_json(header["result"], arrays), dict(header["depends"])
+            result = result_from_json(localised(header["result"], root), arrays)
+            return result, dict(header["depends"])
         except (wire.ProtocolError, KeyError, TypeError, ValueError):
             return None
+
+
+PROJECT_FOLDER = "\0project\0"
+"""What the project's folder is stored as in the texts of an entry (no path has a NUL)."""
+_TEXTS = ("message", "stdout", "notes")
+_FAILURE_TEXTS = ("message", "traceback")
+
+
+def _swap(data: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """``data`` (a stored result) with ``old`` replaced by ``new`` in each text that may name
+    a file of the project: a message, the printed output, the notes, a failure's place."""
+
+    def swapped(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(old, new)
+        if isinstance(value, list):
+            return [swapped(item) for item in value]
+        return value
+
+    data = {**data, **{name: swapped(data[name]) for name in _TEXTS if name in data}}
+    failure = data.get("failure")
+    if isinstance(failure, dict):
+        failure = {**failure, **{name: swapped(failure[name]) for name in _FAILURE_TEXTS}}
+        location = failure.get("location")
+        if isinstance(location, dict):
+            failure["location"] = {**location, "path": swapped(location["path"])}
+        data["failure"] = failure
+    return data
+
+
+def portable(data: dict[str, Any], root: Path) -> dict[str, Any]:
+    """A stored result with the project's folder (``root``) in its texts as
+    :data:`PROJECT_FOLDER`: an entry reads the same under any checkout of the project."""
+    return _swap(data, f"{root.resolve()}/", f"{PROJECT_FOLDER}/")
+
+
+def localised(data: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The inverse of :func:`portable`, for the project at ``root``."""
+    return _swap(data, f"{PROJECT_FOLDER}/", f"{root.resolve()}/")
 
 
 class MemoryResults:

@@ -197,11 +197,20 @@ def failure_report(result: CheckResult, root: Path) -> str:
     return "\n".join(lines)
 
 
-def junit_xml(results: Iterable[CheckResult], is_failure: FailurePredicate) -> bytes:
+def junit_xml(
+    results: Iterable[CheckResult],
+    is_failure: FailurePredicate,
+    properties: Sequence[tuple[str, str]] = (),
+) -> bytes:
     """One ``<testcase>`` per block: classname = page (a notebook: its file), name = id;
     expected failures skipped. A block in a notebook's cell has no ``line``: a cell's line is
-    not a line of the file (its headline names the cell and the line)."""
+    not a line of the file (its headline names the cell and the line). ``properties`` are
+    the suite's (a shard's ``shard``: ``2/4``)."""
     suite = ET.Element("testsuite", name="formula-check")
+    if properties:
+        listed = ET.SubElement(suite, "properties")
+        for name, text in properties:
+            ET.SubElement(listed, "property", name=name, value=text)
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     total_time = 0.0
     for result in results:

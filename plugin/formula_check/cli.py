@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from . import ci_formats, sealed
+from . import ci_formats, merging, sealed, sharding
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
 from .options import STATUSES, Options
@@ -38,6 +38,7 @@ from .project import (
 )
 from .render import report_json
 from .session import Checker, EngineMaker, checked_in_order, is_failure, open_engine
+from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -86,10 +87,20 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _shard(text: str) -> sharding.Shard:
+    try:
+        return sharding.parse_shard(text)
+    except sharding.ShardError as exc:
+        raise argparse.ArgumentTypeError(exc.message.removeprefix(f"--shard {text!r}: ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``formula-check`` argument parser."""
     parser = argparse.ArgumentParser(
         prog="formula-check", description="Verify the LaTeX formulas of MkDocs pages."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"formula-check {__version__}", help="and exit"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     check = commands.add_parser("check", help="check every formula block of a project")
@@ -107,6 +118,28 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
     check.add_argument("--github", action="store_true", help="print GitHub annotations")
     check.add_argument("--fail-on", type=_statuses, metavar="STATUSES", help="e.g. mismatch,error")
+    check.add_argument(
+        "--shard", type=_shard, metavar="I/N", help="check the I-th of N balanced parts (1-based)"
+    )
+    check.add_argument(
+        "--timings",
+        type=Path,
+        metavar="REPORT",
+        help="an earlier JSON report: --shard balances by its blocks' seconds",
+    )
+    merged = commands.add_parser(
+        "merge", help="merge the JSON reports of a run's shards into the run's report"
+    )
+    merged.add_argument("out", type=Path, metavar="OUT_JSON", help="the merged report to write")
+    merged.add_argument("shards", nargs="+", type=Path, metavar="SHARD_JSON")
+    merged.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
+    merged.add_argument("--github", action="store_true", help="print GitHub annotations")
+    merged.add_argument(
+        "--report-page",
+        type=Path,
+        metavar="PAGE",
+        help="write the site's report page there (in the docs of the nearest mkdocs.yml)",
+    )
     show = commands.add_parser("show", help="check one block and print its full card")
     show.add_argument("where", metavar="PAGE:LINE", help="e.g. docs/attention.md:42")
     _run_options(show)
@@ -167,6 +200,7 @@ def main(argv: Sequence[str] | None = None, *, make_engine: EngineMaker = open_e
         "oracles": _list_oracles,
         "stop": _stop,
         "assets": _assets,
+        "merge": _merge,
     }
     command = commands[args.command]
     try:
@@ -226,14 +260,18 @@ def _repository_top(here: Path) -> Path | None:
     return next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
 
 
-def _from_repository_top(results: Sequence[CheckResult], root: Path) -> list[CheckResult]:
-    """``results`` with page paths relative to the repository's top rather than the project
-    folder: GitHub places annotations, and CI systems JUnit files, by the path in the
-    repository, and docs often live in a subfolder of it."""
+def _repository_prefix(root: Path) -> str:
+    """The project folder within its repository (``""`` at its top or outside one)."""
     top = _repository_top(root.resolve())
-    if top is None or top == root.resolve():
+    return "" if top is None else root.resolve().relative_to(top).as_posix().strip(".")
+
+
+def _from_repository_top(results: Sequence[CheckResult], prefix: str) -> list[CheckResult]:
+    """``results`` with page paths relative to the repository's top (``prefix``: the project
+    folder in it) rather than the project folder: GitHub places annotations, and CI systems
+    JUnit files, by the path in the repository, and docs often live in a subfolder of it."""
+    if not prefix:
         return list(results)
-    prefix = root.resolve().relative_to(top).as_posix()
     return [
         dataclasses.replace(
             result,
@@ -334,38 +372,127 @@ def _check(args: argparse.Namespace) -> int:
         # A mistyped -k must not pass CI by checking nothing.
         raise UsageError(f"-k {args.pattern!r} matches none of the {len(blocks)} blocks")
     fail_on = args.fail_on if args.fail_on is not None else project.options.fail_on
+    deselected = len(blocks) - len(chosen)
+    facts = merging.RunFacts(
+        selection=merging.selection_digest(sharding.identities(_places(chosen))),
+        blocks=len(chosen),
+        # pages checked: with -k, those holding a chosen block
+        pages=len({block.location.path for block in chosen}) if deselected else len(pages),
+        deselected=deselected,
+        fail_on=tuple(sorted(fail_on)),
+        prefix=_repository_prefix(project.root),
+    )
+    positions = _shard_positions(chosen, args) if args.shard else list(range(len(chosen)))
+    mine = [chosen[position] for position in positions]
+    options = _options(project, args, args.workers)
+    with _engine(options, project, args) as engine, Progress(sys.stderr, len(mine)) as bar:
+        results = run_blocks(engine, mine, bar)
+        seconds = bar.elapsed()
+        startup, starters = engine.startup_seconds, options.workers
+    if args.json is not None:
+        report = report_json(results)
+        if args.shard:
+            report = merging.shard_report(
+                report,
+                args.shard,
+                facts,
+                list(zip(positions, results, strict=True)),
+                seconds=seconds,
+                startup=startup,
+                workers=starters,
+            )
+        _write(args.json, report)
+    pages_held = len({block.location.path for block in mine}) if args.shard else facts.pages
+    ran = _Ran(results, pages_held, seconds, startup, starters)
+    shard = [("shard", str(args.shard))] if args.shard else []
+    return _tell(ran, facts, args, junit_properties=shard)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ran:
+    """What a run (or the shards of one, merged) tells: its results and its costs."""
+
+    results: Sequence[CheckResult]
+    pages: int
+    seconds: float
+    startup: float
+    starters: int
+
+
+def _tell(
+    ran: _Ran,
+    facts: merging.RunFacts,
+    args: argparse.Namespace,
+    *,
+    junit_properties: Sequence[tuple[str, str]] = (),
+    lead: Sequence[str] = (),
+) -> int:
+    """JUnit, annotations, the summary; the exit code the results make."""
+    fail_on = frozenset(facts.fail_on)
 
     def failing(result: CheckResult) -> bool:
         return is_failure(result, fail_on)
 
-    options = _options(project, args, args.workers)
-    with _engine(options, project, args) as engine, Progress(sys.stderr, len(chosen)) as bar:
-        results = run_blocks(engine, chosen, bar)
-        seconds = bar.elapsed()
-        startup, starters = engine.startup_seconds, options.workers
-    if args.json is not None:
-        _write(args.json, report_json(results))
-    from_top = _from_repository_top(results, project.root)
+    results = ran.results
+    from_top = _from_repository_top(results, facts.prefix)
     if args.junit_xml is not None:
-        _write(args.junit_xml, ci_formats.junit_xml(from_top, failing))
+        _write(args.junit_xml, ci_formats.junit_xml(from_top, failing, junit_properties))
     if args.github:
         for line in ci_formats.github_annotations(from_top, failing):
             print(line)
-    deselected = len(blocks) - len(chosen)
     told = summary(
         results,
-        # pages checked: with -k, those holding a chosen block
-        pages=len({block.location.path for block in chosen}) if deselected else len(pages),
-        seconds=seconds,
-        deselected=deselected,
+        pages=ran.pages,
+        seconds=ran.seconds,
+        deselected=facts.deselected,
         is_failure=failing,
-        startup=startup,
-        starters=starters,
+        startup=ran.startup,
+        starters=ran.starters,
         colour=not args.github and wants_colour(sys.stdout),
     )
-    told = "\n".join([told, *ci_formats.formula_notes(results)])
+    told = "\n".join([*lead, told, *ci_formats.formula_notes(results)])
     print(ci_formats.github_safe(told) if args.github else told)
     return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK
+
+
+def _places(blocks: Sequence[PageBlock]) -> list[tuple[str, str]]:
+    return [(block.location.path, block.block_id) for block in blocks]
+
+
+def _shard_positions(chosen: Sequence[PageBlock], args: argparse.Namespace) -> list[int]:
+    """The places (in ``chosen``) of the blocks of ``args.shard``, said on stderr."""
+    seconds: dict[str, float] = {}
+    if args.timings is not None and not args.timings.exists():
+        # The first run of a CI cache has no report yet: that costs balance, never a verdict.
+        print(
+            f"formula-check: no {args.timings} yet: shards balanced by block count", file=sys.stderr
+        )
+    elif args.timings is not None:
+        seconds = sharding.read_timings(args.timings)
+    places = _places(chosen)
+    mine = sharding.chosen(places, seconds, args.shard)
+    known = sum(name in seconds for name in sharding.identities(places))
+    balance = f"balanced by the time of {known}" if args.timings else "balanced by count"
+    print(
+        f"formula-check: shard {args.shard}: {sum(mine)} of {len(chosen)} blocks ({balance})",
+        file=sys.stderr,
+    )
+    return [position for position, ours in enumerate(mine) if ours]
+
+
+# -- merge ------------------------------------------------------------------------------------
+
+
+def _merge(args: argparse.Namespace) -> int:
+    run = merging.merge([merging.read_shard(path) for path in args.shards])
+    _write(args.out, report_json(run.results))
+    if args.report_page is not None:
+        project = project_near(Path.cwd())
+        _write(args.report_page, merging.report_page(run.results, project, args.report_page))
+    times = ", ".join(f"{shard.seconds:.1f} s" for shard in run.shards)
+    lead = [f"formula-check: merged {len(run.shards)} shards ({times})"]
+    ran = _Ran(run.results, run.facts.pages, run.seconds, run.startup, run.workers)
+    return _tell(ran, run.facts, args, lead=lead)
 
 
 # -- show -------------------------------------------------------------------------------------
