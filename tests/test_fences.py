@@ -129,7 +129,8 @@ def test_heatmaps_timing_sweep() -> None:
     assert option_values.heatmaps("weights hidden") == ("weights", "hidden")
     with pytest.raises(ValueError, match="unknown heatmap 'weight'; did you mean 'weights'"):
         option_values.heatmaps("weight")
-    assert option_values.timing("off") == (False, 1, 5)
+    assert option_values.timing("off") == (False, 1, 0)  # 0: no repeats stated
+    assert option_values.timing("warmup=2") == (True, 2, 0)
     assert option_values.timing("repeats=7 warmup=2") == (True, 2, 7)
     with pytest.raises(ValueError, match="unknown timing setting 'repeat'"):
         option_values.timing("repeat=7")

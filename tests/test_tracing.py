@@ -4,6 +4,7 @@ quotes its own lines."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -171,3 +172,24 @@ def test_autographs_temporary_files_are_removed_after_each_check(
             result = engine.check(spec_for("softmax", SOFTMAX_BRANCHING, line=line, timing=True))
             assert "tf.function" in labels(result)
         assert list(tmp_path.glob("__autograph_generated_file*")) == []
+
+
+def test_stated_repeats_are_run_exactly_and_unstated_ones_as_time_allows() -> None:
+    """``timing="repeats=2"`` is two runs (it used to be raised to three); with none stated,
+    three to five, fewer than five only once they add up to the budget."""
+    from formula_check.messages import AUTO_REPEATS
+    from formula_check.model import TimingSpec
+    from support import shared_engine
+
+    def timed(repeats: int) -> CheckResult:
+        spec = spec_for("softmax", SOFTMAX_BRANCHING, timing=True)
+        return shared_engine().check(dataclasses.replace(spec, timing=TimingSpec(repeats=repeats)))
+
+    stated = timed(2)
+    assert stated.status is Status.VERIFIED, stated.headline()
+    code_runs = [t for t in stated.timings if not t.label.startswith("oracle")]
+    assert code_runs and all(t.repeats == 2 for t in code_runs)
+    auto = [t for t in timed(0).timings if not t.label.startswith("oracle")]
+    fewest, most, _ = AUTO_REPEATS
+    assert auto and all(fewest <= t.repeats <= most for t in auto)
+    assert any(t.repeats == most for t in auto), "a softmax of a few elements is fast"

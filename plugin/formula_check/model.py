@@ -95,11 +95,13 @@ class Snippet:
 
 @dataclass(frozen=True)
 class TimingSpec:
-    """How to time a snippet: repeats after warm-up, optionally at realistic sizes."""
+    """How to time a snippet: repeats after warm-up, optionally at realistic sizes.
+    ``repeats=0`` (none stated): as many as :data:`~formula_check.messages.AUTO_REPEATS`
+    allows, stopping once the runs add up to its time budget."""
 
     enabled: bool = True
     warmup: int = 1
-    repeats: int = 5
+    repeats: int = 0
     dims: Mapping[str, int] = field(default_factory=frozen_map)
 
 

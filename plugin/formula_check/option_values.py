@@ -346,7 +346,8 @@ def sweep(value: str) -> tuple[int, ...]:
 
 
 def timing(value: str) -> tuple[bool, int, int]:
-    """``off`` / ``on`` / ``repeats=7 warmup=2`` -> (enabled, warmup, repeats)."""
+    """``off`` / ``on`` / ``repeats=7 warmup=2`` -> (enabled, warmup, repeats); repeats ``0``
+    when none is stated (as many as the time allows, see :class:`~.model.TimingSpec`)."""
     lowered = value.strip().lower()
     if lowered in _TRUE | _FALSE:
         return boolean(lowered), TimingSpec.warmup, TimingSpec.repeats

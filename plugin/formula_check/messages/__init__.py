@@ -31,6 +31,7 @@ from .replies import (
     decode_answer,
 )
 from .requests import (
+    AUTO_REPEATS,
     Argument,
     Call,
     Calls,
@@ -45,6 +46,7 @@ from .requests import (
 )
 
 __all__ = [
+    "AUTO_REPEATS",
     "NOT_A_TENSOR",
     "Answer",
     "Argument",

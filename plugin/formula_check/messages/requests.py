@@ -176,13 +176,20 @@ class TimingRun:
         )
 
 
+AUTO_REPEATS = (3, 5, 0.25)
+"""``repeats=0``: at least 3 and at most 5 timed runs, fewer than 5 once they add up to a
+quarter of a second (a layer at the tutorial's sizes runs for tens of milliseconds, and the
+median of three is as good a figure there as of five); a stated ``repeats=N`` is N exactly."""
+
+
 @dataclass(frozen=True)
 class TimingRequest:
-    """The timing runs of a check, each repeated ``repeats`` times after ``warmup``."""
+    """The timing runs of a check, each repeated ``repeats`` times after ``warmup``
+    (``0``: as :data:`AUTO_REPEATS` says)."""
 
     runs: tuple[TimingRun, ...]
     warmup: int = 1
-    repeats: int = 5
+    repeats: int = 0
 
     def encode(self) -> dict[str, Any]:
         """The timing as JSON."""
@@ -196,7 +203,7 @@ class TimingRequest:
         return cls(
             tuple(TimingRun.decode(run) for run in fields.items("runs")),
             fields.integer("warmup", 1),
-            fields.integer("repeats", 5),
+            fields.integer("repeats", 0),
         )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import NOT_A_TENSOR, CheckRequest, TimingRequest, TimingResult
+from ..messages import AUTO_REPEATS, NOT_A_TENSOR, CheckRequest, TimingRequest, TimingResult
 from ..model import Array
 from .entry_call import Runner, bind
 from .snippet_failure import clean, phase
@@ -34,7 +34,7 @@ def time_all(
 def _time_runner(
     runner: Runner, label: str, spec: TimingRequest, *, eager_only: bool
 ) -> TimingResult:
-    warmup, repeats = spec.warmup, max(spec.repeats, 3)
+    warmup, repeats = spec.warmup, spec.repeats
     eager = _repeat(runner, warmup, repeats)
     if eager_only:
         return TimingResult(label, eager)
@@ -53,11 +53,14 @@ def _time_runner(
 
 
 def _repeat(runner: Runner, warmup: int, repeats: int) -> tuple[float, ...]:
+    """``repeats`` timed runs after ``warmup`` untimed ones; ``0``: as :data:`AUTO_REPEATS`
+    says."""
+    fewest, most, budget = AUTO_REPEATS if repeats == 0 else (repeats, repeats, 0.0)
     with phase("timing"):
         for _ in range(warmup):
             _sync(runner())
-        samples = []
-        for _ in range(repeats):
+        samples: list[float] = []
+        while len(samples) < most and (len(samples) < fewest or sum(samples) < budget):
             start = time.perf_counter()
             _sync(runner())
             samples.append(time.perf_counter() - start)
