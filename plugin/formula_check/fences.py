@@ -216,7 +216,8 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "timing",
         timing,
         "repeats=7 warmup=2",
-        "Time the snippet (default: on, 5 runs after 1 warm-up), eagerly and under "
+        "Time the snippet (default: on, 1 warm-up, then 3 to 5 runs: fewer than 5 once "
+        "they add up to a quarter of a second; `repeats=N` is N runs), eagerly and under "
         "`tf.function`; `off` skips it. Under `tf.function`, AutoGraph converts the snippet's"
         " `if` and `for` on tensors, as it would in your own module; code that cannot be "
         "traced (say, it calls `.numpy()`) keeps its eager timing and the card says why. The "
