@@ -10,6 +10,11 @@ pytest loads this module in every run, through its entry point: until one of the
 switches is given it registers options and nothing else, and imports nothing of ours (the
 engine and the oracles stay unloaded). Each pytest process (each xdist worker)
 keeps one warm engine per project for the whole session and closes it at the end.
+
+Under pytest-xdist the workers' engines share one zygote, the process that imports
+TensorFlow and forks the workers: each xdist worker keeps it alive (``keep_alive``, at least
+:data:`XDIST_KEEP_ALIVE` seconds), and a kept zygote serves every run of the same project,
+interpreter, checker and settings. ``-n 4`` pays one TensorFlow import, not four.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ if TYPE_CHECKING:
 RUN = pytest.StashKey["FormulaCheckRun"]()
 """Where the switched-on plugin keeps its run (``config.stash[RUN]``): a conftest may give
 its ``engines`` a maker of fakes."""
+XDIST_KEEP_ALIVE = 10.0
+"""Seconds the zygote the xdist workers share outlives the last of them (``formula-check
+stop`` ends it sooner): long enough that a worker starting late still finds it."""
 _NOTE = "formula_check_note"
 """The user property of an item whose formula was not executable: the line saying so."""
 
@@ -87,6 +95,8 @@ class FormulaCheckRun:
         self.roots = [path.resolve() for path in paths]
         self.any_page = any_page
         self.use_cache = not config.getoption("formula_check_no_cache")
+        self.xdist_worker = hasattr(config, "workerinput")
+        """A worker of pytest-xdist: its engine shares a kept zygote with the others."""
         self.projects: dict[Path, Project] = {}
         self.site_pages: dict[Path, frozenset[Path]] = {}
         from .session import Engines
@@ -159,7 +169,13 @@ class FormulaCheckRun:
             return block.error_result()
         if self.unavailable:
             raise BlockFailedError(self.unavailable)
-        options = project.options.but(workers=1, cache=self.use_cache and project.options.cache)
+        options = project.options.but(
+            workers=1,
+            cache=self.use_cache and project.options.cache,
+            keep_alive=max(project.options.keep_alive, XDIST_KEEP_ALIVE)
+            if self.xdist_worker
+            else project.options.keep_alive,
+        )
         try:
             engine = self.engines.get(options.engine(project.root))
             [(_, result)] = checked_in_order(engine, [block])
