@@ -6,11 +6,14 @@ it is otherwise. Keras 3 keeps ``training=`` from a ``call(**kwargs)``: the card
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from formula_check import fences
 from formula_check.errors import SpecError
-from formula_check.messages import Argument, Call
+from formula_check.judge import snippet_failure
+from formula_check.messages import Argument, Call, SnippetFailed
 from formula_check.model import Location, Status
 from formula_check.option_values import call_words, spoken_call
 from formula_check.planning import plan_check
@@ -45,6 +48,22 @@ def test_unbalanced_or_empty_words_are_errors_at_the_blocks_line(value: str, mes
         fences.parse_options({"oracle": "attention", "call": value}, HERE)
     assert str(caught.value).startswith(f"docs/page.md:7: option call={value!r}: ")
     assert message in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "value", ["q k v training=false training=true", "q k v state=[k] state=(v)", "q k=k v k=v"]
+)
+def test_a_keyword_given_twice_is_an_error_at_the_blocks_line(value: str) -> None:
+    """Python refuses it; keeping the last value silently dropped the first."""
+    with pytest.raises(SpecError) as caught:
+        fences.parse_options({"oracle": "attention", "call": value}, HERE)
+    assert str(caught.value).startswith(f"docs/page.md:7: option call={value!r}: ")
+    keyword = "training" if "training" in value else "state" if "state" in value else "k"
+    assert caught.value.message.endswith(f"{keyword}= is given twice; Python passes a keyword once")
+
+
+def test_a_keyword_inside_a_list_and_the_same_outside_are_not_the_same_keyword() -> None:
+    assert call_words("x [a=1] a=2") == ("x", "[", "a=1", "]", "a=2")
 
 
 # -- planned and sent --------------------------------------------------------------------------
@@ -93,6 +112,70 @@ def test_a_positional_list_after_a_keyword_is_named_whole() -> None:
     with pytest.raises(SpecError) as caught:
         plan_check(spec, ".", with_timing=False)
     assert caught.value.message == "call: positional '[v]' after keyword arguments"
+
+
+# -- a schedule written for one step ------------------------------------------------------------
+
+SCALAR_SCHEDULE = """
+import tensorflow as tf
+
+
+class Schedule(tf.keras.optimizers.schedules.LearningRateSchedule):
+    def __init__(self, d_model, warmup_steps=4000):
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        if step < self.warmup_steps:
+            return self.d_model ** -0.5 * step * self.warmup_steps ** -1.5
+        return self.d_model ** -0.5 * tf.math.rsqrt(step)
+"""
+"""Correct for Keras, which calls a schedule with one step; the check passes a vector."""
+SCHEDULE_OPTIONS: dict[str, Any] = {
+    "kind": "layer",
+    "dims": {"d_model": 512, "warmup_steps": 4000},
+    "init": {"d_model": "d_model", "warmup_steps": "warmup_steps"},
+    "call": ("step",),
+}
+VECTOR_OF_STEPS = "The check calls the schedule once, with a vector of n steps"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The truth value of an array with more than one element is ambiguous. Use a.any() or "
+        "a.all()",
+        "only 0-dimensional arrays can be converted to Python scalars",
+        "Using a symbolic `tf.Tensor` as a Python `bool` is not allowed",
+        "Shape must be rank 0 but is rank 1 for '{{node cond/Switch}}'",
+    ],
+)
+def test_a_schedule_using_its_step_as_one_number_is_told_it_gets_a_vector(said: str) -> None:
+    planned = plan_check(
+        spec_for("transformer_lr_schedule", SCALAR_SCHEDULE, **SCHEDULE_OPTIONS), "."
+    )
+    failure = snippet_failure(planned, SnippetFailed("ValueError", said, "call", line=11), ".")
+    assert failure.message.startswith(f"{said}. {VECTOR_OF_STEPS} (Keras calls it with one ")
+    assert "tf.math.rsqrt" in failure.message
+
+
+def test_another_failure_of_a_schedule_or_a_vector_failure_elsewhere_gets_no_hint() -> None:
+    planned = plan_check(
+        spec_for("transformer_lr_schedule", SCALAR_SCHEDULE, **SCHEDULE_OPTIONS), "."
+    )
+    other = snippet_failure(planned, SnippetFailed("NameError", "name 'w' is not defined"), ".")
+    assert other.message == "name 'w' is not defined"
+    ffn = plan_check(spec_for("ffn", "def f(x, w1, b1, w2, b2): return x"), ".")
+    said = "The truth value of an array with more than one element is ambiguous."
+    assert snippet_failure(ffn, SnippetFailed("ValueError", said), ".").message == said
+
+
+@pytest.mark.tf
+def test_a_schedule_written_for_one_step_is_told_it_gets_a_vector() -> None:
+    result = run("transformer_lr_schedule", SCALAR_SCHEDULE, **SCHEDULE_OPTIONS)
+    assert result.status is Status.ERROR
+    assert VECTOR_OF_STEPS in result.headline(), result.headline()
 
 
 # -- through the engine (TensorFlow) -----------------------------------------------------------

@@ -10,6 +10,7 @@ no TensorFlow runs.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -182,11 +183,160 @@ def test_a_page_weight_map_gives_each_block_the_names_its_oracle_has(tmp_path: P
     norm = plan(tmp_path, 'oracle="layer_norm" kind="layer"', page, LAYER)
     assert dict(norm.request.weights) == {"gamma": "norm.gamma", "beta": "norm.beta"}
     assert norm.notes[0] == (
-        "the page's default weights W do not apply: this block's oracle has no such weight or "
+        "the page's default weights W does not apply: this block's oracle has no such weight or "
         "parameter"
     )
     linear = plan(tmp_path, 'oracle="linear" kind="layer"', page, LAYER)
     assert dict(linear.request.weights) == {"W": "kernel"}
+
+
+# -- what the block's oracle has: a page mixing oracles -----------------------------------------
+
+FFN = 'oracle="ffn" dims="d_model=6 d_ff=10"'
+FFN_CODE = "def ffn(x, w1, b1, w2, b2):\n    return x"
+
+
+@pytest.mark.parametrize(
+    ("page", "notes"),
+    [
+        (
+            {"sweep": "8 64 512", "sweep_dim": "m"},
+            (
+                "the page's default sweep_dim= does not apply to this block: oracle 'ffn' has "
+                "no dim 'm' to sweep",
+                "the page's default sweep= does not apply to this block: its sizes are for m, "
+                "a dim oracle 'ffn' lacks",
+            ),
+        ),
+        (
+            {"timing_dims": "m=64"},
+            (
+                "the page's default timing_dims m does not apply: this block's oracle has no "
+                "such dim",
+            ),
+        ),
+    ],
+    ids=["sweep_dim", "timing_dims"],
+)
+def test_a_page_s_timed_dim_a_block_s_oracle_lacks_is_left_out_with_a_note(
+    tmp_path: Path, page: dict[str, Any], notes: tuple[str, ...]
+) -> None:
+    """A page about attention sweeping m also holds an FFN block: timed at "sweep m=8", ...
+    every run would be at the same sizes."""
+    planned = plan(tmp_path, FFN, page, FFN_CODE)
+    assert planned.request.timing is not None
+    assert [run.label for run in planned.request.timing.runs] == ["check"]
+    assert planned.notes == notes
+
+
+def test_a_page_s_timing_dims_keep_the_dims_the_block_s_oracle_has(tmp_path: Path) -> None:
+    planned = plan(tmp_path, FFN, {"timing_dims": "m=64 n=7"}, FFN_CODE)
+    assert dict(planned.spec.timing.dims) == {"n": 7}
+    assert planned.request.timing is not None
+    assert [run.label for run in planned.request.timing.runs] == ["timing"]
+
+
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ('sweep="8 64" sweep_dim="m"', "sweep_dim: 'm' is not a dim of oracle 'ffn'"),
+        ('timing_dims="m=64"', "timing_dims: 'm' is not a dim of oracle 'ffn'"),
+        ('mask="padding"', "oracle 'ffn' takes no mask (mask='padding')"),
+    ],
+)
+def test_the_same_value_in_the_block_s_own_header_is_an_error(
+    tmp_path: Path, header: str, said: str
+) -> None:
+    assert refused(tmp_path, f"{FFN} {header}", None, FFN_CODE).startswith(said)
+
+
+def test_a_timed_dim_the_oracle_lacks_is_an_error_in_a_spec_built_without_a_page(
+    tmp_path: Path,
+) -> None:
+    """resolve_dims keeps a dim the oracle lacks among its sizes: it once timed the FFN at
+    "sweep m=8", "m=64" at the same sizes."""
+    written = spec(tmp_path, FFN, None, FFN_CODE)
+    swept = dataclasses.replace(written, sweep=(8, 64), sweep_dim="m")
+    with pytest.raises(SpecError) as caught:
+        plan_check(swept, str(tmp_path))
+    assert caught.value.message.startswith("sweep: oracle 'ffn' has no dim 'm' to time at 8")
+
+
+def test_a_page_s_mask_is_left_out_of_a_block_whose_oracle_takes_none(tmp_path: Path) -> None:
+    """The page's attention blocks take its mask; its FFN block was an error: "oracle 'ffn'
+    takes no mask (mask='padding')"."""
+    page = {"mask": "padding", "mask_convention": "keep", "mask_dims": "b 1 m"}
+    planned = plan(tmp_path, FFN, page, FFN_CODE)
+    assert planned.keep is None and "in/mask" not in planned.arrays
+    assert planned.notes == tuple(
+        f"the page's default {option}= does not apply to this block: oracle 'ffn' takes no mask"
+        for option in ("mask", "mask_convention", "mask_dims")
+    )
+
+
+def test_a_page_s_preset_for_another_oracle_is_left_out_with_a_note(tmp_path: Path) -> None:
+    """It once reached the FFN block as call='q v key=k ...', which the author never wrote."""
+    planned = plan(tmp_path, f'{FFN} kind="layer"', {"preset": "keras-mha"}, LAYER)
+    assert planned.spec.preset is None and planned.spec.call is None
+    assert not planned.request.weights
+    assert planned.notes == (
+        "the page's default preset= does not apply to this block: preset keras-mha is for "
+        "blocks of oracle 'multihead', and this block's oracle is 'ffn'",
+    )
+
+
+def test_a_block_s_own_preset_for_another_oracle_is_an_error_naming_it(tmp_path: Path) -> None:
+    assert refused(tmp_path, f'{FFN} preset="keras-mha"', None, LAYER) == (
+        "preset= cannot take effect: preset keras-mha is for blocks of oracle 'multihead', and "
+        "this block's oracle is 'ffn'"
+    )
+
+
+def test_a_spec_built_without_a_page_with_another_oracle_s_preset_is_an_error(
+    tmp_path: Path,
+) -> None:
+    written = dataclasses.replace(spec(tmp_path, FFN, None, LAYER), preset="keras-layer-norm")
+    with pytest.raises(SpecError) as caught:
+        plan_check(written, str(tmp_path))
+    assert "preset keras-layer-norm is for blocks of oracle 'layer_norm'" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("page", "note"),
+    [
+        (
+            {"call": "q k v mask=mask training=false"},
+            "the page's default call= does not apply to this block: oracle 'ffn' has no q, k, v",
+        ),
+        (
+            {"returns": "output weights"},
+            "the page's default returns= does not apply to this block: oracle 'ffn' has no "
+            "output weights",
+        ),
+        (
+            {"heatmaps": "weights"},
+            "the page's default heatmaps weights does not apply: this block's oracle has no "
+            "such output or intermediate to draw",
+        ),
+    ],
+    ids=["call", "returns", "heatmaps"],
+)
+def test_a_page_s_names_of_another_oracle_are_left_out_with_a_note(
+    tmp_path: Path, page: dict[str, Any], note: str
+) -> None:
+    planned = plan(tmp_path, FFN, page, FFN_CODE)
+    assert (planned.spec.call, planned.spec.returns, planned.spec.heatmaps) == (None,) * 3
+    assert planned.notes == (note,)
+
+
+def test_a_page_s_heatmaps_keep_those_the_block_s_oracle_draws(tmp_path: Path) -> None:
+    planned = plan(tmp_path, FFN, {"heatmaps": "weights hidden"}, FFN_CODE)
+    assert planned.spec.heatmaps == ("hidden",)
+
+
+def test_a_page_s_call_of_the_block_s_own_names_applies(tmp_path: Path) -> None:
+    planned = plan(tmp_path, FFN, {"call": "x training=false"}, FFN_CODE)
+    assert planned.spec.call == ("x", "training=false") and not planned.notes
 
 
 # -- options that act on another: a mask, timing, a sweep, the formula -------------------------

@@ -14,14 +14,15 @@ an error.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from .errors import SpecError
 from .model import CARD_SECTIONS, Location
-from .presets import PRESETS, UNSET
+from .presets import PRESETS, UNSET, preset_misfit
 
 try:  # the loader MkDocs uses: the C one where PyYAML has it
     from yaml import CSafeLoader as _SafeLoader
@@ -130,18 +131,33 @@ Refuse = Callable[[str, str], None]
 """``refuse(option, why)``: the option cannot take effect on this block, and why."""
 
 
+@dataclass(frozen=True)
+class OracleNames:
+    """What a block's oracle has, by name: what a page's default may name for this block."""
+
+    name: str
+    dims: frozenset[str]
+    weights: frozenset[str]
+    """Its weights and parameters (a layer's parameter is read back, to be checked)."""
+    inputs: frozenset[str]
+    outputs: frozenset[str]
+    """Its outputs and the intermediates it can draw (the FFN's ``hidden``)."""
+    takes_mask: bool
+
+
 def block_options(
     defaults: Mapping[str, Any],
     own: Mapping[str, Any],
     where: Location,
-    weight_names: Collection[str] | None = None,
+    oracle: OracleNames | None = None,
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The options a block is checked with: its own, and the page's ``defaults`` that apply
     to it; with a note for each default left out, and why. A value of the block's own that
     cannot take effect is a :class:`SpecError` at ``where``, all such values at once.
 
-    ``weight_names``: the weights and parameters of the block's oracle (None: not known); a
-    page's weight map gives the block only the names its oracle has."""
+    ``oracle``: what the block's oracle has (None: not known); a page's default that names
+    what it lacks (a dim, a weight, an input, an output, a mask, another oracle's preset)
+    is left out, or its foreign names are."""
     options = {**defaults, **own}
     problems: list[str] = []
     notes: list[str] = []
@@ -152,15 +168,55 @@ def block_options(
         elif options.pop(option, None) is not None:
             notes.append(f"the page's default {option}= does not apply to this block: {why}")
 
+    if oracle is not None:
+        _oracle_rules(options, own, oracle, refuse)
     preset = _preset_fills(options, own, refuse, notes)
     _kind_rules(options, preset, refuse)
     _dependent_rules(options, refuse)
     problems += _unopenable(own, options)
     if problems:
         raise SpecError("; ".join(problems), where)
-    if weight_names is not None and "weights" in options and "weights" not in own:
-        notes += _page_weights_for(options, weight_names)
+    if oracle is not None:
+        notes += _page_names_for(options, own, oracle)
     return options, tuple(notes)
+
+
+def _oracle_rules(
+    options: Mapping[str, Any], own: Mapping[str, Any], oracle: OracleNames, refuse: Refuse
+) -> None:
+    """What the block's oracle cannot take: a preset for another oracle (the block's own is
+    an error that names the preset); of the page's defaults, a mask for an oracle without
+    one, a sweep along a dim it lacks, a call= or returns= naming what it does not have.
+    The block's own such values are errors where they are checked (names, mask, call)."""
+    misfit = preset_misfit(str(options.get("preset", "")), oracle.name)
+    if misfit:
+        refuse("preset", misfit)
+    page = {option: value for option, value in options.items() if option not in own}
+    for option in ("mask", "mask_convention", "mask_dims") if not oracle.takes_mask else ():
+        if page.get(option, "none") != "none":
+            refuse(option, f"oracle {oracle.name!r} takes no mask")
+    swept = page.get("sweep_dim")
+    if swept is not None and swept not in oracle.dims:
+        refuse("sweep_dim", f"oracle {oracle.name!r} has no dim {swept!r} to sweep")
+        if "sweep" in page:
+            refuse("sweep", f"its sizes are for {swept}, a dim oracle {oracle.name!r} lacks")
+    known = oracle.inputs | oracle.weights | oracle.dims | {"mask"}
+    foreign = [name for name in _call_names(page.get("call") or ()) if name not in known]
+    if foreign:
+        refuse("call", f"oracle {oracle.name!r} has no {', '.join(foreign)}")
+    named = [word.partition("=")[0] for word in page.get("returns") or () if word != "_"]
+    foreign = [name for name in named if name not in oracle.outputs]
+    if foreign:
+        refuse("returns", f"oracle {oracle.name!r} has no output {', '.join(foreign)}")
+
+
+_LITERAL = re.compile(r"true|false|none|[-+]?[\d.]+(?:e[-+]?\d+)?", re.IGNORECASE)
+
+
+def _call_names(call: Sequence[str]) -> list[str]:
+    """The names a ``call=`` passes (not its literals), at any depth, in order."""
+    words = (token.partition("=")[2] if "=" in token else token for token in call)
+    return [w for w in words if w and w not in ("[", "]", "(", ")") and not _LITERAL.fullmatch(w)]
 
 
 def _preset_fills(
@@ -240,16 +296,34 @@ def _unopenable(own: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]
     ]
 
 
-def _page_weights_for(options: dict[str, Any], weight_names: Collection[str]) -> list[str]:
-    """The page's weight map, less the names the block's oracle does not have."""
-    page_map: Mapping[str, str] = options["weights"]
-    foreign = [name for name in page_map if name not in weight_names]
-    if not foreign:
-        return []
-    options["weights"] = {k: v for k, v in page_map.items() if k not in foreign}
-    if not options["weights"]:
-        del options["weights"]
-    return [
-        f"the page's default weights {', '.join(foreign)} do not apply: this block's "
-        "oracle has no such weight or parameter"
-    ]
+def _page_names_for(
+    options: dict[str, Any], own: Mapping[str, Any], oracle: OracleNames
+) -> list[str]:
+    """The page's maps and lists less the names the block's oracle does not have: its
+    weight map, its timing sizes and its heatmaps; a page mixing oracles gives each block
+    its own. Emptied, the default is left out."""
+    notes = []
+    for option, names, what in (
+        ("weights", oracle.weights, "weight or parameter"),
+        ("timing_dims", oracle.dims, "dim"),
+        ("heatmaps", oracle.outputs, "output or intermediate to draw"),
+    ):
+        value = options.get(option)
+        if option in own or not value:  # heatmaps: none (an empty list) names nothing
+            continue
+        foreign = [name for name in value if name not in names]
+        if not foreign:
+            continue
+        if isinstance(value, Mapping):
+            kept: Any = {k: v for k, v in value.items() if k not in foreign}
+        else:
+            kept = tuple(name for name in value if name not in foreign)
+        options[option] = kept
+        if not kept:
+            del options[option]
+        verb = "does" if len(foreign) == 1 else "do"
+        notes.append(
+            f"the page's default {option} {', '.join(foreign)} {verb} not apply: this block's "
+            f"oracle has no such {what}"
+        )
+    return notes

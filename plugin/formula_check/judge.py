@@ -51,6 +51,16 @@ _PHASES = {
 }
 
 
+_ONE_NUMBER = (
+    "truth value of an array",
+    "arrays can be converted",
+    "as a Python `bool`",
+    "must be rank 0",
+)
+"""What NumPy and TensorFlow say of an array used as one number: ``if``, ``min()``,
+``float()``; in a graph, an ``if`` (AutoGraph's ``tf.cond`` takes one truth value)."""
+
+
 def snippet_failure(plan: Plan, failed: SnippetFailed, root: str) -> SnippetFailure:
     """The snippet's exception, located on the page (inline) or in its file."""
     snippet = plan.spec.snippet
@@ -69,6 +79,8 @@ def snippet_failure(plan: Plan, failed: SnippetFailed, root: str) -> SnippetFail
     message = failed.message
     if phase:
         message = f"{message} (while {phase})"
+    if plan.oracle.vector_hint and any(said in failed.message for said in _ONE_NUMBER):
+        message = f"{message}. {plan.oracle.vector_hint}"
     return SnippetFailure(failed.type, message, location, failed.traceback)
 
 

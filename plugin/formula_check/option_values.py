@@ -244,8 +244,14 @@ def call_words(value: str) -> tuple[str, ...]:
     if not tokens:
         raise ValueError("expected at least one word")
     open_: list[str] = []
+    keywords: set[str] = set()
     for index, token in enumerate(tokens):
         upto = spoken_call(tokens[: index + 1])
+        keyword, sep, _ = token.partition("=")
+        if sep and not open_:  # a second value would drop the first without a word
+            if keyword in keywords:
+                raise ValueError(f"{keyword}= is given twice; Python passes a keyword once")
+            keywords.add(keyword)
         if token in _CLOSING:
             open_.append(token)
         elif token in _CLOSING.values():

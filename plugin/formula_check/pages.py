@@ -20,6 +20,7 @@ from typing import Any
 from . import fences
 from .errors import FormulaCheckError, OracleError, PageError, SpecError
 from .front_matter import (
+    OracleNames,
     block_options,
     front_matter_lines,
     front_matter_problem,
@@ -224,8 +225,8 @@ def build_spec(
         raise SpecError("this formula fence is never closed", where)
     own = fences.parse_options(fences.parse_header(formula.header, where), where)
     oracle = _named_oracle(own.get("oracle", defaults.get("oracle")))
-    weight_names = None if oracle is None else _known_names("weight or parameter", [oracle])
-    options, notes = block_options(defaults, own, where, weight_names)
+    names = None if oracle is None else oracle_names(oracle)
+    options, notes = block_options(defaults, own, where, names)
     if not formula.latex.strip() and not options.get("skip") and options.get("formula", True):
         raise SpecError(
             "the formula block is empty: write the LaTeX of the formula the code implements",
@@ -302,6 +303,18 @@ def _known_names(kind: str, oracles: Sequence[Oracle]) -> set[str]:
         return params
     # a layer's scalar attribute may be read back, to be checked against a parameter
     return params | {tensor.name for oracle in oracles for tensor in oracle.weights}
+
+
+def oracle_names(oracle: Oracle) -> OracleNames:
+    """What ``oracle`` has, by name, for :func:`.front_matter.block_options`."""
+    return OracleNames(
+        name=oracle.name,
+        dims=frozenset(oracle_dims(oracle)),
+        weights=frozenset(_known_names("weight or parameter", [oracle])),
+        inputs=frozenset(tensor.name for tensor in oracle.inputs),
+        outputs=frozenset({*(tensor.name for tensor in oracle.outputs), *oracle.heatmaps}),
+        takes_mask=oracle.mask_dims is not None,
+    )
 
 
 def oracle_dims(oracle: Oracle) -> set[str]:

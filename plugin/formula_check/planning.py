@@ -167,15 +167,18 @@ def _timing_as_stated(spec: CheckSpec, oracle: Oracle, params: Mapping[str, Any]
     """A size ``timing_dims=`` or ``sweep=`` states is the size timed: a dim the oracle
     derives from others (self-attention's ``m``), or one it does not have (``n``, the sweep's
     default), would leave every run at the same size."""
+    shaped = (*oracle.inputs, *oracle.weights, *oracle.outputs)
+    known = set(oracle.dims) | {dim for tensor in shaped for dim in tensor.dims}
     for label, dims, _ in _timing_variants(spec):
         sizes = oracle.resolve_dims(dims, params)
         swept = {spec.sweep_dim: dims[spec.sweep_dim]} if label.startswith("sweep") else {}
         for dim, size in {**spec.timing.dims, **swept}.items():
             option = "sweep" if dim in swept else "timing_dims"
-            if dim not in sizes:
+            if dim not in sizes or dim not in known:  # resolve_dims keeps a dim it lacks
+                listed = ", ".join(sorted(known & set(sizes)))
                 raise SpecError(
                     f"{option}: oracle {oracle.name!r} has no dim {dim!r} to time at {size} "
-                    f"(known: {', '.join(sorted(sizes))}; sweep_dim= names the one a sweep "
+                    f"(known: {listed}; sweep_dim= names the one a sweep "
                     "varies)",
                     spec.location,
                 )

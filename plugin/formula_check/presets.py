@@ -173,6 +173,33 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     }
 )
 
+PRESET_ORACLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "keras-mha": ("multihead",),
+        "keras-layer-norm": ("layer_norm",),
+        "keras-dense": ("linear",),
+        "tf-tutorial-attention": ("attention_sublayer", "cross_attention_sublayer"),
+        "tf-tutorial-encoder-layer": ("encoder_layer",),
+        "tf-tutorial-decoder-layer": ("decoder_layer",),
+        "tf-tutorial-positional-embedding": ("sinusoidal_embedding",),
+        "keras-example-transformer-block": ("encoder_layer",),
+        "keras-example-token-position-embedding": ("learned_embedding",),
+    }
+)
+"""The oracles whose formula each preset's layer computes: its weight map names their
+weights, its call= passes their inputs."""
+
+
+def preset_misfit(preset: str, oracle: str) -> str:
+    """Why ``preset`` (``keras-mha``, or ``keras-mha@mha``) cannot serve a block of
+    ``oracle``, or nothing when it can (or is not one of ours: that is said elsewhere)."""
+    name = preset.partition("@")[0]
+    meant = PRESET_ORACLES.get(name)
+    if not meant or oracle in meant:
+        return ""
+    said = " or ".join(repr(o) for o in meant)
+    return f"preset {name} is for blocks of oracle {said}, and this block's oracle is {oracle!r}"
+
 
 UNSET: Mapping[str, Any] = {"kind": "auto", "mask_convention": "additive", "call": None}
 """A block's value for these fields that means "not given", so the preset may fill it (a block
@@ -193,6 +220,9 @@ def apply_preset(spec: CheckSpec) -> CheckSpec:
         raise SpecError(
             f"unknown preset {spec.preset!r}; known presets: {known}", spec.location
         ) from None
+    misfit = preset_misfit(spec.preset, spec.oracle)
+    if misfit:
+        raise SpecError(f"preset= cannot take effect: {misfit}", spec.location)
     changes: dict[str, Any] = {}
     for field, value in preset.items():
         current = getattr(spec, field)

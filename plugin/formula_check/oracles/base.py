@@ -138,6 +138,10 @@ class Oracle:
     """The names its formula may use, in the syntax of a block's ``symbols=`` (``x: [b, n,
     d_model]; gamma: [d_model]``): an oracle of one's own declares them here once, rather than
     on every block (a builtin's table comes with the package)."""
+    vector_hint: str = ""
+    """Said after the code fails using an input as one number (a Python ``if`` or ``float()``
+    on it), when code written for one value at a time is natural: how to write it for the
+    whole array the check passes (a learning-rate schedule, which Keras calls step by step)."""
 
     def input_regimes(self) -> tuple[Regime, ...]:
         """The regimes a block of this oracle is checked on besides the standard inputs."""

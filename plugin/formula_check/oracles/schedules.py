@@ -103,4 +103,8 @@ TRANSFORMER_LR_SCHEDULE = Oracle(
     derive=_derive,
     generate=_generate,
     regimes=(FAR_STEPS,),
+    vector_hint="The check calls the schedule once, with a vector of n steps (Keras calls it "
+    "with one step at a time): write it with tensor operations, which take every step at "
+    "once, e.g. tf.minimum(tf.math.rsqrt(step), step * warmup_steps ** -1.5) in place of an "
+    "if on the step, Python's min() or float(step)",
 )
