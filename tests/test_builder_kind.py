@@ -9,6 +9,7 @@ import pytest
 
 from formula_check.errors import SpecError
 from formula_check.model import Status
+from formula_check.option_values import call_words
 from support import run
 
 pytestmark = pytest.mark.tf
@@ -175,3 +176,113 @@ def test_a_builder_that_computes_on_arrays_is_an_error_that_says_what_it_needs()
     assert "called once on symbolic Keras inputs (argument 1: (None, 5, 12) float32)" in (
         result.headline()
     ), result.headline()
+
+
+ADDITIVE = """
+from keras import layers, ops
+
+
+def additive(q, k, v, num_hiddens):
+    keys = layers.Dense(num_hiddens, use_bias=False)(k)
+    queries = layers.Dense(num_hiddens, use_bias=False)(q)
+    features = ops.tanh(ops.expand_dims(queries, 2) + ops.expand_dims(keys, 1))
+    scores = ops.squeeze(layers.Dense(1, use_bias=False)(features), -1)
+    weights = ops.softmax(scores, axis=-1)
+    return ops.matmul(weights, v), weights
+"""
+"""Additive attention that projects the keys first: Keras' model.layers puts the queries'
+projection first (the graph's order: the first operand of the sum)."""
+BY_CALLS = {"W_k": "Dense[0].kernel", "W_q": "Dense[1].kernel", "w_v": "Dense[2].kernel"}
+
+
+def _additive(source: str = ADDITIVE, *, weights: dict[str, str], **dims: int) -> Any:
+    return run(
+        "additive_attention",
+        source,
+        kind="builder",
+        dims=dims,
+        init={"num_hiddens": "h"},
+        weights=weights,
+    )
+
+
+@pytest.mark.parametrize("dims", [{"d_q": 6, "d_k": 6}, {"d_q": 6, "d_k": 4}], ids=str)
+def test_a_builder_s_class_rank_counts_layers_in_the_order_it_calls_them(
+    dims: dict[str, int],
+) -> None:
+    result = _additive(weights=BY_CALLS, **dims)
+    assert result.status is Status.VERIFIED, result.headline()
+
+
+def test_layers_i_counts_as_keras_model_layers_does() -> None:
+    # Keras' order is the graph's: the inputs of q and k, the queries' projection before the
+    # keys' (the first operand of the sum), the scoring layer, and last the input of v
+    by_keras = {"W_q": "layers[2].kernel", "W_k": "layers[3].kernel", "w_v": "layers[4].kernel"}
+    result = _additive(weights=by_keras, d_q=6, d_k=4)
+    assert result.status is Status.VERIFIED, result.headline()
+
+
+def test_a_class_path_without_its_rank_says_which_ranks_there_are() -> None:
+    result = _additive(weights={**BY_CALLS, "W_q": "Dense.kernel"}, d_q=6, d_k=4)
+    assert result.status is Status.ERROR
+    assert result.headline().startswith("docs/page.md:6 [additive_attention]")
+    assert (
+        "Dense names the model's 3 Dense layers, counted in the order the builder calls them: "
+        "write Dense[0].kernel for the first (to Dense[2].kernel for the last)"
+    ) in result.headline(), result.headline()
+
+
+def test_a_builder_s_weight_outside_the_map_is_noted_as_a_layer_s_is() -> None:
+    # the scoring Dense's bias shifts every score alike: the softmax takes it away
+    source = ADDITIVE.replace(
+        "layers.Dense(1, use_bias=False)(features)", "layers.Dense(1)(features)"
+    )
+    result = _additive(source, weights=BY_CALLS, d_q=6, d_k=4)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert any(
+        note.startswith("trainable weights outside the weight map: dense") and "(1,)" in note
+        for note in result.notes
+    ), result.notes
+
+
+MEMORY = """
+from keras import layers
+
+
+def attend(query, memory, num_heads, key_dim):
+    key, value = memory
+    attention = layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)
+    return attention(query, value, key=key)
+"""
+
+
+def test_arrays_inside_a_call_list_reach_a_builder_as_inputs() -> None:
+    # were k and v constants of the model, the large-logits regime's k would never reach it
+    weights = {key.removeprefix("attn."): path for key, path in ATTENTION.items()}
+    result = run(
+        "multihead",
+        MEMORY,
+        kind="builder",
+        dims={"b": 2, "n": 5, "m": 7, "d_model": 12, "h": 3, "depth": 4},
+        call=call_words("q [k v]"),
+        init={"num_heads": "h", "key_dim": "depth"},
+        weights=weights,
+    )
+    assert result.status is Status.VERIFIED, result.headline()
+    assert "large logits" in {v.regime for v in result.verdicts}
+
+
+def test_keras_layer_call_is_wrapped_only_while_the_builder_runs() -> None:
+    import tensorflow as tf
+
+    from formula_check.worker import builder
+
+    original = tf.keras.layers.Layer.__call__
+
+    def failing(x: Any) -> Any:
+        assert tf.keras.layers.Layer.__call__ is not original  # recording meanwhile
+        return tf.keras.layers.Dense(2)(x) + int("x")
+
+    with pytest.raises(TypeError, match="invalid literal"):
+        builder.build(failing, [tf.zeros((2, 3))], {}, lambda bound: bound())
+    assert tf.keras.layers.Layer.__call__ is original

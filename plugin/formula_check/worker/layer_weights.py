@@ -130,20 +130,54 @@ def _unbuilt_on_path(obj: Any, path: str) -> bool:
 _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[-?\d+\])*)")
 
 
+CALL_ORDER = "_formula_check_call_order"
+"""The attribute in which a model a builder made keeps its layers in the order the builder
+first called them (Keras' ``model.layers`` follows the model's graph instead)."""
+
+
+class _LayersOfClass(list[Any]):
+    """A model's layers of one class, which a path must pick one of (``Dense[1]``)."""
+
+
 def _follow(obj: Any, path: str) -> Any:
     """Walk ``wq.kernel`` or ``ffn.layers[0].bias`` through attributes and indexes only; a
     model built with Keras' functional API keeps its layers by name, not in attributes, so
     a step it has no attribute for is its layer of that name (``get_layer``), else the list
-    of its layers of that class, in the model's order (``Conv1D[1].kernel``): Keras names a
-    layer it creates by how many it created before in the process, never the same twice."""
-    for part in path.split("."):
+    of its layers of that class (``Conv1D[1].kernel``), in the order a builder called them,
+    or else the model's: Keras names a layer it creates by how many it created before in the
+    process, never the same twice."""
+    parts = path.split(".")
+    for place, part in enumerate(parts):
         match = _STEP.fullmatch(part)
         if match is None:
             raise ValueError(f"bad weight path {path!r}")
-        obj = _step(obj, match.group(1))
-        for index in re.findall(r"-?\d+", match.group(2)):
-            obj = _index(obj, int(index), match.group(1))
+        name, indexes = match.group(1), re.findall(r"-?\d+", match.group(2))
+        owner, obj = obj, _step(obj, name)
+        if isinstance(obj, _LayersOfClass) and not indexes:
+            ranked = [
+                ".".join([*parts[:place], f"{name}[{rank}]", *parts[place + 1 :]])
+                for rank in (0, len(obj) - 1)
+            ]
+            raise AttributeError(_rank_needed(owner, name, len(obj), ranked))
+        for index in indexes:
+            obj = _index(obj, int(index), name)
     return obj
+
+
+def _rank_needed(model: Any, name: str, count: int, ranked: list[str]) -> str:
+    """A class named where one of its layers is meant: the path with the first rank, and
+    with the last."""
+    if count == 1:
+        return f"{name} names the model's one {name} layer: write {ranked[0]}"
+    order = (
+        "in the order the builder calls them"
+        if getattr(model, CALL_ORDER, None) is not None
+        else "in the order of the model's layers"
+    )
+    return (
+        f"{name} names the model's {count} {name} layers, counted {order}: write "
+        f"{ranked[0]} for the first (to {ranked[1]} for the last)"
+    )
 
 
 def _index(obj: Any, index: int, name: str) -> Any:
@@ -165,7 +199,9 @@ def _step(obj: Any, name: str) -> Any:
             return get_layer(name)
         except ValueError:
             pass
-        of_class = [layer for layer in getattr(obj, "layers", ()) if type(layer).__name__ == name]
+        called = getattr(obj, CALL_ORDER, None)  # a builder's model: in the order of its calls
+        layers = called if called is not None else getattr(obj, "layers", ())
+        of_class = _LayersOfClass(layer for layer in layers if type(layer).__name__ == name)
         if of_class:
             return of_class
         raise AttributeError(
