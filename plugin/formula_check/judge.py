@@ -38,7 +38,7 @@ from .result_notes import (
     untraced,
 )
 from .timing_stats import oracle_timing, sweep_points, timing_stats
-from .tolerance import SAMPLES, Pair, Tolerance, derive, fixed, rounding_samples
+from .tolerance import SAMPLES, Pair, Tolerance, derive, fixed, quantized, rounding_samples
 
 _PHASES = {
     "call": "",
@@ -49,7 +49,6 @@ _PHASES = {
     "output": "reading the outputs",
     "timing": "timing",
 }
-
 
 _ONE_NUMBER = (
     "truth value of an array",
@@ -106,6 +105,7 @@ def evaluate(
             stdout=reply.stdout,
         )
     _options_took_effect(plan, reply)
+    plan = dataclasses.replace(plan, artifact=reply.artifact)  # its precision: its tolerance
     weights, read_params = oracle_weights(plan, reply, arrays)
     params = dict(plan.params)  # the formula's: what the code says of them is checked below
     oracle_arrays = {**plan.inputs, **weights}
@@ -153,6 +153,7 @@ def evaluate(
         + _fold_notes(plan, names, outputs)
         + [note for _, note in checked if note]
         + unmapped_notes(plan, reply)
+        + artifact_notes(reply.artifact, weights)
         + blind_spots(plan)
         + untraced(reply.timings)
         + regime_notes(plan, skipped)
@@ -435,10 +436,60 @@ def _tolerance(
             name, {k: v for k, v in sizes.items() if isinstance(v, int)}, oracle.atol
         )
         return Tolerance(allowed, oracle.rtol, f"the {oracle.name} oracle's own rule", False)
-    derived = derive(name, expected, samples, bound=bound)
+    if plan.artifact.get("dtype") == "int8":
+        step, count = float(plan.artifact["output_step"]), int(plan.artifact["int8_tensors"])
+        return quantized(expected, step, count)
+    derived = derive(name, expected, samples, bound=bound, precision=_precision(plan))
     if derived is not None:
         return derived
     return fixed(oracle.atol, oracle.rtol, UNMEASURED)
+
+
+def _precision(plan: Plan) -> type:
+    """The float type the code computes in: float16 for an artifact that does, else float32
+    (the oracle's rounding is measured in float32 and scaled to it: see ``derive``)."""
+    return np.float16 if plan.artifact.get("dtype") == "float16" else np.float32
+
+
+_ARTIFACT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}
+
+
+def artifact_notes(artifact: Mapping[str, str], weights: Mapping[str, Array]) -> list[str]:
+    """What an exported artifact's card says: which artifact was checked, and what checking
+    it with its own weights cannot see."""
+    if not artifact:
+        return []
+    signature = f", signature {artifact['signature']}" if artifact.get("signature") else ""
+    source = (
+        f"; weights read from {artifact['weights_from']}" if artifact.get("weights_from") else ""
+    )
+    notes = [
+        f"artifact: the {_ARTIFACT_WORDS[artifact['format']]} {artifact['path']}{signature}, "
+        f"computing in {artifact.get('dtype', 'float32')}{source}"
+    ]
+    if artifact.get("saturated"):
+        notes.append(
+            "int8 tensors saturated (values clipped at an end of their calibrated range, which "
+            f"quantization does not explain): {artifact['saturated']}; calibrate on data like this"
+        )
+    if artifact.get("perturbed"):
+        return notes
+    plain = [
+        name
+        for name, value in weights.items()
+        if np.size(value) > 1 and (np.all(value == 0) or np.all(value == 1))
+    ]
+    notes.append(
+        "weights at their exported values, not perturbed (an exported artifact is checked as "
+        "shipped)"
+        + (
+            f"; {', '.join(plain)} hold only zeros or ones there, so a bug in their terms "
+            "would not show: export it after training, or check the source with perturb"
+            if plain
+            else ""
+        )
+    )
+    return notes
 
 
 UNMEASURED = (

@@ -80,17 +80,21 @@ Expectation = Literal["verified", "mismatch", "error", "timeout", "fail"]
 class Snippet:
     """The code under test.
 
-    ``origin`` is ``inline`` (text from a page), ``file`` (a file under the project) or
-    ``module`` (an importable module of the user's own package). ``line_offset`` maps a
-    line of ``source`` to the line of ``location`` it came from: page line = offset + line.
+    ``origin`` is ``inline`` (text from a page), ``file`` (a file under the project),
+    ``module`` (an importable module of the user's own package) or ``artifact`` (an exported
+    SavedModel, ``.keras`` or ``.tflite`` file: ``artifact`` says which, and ``source`` lists
+    its files' digests, so that re-exporting it changes the cache key). ``line_offset`` maps
+    a line of ``source`` to the line of ``location`` it came from: page line = offset + line.
     """
 
-    origin: Literal["inline", "file", "module"]
+    origin: Literal["inline", "file", "module", "artifact"]
     source: str
     location: Location
     entry: str | None = None
     module: str | None = None
     line_offset: int = 0
+    artifact: Mapping[str, str] = field(default_factory=frozen_map)
+    """An artifact's ``format``, ``path``, ``signature`` and ``weights_from`` (empty else)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,9 @@ class Plan:
     regimes: tuple[PlannedRegime, ...] = ()
     notes: tuple[str, ...] = ()
     """What the card says about the block's options (an input ``call=`` passes as another)."""
+    artifact: Mapping[str, str] = field(default_factory=frozen_map)
+    """What the worker found an exported artifact to be (its reply's ``artifact``): set when
+    its reply is judged, so that the tolerance follows the artifact's precision."""
 
 
 def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
@@ -317,6 +320,7 @@ def _request(
         page_folder=_page_folder(spec),
         attribute_outputs=frozen_map(attribute_outputs(spec)),
         preset_weights=_preset_weights(block, spec),
+        artifact=spec.snippet.artifact,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -9,7 +10,7 @@ import stat
 from pathlib import Path
 
 from .errors import SnippetError
-from .model import Location, Snippet
+from .model import Location, Snippet, frozen_map
 
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -31,6 +32,8 @@ def resolve_code(reference: str, root: Path, where: Location, entry: str | None 
     ``snippets/attention.py:scaled_dot_product_attention`` is a file under the project root;
     ``my_model.layers:MultiHeadAttention`` is a module the worker imports.
     """
+    if is_artifact_reference(reference):
+        return resolve_artifact(reference, root, where)
     target, _, attr = reference.partition(":")
     attr = attr or entry or ""
     if not target:
@@ -112,3 +115,94 @@ def file_digest(path: Path) -> str:
         return hashlib.sha256(read_regular_file(path)).hexdigest()
     except OSError:
         return "missing"
+
+
+ARTIFACT_FORMATS = ("saved_model", "keras", "tflite")
+"""The prefixes of an exported artifact's ``code=``: ``saved_model:DIR[:SIGNATURE]``,
+``keras:FILE`` and ``tflite:FILE[:SIGNATURE[:SAVED_MODEL_DIR]]``; a path ending in ``.keras``
+or ``.tflite`` needs no prefix."""
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+def is_artifact_reference(reference: str) -> bool:
+    """``saved_model:...``, ``keras:...``, ``tflite:...``, or a ``.keras``/``.tflite`` path."""
+    head, _, _ = reference.partition(":")
+    return head in ARTIFACT_FORMATS or head.endswith((".keras", ".tflite"))
+
+
+def resolve_artifact(reference: str, root: Path, where: Location) -> Snippet:
+    """An exported artifact as a :class:`Snippet`: its format, path and signature, and (as its
+    ``source``) the digest of every file it is made of, so that re-exporting it re-checks it.
+
+    The paths are confined to the project as snippet files are. A TFLite file keeps no
+    attribute paths to its weights; its fourth part names the SavedModel it was converted
+    from, whose weights the weight map reads."""
+    parts = reference.split(":")
+    if parts[0] not in ARTIFACT_FORMATS:  # a bare path: its suffix says the format
+        parts.insert(0, "keras" if parts[0].endswith(".keras") else "tflite")
+    form, path = parts[0], parts[1] if len(parts) > 1 else ""
+    most = {"saved_model": 3, "keras": 2, "tflite": 4}[form]
+    if not path or len(parts) > most:
+        shapes = {
+            "saved_model": "saved_model:DIR[:SIGNATURE]",
+            "keras": "keras:FILE.keras",
+            "tflite": "tflite:FILE.tflite[:SIGNATURE[:SAVED_MODEL_DIR]]",
+        }
+        raise SnippetError(f"code={reference!r}: write it as {shapes[form]}", where)
+    signature = parts[2] if len(parts) > 2 and parts[2] else ""
+    if form != "keras" and not signature:
+        signature = DEFAULT_SIGNATURE
+    weights_from = parts[3] if len(parts) > 3 else ""
+    described = {"format": form, "path": "", "signature": signature, "weights_from": ""}
+    manifest = []
+    for key, target in (("path", path), ("weights_from", weights_from)):
+        if not target:
+            continue
+        found = confined_path(target, root, where)
+        relative = found.relative_to(root.resolve()).as_posix()
+        folder = form == "saved_model" or key == "weights_from"
+        manifest += _artifact_digests(found, relative, folder, where)
+        described[key] = relative
+    return Snippet(
+        "artifact",
+        "\n".join(manifest) + "\n",
+        Location(described["path"], 1),
+        entry=signature or None,
+        artifact=frozen_map(described),
+    )
+
+
+def _artifact_digests(path: Path, relative: str, folder: bool, where: Location) -> list[str]:
+    """``relative/file sha256`` for each file of the artifact at ``path``; an error naming
+    what is missing: a folder where a SavedModel is expected, a file otherwise."""
+    if folder:
+        if not (path / "saved_model.pb").is_file():
+            raise SnippetError(
+                f"artifact {relative!r} is not a SavedModel folder (no saved_model.pb in it); "
+                "export it first (exporting is a step of your tests or scripts, never of the "
+                "docs build)",
+                where,
+            )
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+    else:
+        if not path.is_file():
+            raise SnippetError(
+                f"artifact file {relative!r} does not exist; export it first (exporting is a "
+                "step of your tests or scripts, never of the docs build)",
+                where,
+            )
+        files = [path]
+    return [
+        f"{(relative + '/' + p.relative_to(path).as_posix()) if folder else relative} "
+        f"{_cached_digest(p, p.stat().st_size, p.stat().st_mtime_ns)}"
+        for p in files
+    ]
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_digest(path: Path, size: int, mtime_ns: int) -> str:
+    """A file's digest, read again only when its size or time changes: a large artifact is
+    hashed once per export, not once per block and build."""
+    del size, mtime_ns  # part of the cache key only
+    return file_digest(path)

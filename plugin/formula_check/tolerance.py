@@ -154,7 +154,12 @@ def _run(
 
 
 def derive(
-    name: str, expected: Array, samples: Sequence[Pair], *, bound: bool = False
+    name: str,
+    expected: Array,
+    samples: Sequence[Pair],
+    *,
+    bound: bool = False,
+    precision: type = np.float32,
 ) -> Tolerance | None:
     """The derived tolerance of output ``name``; ``None`` when the samples cannot give one
     (none was taken, or the oracle's float32 run gave float64: it upcasts somewhere).
@@ -193,15 +198,22 @@ def derive(
             moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
             floor = _row_scale(own, magnitude) * magnitude * (0.5 if moved else 2.0)
         scale = np.maximum(own, floor)
-        allowed = SPREAD * scale + EPS32 * (np.abs(exact) + np.mean(np.abs(exact)))
+        # code in a coarser float rounds as float32 does, each rounding larger by the ratio of
+        # their epsilons (float16: 2^13): the rounding model extended, not measured again
+        eps = float(np.finfo(precision).eps)
+        scale = scale * (eps / EPS32)
+        allowed = SPREAD * scale + eps * (np.abs(exact) + np.mean(np.abs(exact)))
     low, high = float(np.min(scale)), float(np.max(scale))
     spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
+    kind = np.dtype(precision).name
     runs = (
         f"{BOUND_WORDS}, from one float32 run of the oracle"
         if bound
         else f"measured on {len(errors)} float32 runs of the oracle"
     )
-    how = f"derived: {SPREAD:g} × float32 rounding ({spread}, {runs}) + float32 ulp"
+    if kind != "float32":
+        runs += f", × ε({kind})/ε(float32) = {eps / EPS32:g}"
+    how = f"derived: {SPREAD:g} × {kind} rounding ({spread}, {runs}) + {kind} ulp"
     return Tolerance(allowed, 0.0, how, derived=True)
 
 
@@ -235,3 +247,18 @@ def _row_scale(error: Array, magnitude: Array) -> Array:
 
 def _is_float(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
+def quantized(expected: Array, step: float, tensors: int) -> Tolerance:
+    """What an int8 model may be off by: each of its ``tensors`` int8 activations rounds to
+    its own step, at most half a step of its calibrated range (255 steps); carried to the
+    output, whose range is ``255 * step``, each is at most half of ``step`` there, and the
+    roundings may all fall the same way: ``tensors * step / 2``. A value outside a tensor's
+    calibrated range is clipped, not rounded; no step explains that, and the interpreter's
+    saturated tensors are named on the card."""
+    allowed = tensors * step / 2
+    how = (
+        f"int8: {tensors} quantized tensors × half the output's step {step:.2g} (the "
+        f"quantization the interpreter reports) = {allowed:.2g}"
+    )
+    return Tolerance(np.full(np.shape(expected), allowed), 0.0, how, derived=True)

@@ -28,7 +28,8 @@ VERSION = 4
 """1: headers read as free-form dicts. 2: typed messages (:mod:`.messages`). 3: a check
 request's ``attribute_outputs`` and ``preset_weights``, a reply's ``preset_root`` and
 ``created_variables``, lists and tuples among ``init`` values. 4: call arguments that are
-lists or tuples of arguments (``items``)."""
+lists or tuples of arguments (``items``); a check request's and a reply's ``artifact`` (an
+exported SavedModel, ``.keras`` or ``.tflite`` file checked instead of code)."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
 PREFIX_SIZE = _PREFIX.size

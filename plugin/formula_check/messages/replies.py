@@ -9,9 +9,10 @@ are in :mod:`.requests`.)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..model import frozen_map
 from ..wire import ProtocolError
 from .fields import Fields
 
@@ -97,6 +98,10 @@ class CheckReply:
     keywords_not_passed: tuple[tuple[str, str], ...] = ()
     """Keywords of the call that the framework kept from the layer's ``call()``, each with the
     method it never reached (``training`` to a Keras 3 layer that takes only ``**kwargs``)."""
+    artifact: Mapping[str, str] = field(default_factory=frozen_map)
+    """What an exported artifact turned out to be (empty for code): its ``format``, ``path``,
+    ``signature``, compute ``dtype``, and for int8 the quantization the interpreter reports
+    (see :mod:`..worker.artifacts`)."""
 
     def encode(self) -> dict[str, Any]:
         """The reply's header."""
@@ -114,6 +119,7 @@ class CheckReply:
             "created_variables": [[name, list(shape)] for name, shape in self.created_variables],
             "keywords_not_passed": [list(pair) for pair in self.keywords_not_passed],
             "phase_seconds": [[name, seconds] for name, seconds in self.phase_seconds],
+            "artifact": dict(self.artifact),
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
@@ -143,6 +149,7 @@ class CheckReply:
                 _skipped(item) for item in fields.items("keywords_not_passed")
             ),
             phase_seconds=tuple(_phase(item) for item in fields.items("phase_seconds")),
+            artifact=Fields(fields.mapping("artifact"), "an artifact").texts_by_name(),
         )
 
 

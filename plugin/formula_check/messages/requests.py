@@ -239,6 +239,9 @@ class CheckRequest:
     timing: TimingRequest | None = None
     time_limit: float | None = None
     """Seconds the worker gives the check before it stops it (set by the pool)."""
+    artifact: Mapping[str, str] = field(default_factory=frozen_map)
+    """An exported artifact to load instead of a snippet: its ``format`` (``saved_model``,
+    ``keras``, ``tflite``), ``path``, ``signature`` and ``weights_from``; empty for code."""
 
     def with_time_limit(self, seconds: float) -> CheckRequest:
         """The same request, to be stopped after ``seconds``."""
@@ -262,6 +265,7 @@ class CheckRequest:
             "page_folder": self.page_folder,
             "attribute_outputs": dict(self.attribute_outputs),
             "preset_weights": list(self.preset_weights),
+            "artifact": dict(self.artifact),
             **self.calls.encode(),
             "regimes": [regime.encode() for regime in self.regimes],
         }
@@ -303,6 +307,7 @@ class CheckRequest:
             regimes=tuple(RegimeRequest.decode(r) for r in fields.items("regimes")),
             timing=TimingRequest.decode(timing) if timing else None,
             time_limit=fields.optional_number("time_limit"),
+            artifact=Fields(fields.mapping("artifact"), "an artifact").texts_by_name(),
         )
 
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from ..messages import CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
 from ..model import Array
-from . import isolation, layer_weights
+from . import artifacts, isolation, layer_weights
 from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
 from .project_reads import READS, Reads, changed, folder_state
 from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
@@ -58,6 +58,9 @@ def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Arra
 
 
 def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array]) -> Answer:
+    if request.artifact:  # an exported model instead of code (worker/artifacts.py)
+        with phase("checking the exported artifact"):
+            return artifacts.check(session.root, request, arrays)
     started = time.perf_counter()
     lap = _Laps()
     entry = load_entry(session, request)

@@ -1,0 +1,203 @@
+"""Exported artifacts checked against the formula: a SavedModel's signature, a ``.keras``
+model and TFLite files (float32, float16, int8) run by TensorFlow's own interpreter, exported
+for real once per test session (fixtures/artifacts/export.py), drifted exports caught."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from formula_check.engine import Engine
+from formula_check.errors import SnippetError
+from formula_check.model import CheckResult, Location, Status
+from formula_check.pages import Settings, page_blocks
+from formula_check.snippets import resolve_code
+
+pytestmark = pytest.mark.tf
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artifacts"
+PATHS = {
+    "attn.W_q": "wq.kernel", "attn.b_q": "wq.bias", "attn.W_k": "wk.kernel",
+    "attn.b_k": "wk.bias", "attn.W_v": "wv.kernel", "attn.b_v": "wv.bias",
+    "attn.W_o": "wo.kernel", "attn.b_o": "wo.bias", "norm1.gamma": "norm1.gamma",
+    "norm1.beta": "norm1.beta", "ffn.W_1": "ff1.kernel", "ffn.b_1": "ff1.bias",
+    "ffn.W_2": "ff2.kernel", "ffn.b_2": "ff2.bias", "norm2.gamma": "norm2.gamma",
+    "norm2.beta": "norm2.beta",
+}  # fmt: skip
+DIMS = 'dims="b=2 n=5 d_model=8 h=2 depth=4 d_ff=16" formula="off" timing="off"'
+
+
+def weights(under: str) -> str:
+    """The weight map with every path under ``under`` (the block's place in the artifact)."""
+    return " ".join(f"{name}={under}{path}" for name, path in PATHS.items())
+
+
+BLOCKS = [  # id, code=, mask, weights under, status
+    ("source", "transformer_block:TransformerBlock", "padding", "", Status.VERIFIED),
+    ("saved-model", "saved_model:artifacts/block", "padding", "block.", Status.VERIFIED),
+    ("keras", "artifacts/block.keras", "padding", "TransformerBlock[0].", Status.VERIFIED),
+    ("tflite", "tflite:artifacts/block.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
+    ("float16", "artifacts/block_f16.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
+    ("int8", "artifacts/block_int8.tflite::artifacts/block", "none", "block.", Status.VERIFIED),
+    ("mask-flipped", "saved_model:artifacts/drift_mask", "padding", "block.", Status.MISMATCH),
+    ("op-changed", "artifacts/drift_op.tflite::artifacts/block", "padding", "block.", Status.MISMATCH),
+    ("coarse-int8", "artifacts/drift_int8.tflite::artifacts/block", "none", "block.", Status.MISMATCH),
+]  # fmt: skip
+
+
+def page_text() -> str:
+    lines = ["# Artifacts", ""]
+    for block_id, code, mask, under, _ in BLOCKS:
+        init = ' kind="layer" init="d_model=d_model num_heads=h d_ff=d_ff"' if not under else ""
+        lines += [
+            f'```formula id="{block_id}" oracle="encoder_layer" code="{code}" mask="{mask}" '
+            f'{DIMS}{init} weights="{weights(under)}"',
+            r"\text{LayerNorm}(y + \text{FFN}(y))",
+            "```",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project holding the block's module and every artifact the export script makes."""
+    root = tmp_path_factory.mktemp("artifacts")
+    shutil.copy(FIXTURES / "transformer_block.py", root)
+    subprocess.run(
+        [sys.executable, str(FIXTURES / "export.py"), str(root / "artifacts")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def results(project: Path) -> Iterator[dict[str, CheckResult]]:
+    engine = Engine(project, use_cache=False)
+    try:
+        blocks = page_blocks(page_text().split("\n"), page="docs/p.md", settings=Settings(project))
+        found = {}
+        for block in blocks:
+            assert block.spec is not None, block.error
+            found[block.spec.block_id] = engine.check(block.spec)
+        yield found
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(("block_id", "status"), [(b[0], b[4]) for b in BLOCKS])
+def test_each_artifact_is_judged_against_the_formula(
+    results: dict[str, CheckResult], block_id: str, status: Status
+) -> None:
+    result = results[block_id]
+    assert result.status is status, result.headline()
+    line = 3 + 4 * [b[0] for b in BLOCKS].index(block_id)
+    assert result.headline().startswith(f"docs/p.md:{line} [{block_id}]: {status.value}")
+
+
+def test_the_card_names_the_artifact_its_dtype_and_what_its_own_weights_hide(
+    results: dict[str, CheckResult],
+) -> None:
+    notes = results["float16"].notes
+    assert (
+        "artifact: the TFLite file artifacts/block_f16.tflite, signature serving_default, "
+        "computing in float16; weights read from artifacts/block"
+    ) in notes
+    hidden = next(n for n in notes if n.startswith("weights at their exported values"))
+    assert "ffn.b_1" in hidden and "norm1.gamma" in hidden  # zeros and ones at export
+    assert not any(n.startswith("artifact:") for n in results["source"].notes)
+
+
+def test_tolerances_follow_the_artifacts_precision(results: dict[str, CheckResult]) -> None:
+    float16 = results["float16"].verdicts[0]  # the check's own inputs (then its regimes')
+    assert "float16 rounding" in float16.tolerance and "8192" in float16.tolerance
+    (int8,) = results["int8"].verdicts  # no regime: outside its calibrated range
+    assert int8.tolerance.startswith("int8: ")
+    assert "quantized tensors" in int8.tolerance
+
+
+def test_an_int8_model_off_by_more_than_quantization_names_its_saturated_tensors(
+    results: dict[str, CheckResult],
+) -> None:
+    notes = results["coarse-int8"].notes
+    assert any(n.startswith("int8 tensors saturated") for n in notes)
+    assert not any(n.startswith("int8 tensors saturated") for n in results["int8"].notes)
+
+
+def test_a_weight_the_artifact_does_not_expose_is_an_error_naming_those_it_does(
+    project: Path,
+) -> None:
+    text = (
+        '```formula id="missing" oracle="encoder_layer" code="saved_model:artifacts/block" '
+        f'mask="padding" {DIMS} weights="{weights("block.").replace("block.ff2.bias", "block.b2")}"'
+        "\nx\n```\n"
+    )
+    (block,) = page_blocks(text.split("\n"), page="docs/q.md", settings=Settings(project))
+    assert block.spec is not None
+    engine = Engine(project, use_cache=False)
+    try:
+        result = engine.check(block.spec)
+    finally:
+        engine.close()
+    assert result.status is Status.ERROR
+    assert result.failure is not None
+    assert "does not expose a weight the map names" in result.failure.message
+    assert "block.ff2.bias" in result.failure.message  # among the weights it exposes
+
+
+def test_a_tflite_file_without_its_saved_model_cannot_give_weights(project: Path) -> None:
+    text = (
+        '```formula id="bare" oracle="encoder_layer" code="artifacts/block.tflite" '
+        f'mask="padding" {DIMS} weights="{weights("block.")}"\nx\n```\n'
+    )
+    (block,) = page_blocks(text.split("\n"), page="docs/r.md", settings=Settings(project))
+    assert block.spec is not None
+    engine = Engine(project, use_cache=False)
+    try:
+        result = engine.check(block.spec)
+    finally:
+        engine.close()
+    assert result.status is Status.ERROR
+    assert result.failure is not None
+    assert "fourth part of code=" in result.failure.message
+
+
+# the references themselves: pure, no TensorFlow ---------------------------------------------
+
+
+def test_an_artifact_reference_digests_its_files(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "saved_model.pb").write_bytes(b"graph")
+    where = Location("docs/p.md", 3)
+    first = resolve_code("saved_model:m", tmp_path, where)
+    assert first.origin == "artifact"
+    assert dict(first.artifact) == {
+        "format": "saved_model", "path": "m", "signature": "serving_default", "weights_from": ""
+    }  # fmt: skip
+    (model / "saved_model.pb").write_bytes(b"graph, exported again")
+    assert resolve_code("saved_model:m", tmp_path, where).source != first.source
+
+
+@pytest.mark.parametrize(
+    ("reference", "said"),
+    [
+        ("saved_model:../outside", "outside the project"),
+        ("saved_model:missing", "is not a SavedModel folder"),
+        ("model.tflite", "does not exist; export it first"),
+        ("keras:a.keras:extra", "write it as keras:FILE.keras"),
+    ],
+)
+def test_a_bad_artifact_reference_says_what_is_wrong(
+    tmp_path: Path, reference: str, said: str
+) -> None:
+    (tmp_path / "missing").mkdir()
+    with pytest.raises(SnippetError, match=said):
+        resolve_code(reference, tmp_path, Location("docs/p.md", 3))
