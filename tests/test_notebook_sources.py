@@ -285,3 +285,92 @@ def test_the_cli_checks_notebooks_names_cells_and_caches(
         ("imports.ipynb:cell 2", "helped"): ("error", False),
     }
     assert "(imports.ipynb:cell 3:line 4)" in out
+
+
+# -- a verdict is its own cell's ----------------------------------------------------------------
+
+SOFTMAX_CELL = "import tensorflow as tf\n\n\ndef softmax(x):\n    return tf.nn.softmax(x, axis=-1)"
+ATTENTION_CELL = SOFTMAX_CELL + "\n\n\ndef attention(q, k, v):\n    return softmax(q @ k) @ v"
+
+
+def _last_defined(source: str) -> str:
+    """The worker's default entry on ``source``: the last function or class in its module."""
+    namespace: dict[str, object] = {}
+    exec(compile(source, "<cell>", "exec"), namespace)
+    return [name for name, value in namespace.items() if callable(value)][-1]
+
+
+def test_a_cell_that_defines_a_name_again_is_checked_on_its_own_definition() -> None:
+    blocks = blocks_of(
+        ("code", f'%%formula oracle="attention"\n{ATTENTION_CELL}'),
+        ("md", FORMULA),
+        ("code", SOFTMAX_CELL.replace("-1", "0")),
+    )
+    spec = blocks[1].spec
+    assert spec is not None and "axis=0" in spec.snippet.source
+    assert _last_defined(spec.snippet.source.replace("import tensorflow as tf", "")) == "softmax"
+
+
+def test_a_future_import_goes_to_the_top_for_this_and_later_cells() -> None:
+    header = f'%%formula oracle="softmax" latex="{SOFTMAX}"\n'
+    blocks = blocks_of(
+        ("code", "import numpy as np\n\n\ndef helper(x):\n    return x"),
+        ("code", header + "from __future__ import annotations\n\n" + CODE),
+        ("code", header + CODE),
+    )
+    for block in blocks:
+        assert block.spec is not None, block.error
+        compile(block.spec.snippet.source, str(block.location), "exec")
+    spec = blocks[0].spec
+    assert spec is not None
+    lines = spec.snippet.source.split("\n")
+    assert lines.index("def softmax(x):") + 1 + spec.snippet.line_offset == 4, "its cell line"
+
+
+@pytest.mark.parametrize(
+    ("cell", "why"),
+    [
+        ("%%time\n" + CODE, ": a cell under another cell magic (%%time) is not read"),
+        ("x = 3", '; to check a function of a cell above, say entry="name"'),
+    ],
+)
+def test_a_formula_paired_with_a_cell_that_defines_nothing_is_an_error(cell: str, why: str) -> None:
+    blocks = blocks_of(("code", SOFTMAX_CELL), ("md", FORMULA), ("code", cell))
+    (block,) = blocks
+    assert block.spec is None and block.error is not None
+    assert (
+        block.error.message
+        == f"the code cell 3 paired with this formula defines nothing to check{why}"
+    )
+    named = blocks_of(
+        ("code", SOFTMAX_CELL),
+        ("md", FORMULA.replace("oracle=", 'entry="softmax" oracle=')),
+        ("code", cell),
+    )
+    assert named[0].spec is not None, "entry= names what the cells above define"
+
+
+def test_a_line_magic_without_entry_and_a_formula_cell_that_defines_nothing_are_errors() -> None:
+    blocks = blocks_of(
+        ("code", SOFTMAX_CELL),
+        ("code", '%formula oracle="softmax"'),
+        ("code", '%%formula oracle="softmax"\nx = 3'),
+    )
+    assert [block.spec for block in blocks] == [None, None]
+    assert all(b.error is not None and "entry=" in b.error.message for b in blocks)
+
+
+def test_a_formula_cell_the_page_would_not_run_gives_later_cells_nothing() -> None:
+    """A skipped cell, or one expected to raise, does not run in the kernel (the magic's
+    rule), so its imports are not in the code of the cells below it."""
+    skipped = '%%formula oracle="softmax" skip="needs fastsoftmax"\nimport fastsoftmax\n' + CODE
+    blocks = blocks_of(("code", skipped), ("code", f'%%formula oracle="softmax"\n{CODE}'))
+    spec = blocks[1].spec
+    assert spec is not None and "fastsoftmax" not in spec.snippet.source
+
+
+def test_a_definition_formula_reaches_the_blocks_of_later_cells() -> None:
+    blocks = blocks_of(("md", FORMULA), ("code", CODE), ("md", FORMULA), ("code", CODE))
+    first, second = (block.spec for block in blocks)
+    assert first is not None and second is not None and first.definitions == ()
+    assert [d[:2] for d in second.definitions] == [("softmax", SOFTMAX)]

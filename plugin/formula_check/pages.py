@@ -363,7 +363,7 @@ def page_blocks(
         if block.spec is not None:  # a block that is an error defines nothing: it is not checked
             spec = dataclasses.replace(block.spec, definitions=tuple(definitions))
             block = dataclasses.replace(block, spec=spec)
-            if _DEFINES.search(spec.latex) and defines_for_others(spec):
+            if passes_definition_on(spec):
                 definitions.append((spec.oracle, spec.latex, str(spec.location)))
         blocks.append(block)
     return blocks
@@ -375,6 +375,12 @@ _DEFINES = re.compile(
 """``\text{Attention}(Q, K, V) =`` (or with the output's indices, ``\text{softmax}(x)_i =``): a
 formula that defines a function later blocks may call.
 Only those are passed on, so editing any other formula does not invalidate later blocks."""
+
+
+def passes_definition_on(spec: CheckSpec) -> bool:
+    r"""Whether later blocks get this block's formula: it defines a function
+    (``\text{Name}(…) =``) and :func:`defines_for_others` vouches for it."""
+    return bool(_DEFINES.search(spec.latex)) and defines_for_others(spec)
 
 
 def defines_for_others(spec: CheckSpec) -> bool:
