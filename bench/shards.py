@@ -57,12 +57,25 @@ def timeless(path: Path) -> Any:
     return document
 
 
-def block_seconds(path: Path) -> float:
-    return sum(block["seconds"] for block in json.loads(path.read_text("utf-8"))["blocks"])
+def block_seconds(path: Path, by: Path | None = None) -> float:
+    """The seconds of the blocks of report ``path``, as it measured them or as report ``by``
+    did (the times the shards were balanced by: the split's own balance, without the noise
+    of a second measurement)."""
+    blocks = json.loads(path.read_text("utf-8"))["blocks"]
+    if by is None:
+        return sum(block["seconds"] for block in blocks)
+    known = {
+        (block["page"], block["id"], block["line"]): block["seconds"]
+        for block in json.loads(by.read_text("utf-8"))["blocks"]
+    }
+    return sum(known[block["page"], block["id"], block["line"]] for block in blocks)
 
 
-def run_shards(site: Path, count: int, whole: Path) -> tuple[list[tuple[float, float]], bool]:
-    """Each shard's (wall, blocks' own) seconds; whether their merge is the whole run."""
+def run_shards(
+    site: Path, count: int, whole: Path
+) -> tuple[list[tuple[float, float, float]], bool]:
+    """Each shard's (wall, blocks' own, blocks' by the whole run) seconds; whether their
+    merge is the whole run."""
     times, reports = [], []
     for index in range(1, count + 1):
         report = site / f"shard-{index}-of-{count}.json"
@@ -70,7 +83,7 @@ def run_shards(site: Path, count: int, whole: Path) -> tuple[list[tuple[float, f
         _, wall = formula_check(
             site, "check", "--no-cache", shard, "--timings", str(whole), "--json", str(report)
         )
-        times.append((wall, block_seconds(report)))
+        times.append((wall, block_seconds(report), block_seconds(report, whole)))
         reports.append(str(report))
     merged = site / f"merged-{count}.json"
     formula_check(site, "merge", str(merged), *reports)
@@ -93,17 +106,19 @@ def main() -> None:
         worst = 0.0
         for count in args.shards:
             times, same = run_shards(site, count, whole)
-            walls = sum(wall for wall, _ in times)
-            owns = sum(own for _, own in times)
+            walls = sum(wall for wall, _, _ in times)
+            owns = sum(own for _, own, _ in times)
+            planned = sum(plan for _, _, plan in times)
             print(f"{count} shard{'s' if count > 1 else ''}: merged report = whole run: {same}")
-            for index, (wall, own) in enumerate(times, 1):
+            for index, (wall, own, plan) in enumerate(times, 1):
                 off_wall = wall / (walls / count) - 1
                 off_own = own / (owns / count) - 1
+                off_plan = plan / (planned / count) - 1
                 worst = max(worst, abs(off_wall))
                 print(
                     f"  shard {index}/{count}: wall {wall:6.1f} s ({off_wall:+.1%} of "
-                    f"{walls / count:.1f}), its blocks {own:6.1f} s ({off_own:+.1%} of "
-                    f"{owns / count:.1f})"
+                    f"{walls / count:.1f}), its blocks {own:6.1f} s ({off_own:+.1%}), "
+                    f"as the whole run timed them {plan:6.1f} s ({off_plan:+.1%})"
                 )
         verdict = "within" if worst <= TARGET else "OUTSIDE"
         print(f"worst shard wall time {worst:.1%} from total/N: {verdict} ±{TARGET:.0%}")
