@@ -19,9 +19,9 @@ import pytest
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1
+from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1, mismatch
 from formula_check.mkdocs_plugin.jupyter_pages import NotebookPage, place_cards
 from formula_check.model import Location
 from formula_check.pages import FormulaFence, PageBlock
@@ -32,6 +32,7 @@ pytest.importorskip("mkdocs_jupyter")
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sites" / "jupyter-pages"
 DRIFT = "docs/softmax.ipynb:cell 5:line 3 [drifted]: mismatch: "
 SOFTMAX = r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}"
+CODE = "import tensorflow as tf\n\n\ndef softmax(x):\n    return tf.nn.softmax(x, axis=-1)"
 
 
 @pytest.fixture
@@ -256,6 +257,32 @@ def test_each_formula_of_a_cell_gets_its_own_card() -> None:
     assert placed.html == (
         f'<div id="cell-id=a"><div>{formula}\n[one]\n<p>and</p>{formula}\n[two]\n</div></div>'
     )
+
+
+def test_a_card_stays_under_its_formula_when_the_cell_comments_out_a_div() -> None:
+    formula = '<pre><code class="language-formula">x</code></pre>'
+    html = (
+        f'<div id="cell-id=a"><div><!-- <div> old --> {formula}</div></div>'
+        f'<div id="cell-id=b"><div>{formula}</div></div>'
+    )
+    page = NotebookPage("nb.ipynb", (_block(1, "one"),), (("markdown", "a"), ("markdown", "b")))
+    placed = place_cards(html, page, ["[one]"])
+    assert placed.html == html.replace(
+        f"{formula}</div></div>", f"{formula}\n[one]\n</div></div>", 1
+    )
+
+
+def test_a_card_saved_in_the_notebook_gives_way_to_the_builds_own(site: Path) -> None:
+    """A notebook saved with the magic's output holds its card (``id="fc-sm"``, the verdict
+    of when it was run): the page shows the build's card only."""
+    cell = new_code_cell(f'%%formula id="sm" oracle="softmax" latex="{SOFTMAX}"\n{CODE}')
+    stale = '<style>.fc-card {}</style><div class="admonition fc-card" id="fc-sm" data-fc-status="verified"><div>verified</div></div>'
+    cell.outputs = [new_output("display_data", data={"text/html": stale, "text/plain": "card"})]
+    _write_notebook(site / "docs" / "saved.ipynb", new_code_cell("%load_ext formula_check"), cell)
+    build_with_fake_engine(site, FakeMaker(mismatch))
+    html = _page(site, "saved")
+    assert html.count('id="fc-sm"') == 1
+    assert re.findall(r'data-fc-status="([^"]*)"', html) == ["mismatch"]
 
 
 # -- the CLI checks the notebook pages the site builds ------------------------------------------

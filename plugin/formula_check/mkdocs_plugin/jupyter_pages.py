@@ -14,6 +14,8 @@ A card is placed by the cell's id, which nbconvert writes on each cell's element
   code block (``<pre><code class="language-formula">``) gets each card right under its
   formula; one showing another number gets its cards right after the cell;
 * a ``%%formula`` cell gets its card right after the cell;
+* a card the magic showed when the notebook was run, saved in its outputs, is taken out: it
+  is that run's verdict, and carries the id of the build's own card;
 * a block whose cell is not on the page (an older notebook without cell ids, a cell that a
   tag removed) gets its card at the end of the page, and :meth:`Placed.note` says which.
 """
@@ -133,7 +135,8 @@ class NotebookPages:
 
 def place_cards(html: str, page: NotebookPage, cards: Sequence[str]) -> Placed:
     """``html`` with ``cards`` (one per block of ``page``, in order) placed as the module
-    docstring says."""
+    docstring says; the cards saved in the notebook's outputs are taken out."""
+    html = without_saved_cards(html)
     by_cell: dict[int | None, list[str]] = {}
     for block, card in zip(page.blocks, cards, strict=True):
         by_cell.setdefault(block.location.cell, []).append(card)
@@ -155,6 +158,26 @@ def place_cards(html: str, page: NotebookPage, cards: Sequence[str]) -> Placed:
     return Placed(_inserted(html, inserts), tuple(at_the_end))
 
 
+_SAVED_CARD = re.compile(
+    r"""(?:<style>[^<]*</style>\s*)?<(?P<tag>div)\b[^>]*\bclass=["'][^"']*\bfc-card\b[^>]*>"""
+)
+"""A card the ``%%formula`` magic showed, saved in the notebook's outputs (its stylesheet,
+written just before it, goes with it)."""
+
+
+def without_saved_cards(html: str) -> str:
+    """``html`` without the cards saved in the notebook's outputs: they are the verdicts of
+    when the notebook was last run, carry the ids of the build's own cards, and would stand
+    beside them."""
+    position = 0
+    while (saved := _SAVED_CARD.search(html, position)) is not None:
+        end = _closing(html, saved)
+        if end is None:
+            return html  # never closed: nothing to cut that can be trusted
+        html, position = html[: saved.start()] + html[end:], saved.start()
+    return html
+
+
 def _element_span(html: str, element_id: str) -> tuple[int, int] | None:
     """Where the element with id ``element_id`` starts and ends (after its closing tag)."""
     opening = re.search(
@@ -162,11 +185,21 @@ def _element_span(html: str, element_id: str) -> tuple[int, int] | None:
     )
     if opening is None:
         return None
+    end = _closing(html, opening)
+    return None if end is None else (opening.start(), end)
+
+
+def _closing(html: str, opening: re.Match[str]) -> int | None:
+    """The offset after the tag that closes the element ``opening`` starts (``tag`` group),
+    counting nested elements of its kind; an HTML comment's tags are no elements."""
     depth = 1
-    for tag in re.finditer(rf"<(/?){opening['tag']}\b[^>]*>", html[opening.end() :]):
+    tags = rf"<!--.*?-->|<(/?){opening['tag']}\b[^>]*>"
+    for tag in re.finditer(tags, html[opening.end() :], re.S):
+        if tag[0].startswith("<!--"):
+            continue
         depth += -1 if tag[1] else 1
         if depth == 0:
-            return opening.start(), opening.end() + tag.end()
+            return opening.end() + tag.end()
     return None  # never closed: no place to trust
 
 
