@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import FormulaCheckError, SpecError
 from ..model import Location
 from ..notebook_export import notebook_name, page_notebook
 from ..pages import find_formulas
 from ..render.labels import Labels
+from . import site
 
 PAGE_KEY = "formula_check_notebook"
 """The front-matter key with which a page turns its notebook on or off."""
@@ -26,6 +28,8 @@ class PageNotebooks:
     enabled: bool
     written: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Page source path -> (notebook path in the site, notebook text)."""
+    _shipped: tuple[int, frozenset[str]] = (0, frozenset())
+    """The site paths of the build's files (``id`` of its ``Files``, the paths)."""
 
     def wanted(self, meta: Mapping[str, Any], page: str) -> bool:
         """Whether ``page`` gets a notebook: its own front matter, else the site's option."""
@@ -37,10 +41,20 @@ class PageNotebooks:
             )
         return value
 
-    def add(self, markdown: str, *, page: str, dest: str, meta: Mapping[str, Any]) -> None:
+    def add(
+        self,
+        markdown: str,
+        *,
+        page: str,
+        dest: str,
+        meta: Mapping[str, Any],
+        files: Iterable[Any] = (),
+    ) -> None:
         """Make the page's notebook, if it has formula blocks and wants one. A front-matter
         value that is not a boolean is a :class:`SpecError` at the page's first line, a
-        missing jupytext a :class:`FormulaCheckError`: the page is built without a link."""
+        missing nbformat a :class:`FormulaCheckError`: the page is built without a link.
+        ``files``: the build's files (MkDocs' ``Files``); a notebook the docs ship where the
+        page's would go is kept, and the page's is named ``<stem>.formula.ipynb``."""
         self.written.pop(page, None)
         if not self.wanted(meta, page) or not find_formulas(markdown.split("\n")):
             return
@@ -48,13 +62,28 @@ class PageNotebooks:
             text = page_notebook(markdown, page=page, meta=meta)
         except ImportError as exc:
             raise FormulaCheckError(
-                f"'Open as notebook' links need jupytext and nbformat ({exc.name} is not "
+                f"'Open as notebook' links need nbformat ({exc.name} is not "
                 "installed): pip install 'mkdocs-formula-check[notebook]', or set notebooks: "
                 "false"
             ) from None
         folder = dest.replace("\\", "/").rpartition("/")[0]
         name = notebook_name(page)
-        self.written[page] = (f"{folder}/{name}" if folder else name, text)
+        path = f"{folder}/{name}" if folder else name
+        if path in self._shipped_paths(files):
+            name = name.removesuffix(".ipynb") + ".formula.ipynb"
+            site.log.info(
+                f"{page}: its notebook is {name}, not {path.rpartition('/')[2]}: the docs "
+                f"ship a file {path} of their own, which is kept"
+            )
+            path = f"{folder}/{name}" if folder else name
+        self.written[page] = (path, text)
+
+    def _shipped_paths(self, files: Iterable[Any]) -> frozenset[str]:
+        """The site paths of ``files``, kept for the build (its pages share one ``Files``)."""
+        if self._shipped[0] != id(files):
+            paths = frozenset(str(file.dest_uri).replace("\\", "/") for file in files)
+            self._shipped = (id(files), paths)
+        return self._shipped[1]
 
     def link(self, page: str, labels: Labels) -> str:
         """The link's HTML at the top of the page, or nothing."""
@@ -62,7 +91,7 @@ class PageNotebooks:
             return ""
         name = self.written[page][0].rpartition("/")[2]
         return (
-            f'<p class="fc-notebook"><a href="{escape(name)}" download '
+            f'<p class="fc-notebook"><a href="{escape(quote(name))}" download '
             f'title="{escape(labels.open_notebook_title)}">{escape(labels.open_notebook)}</a></p>\n'
         )
 

@@ -231,7 +231,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         if self.jupyter.holds(path):
             return markdown
         try:
-            self.notebooks.add(markdown, page=path, dest=page.file.dest_uri, meta=page.meta)
+            dest = page.file.dest_uri
+            self.notebooks.add(markdown, page=path, dest=dest, meta=page.meta, files=files)
         except FormulaCheckError as exc:
             site.log.warning(str(exc))
         if self.session is not None:
