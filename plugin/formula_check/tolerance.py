@@ -252,13 +252,15 @@ def _is_float(value: Any) -> bool:
 def quantized(expected: Array, step: float, tensors: int) -> Tolerance:
     """What an int8 model may be off by: each of its ``tensors`` int8 activations rounds to
     its own step, at most half a step of its calibrated range (255 steps); carried to the
-    output, whose range is ``255 * step``, each is at most half of ``step`` there, and the
-    roundings may all fall the same way: ``tensors * step / 2``. A value outside a tensor's
-    calibrated range is clipped, not rounded; no step explains that, and the interpreter's
-    saturated tensors are named on the card."""
-    allowed = tensors * step / 2
+    output, whose range is ``255 * step``, that is half of ``step`` there, but a normalisation
+    on the way divides by a standard deviation the rounding also moved, and may double it: a
+    full ``step`` per tensor, and the roundings may all fall the same way. (Measured so far on
+    two exports of a Transformer block, where correct int8 used 20% and 68% of it.) A value
+    outside a tensor's calibrated range is clipped, not rounded; no step explains that, and
+    the tensors the interpreter saw saturate are named on the card."""
+    allowed = tensors * step
     how = (
-        f"int8: {tensors} quantized tensors × half the output's step {step:.2g} (the "
-        f"quantization the interpreter reports) = {allowed:.2g}"
+        f"int8: {tensors} quantized tensors × the output's step {step:.2g} (the quantization "
+        f"the interpreter reports) = {allowed:.2g}"
     )
     return Tolerance(np.full(np.shape(expected), allowed), 0.0, how, derived=True)
