@@ -52,7 +52,7 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     at its top, to a ``.ipynb`` written next to its HTML, with the page's prose and formulas
     as Markdown cells and each block's code in a ``%%formula`` cell that runs the same check.
     A page's ``formula_check_notebook: true`` or ``false`` front matter wins for that page.
-    Needs the ``notebook`` extra (jupytext, nbformat)."""
+    Needs nbformat (the ``notebook`` extra)."""
 
     timing = c.Type(bool, default=DEFAULTS.timing)
     """Time snippets (eager, ``tf.function``) and show it on the cards; off builds faster.
