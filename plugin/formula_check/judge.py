@@ -94,16 +94,7 @@ def evaluate(
     returned = [arrays[f"out/{i}"] for i in range(reply.outputs)]
     unused = [unused_verdict(plan, name) for name in reply.unused_weights]
     if unused:  # the oracle cannot even be evaluated without those weights
-        return CheckResult(
-            block_id=spec.block_id,
-            location=spec.location,
-            oracle=oracle.name,
-            status=Status.MISMATCH,
-            expect=spec.expect,
-            verdicts=tuple(unused),
-            environment=env,
-            stdout=reply.stdout,
-        )
+        return _before_judging(plan, reply, env, Status.MISMATCH, verdicts=tuple(unused))
     _options_took_effect(plan, reply)
     plan = dataclasses.replace(plan, artifact=reply.artifact)  # its precision: its tolerance
     weights, read_params = oracle_weights(plan, reply, arrays)
@@ -119,16 +110,7 @@ def evaluate(
     untensored = _not_tensors(positional, reply.output_dtypes)
     if untensored:  # the code ran, but gave no array where an output is compared
         failure = SnippetFailure("TypeError", "; ".join(untensored))
-        return CheckResult(
-            block_id=spec.block_id,
-            location=spec.location,
-            oracle=oracle.name,
-            status=Status.ERROR,
-            expect=spec.expect,
-            failure=failure,
-            environment=env,
-            stdout=reply.stdout,
-        )
+        return _before_judging(plan, reply, env, Status.ERROR, failure=failure)
     verdicts, pictured = _judge_outputs(
         plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
     )
@@ -298,6 +280,24 @@ def _heatmaps_drawable(plan: Plan, expected: Mapping[str, Array]) -> None:
                 f"{', '.join(sorted(expected))})",
                 plan.spec.location,
             )
+
+
+def _before_judging(
+    plan: Plan, reply: CheckReply, env: Environment, status: Status, **found: Any
+) -> CheckResult:
+    """The result of a check that ends before its outputs are judged: ``found`` says why
+    (the verdicts of weights never used, or the failure)."""
+    spec = plan.spec
+    return CheckResult(
+        block_id=spec.block_id,
+        location=spec.location,
+        oracle=plan.oracle.name,
+        status=status,
+        expect=spec.expect,
+        environment=env,
+        stdout=reply.stdout,
+        **found,
+    )
 
 
 def _dropped_training(reply: CheckReply) -> str:
