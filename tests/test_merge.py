@@ -132,7 +132,7 @@ def test_reports_of_another_checker_or_run_are_refused(
     err = refused(capsys, site / "m.json", one, two)
     assert "made by different checkers" in err and "formula-check 0.0.1" in err
     other = run_sharded(site, 2, capsys, "-k", "p1-*", name="other")
-    assert "shards of different runs (their selection, blocks, pages, deselected" in refused(
+    assert "shards of different runs (their selection, split, blocks, pages, deselected" in refused(
         capsys, site / "m.json", one, other[1]
     )
     four = run_sharded(site, 4, capsys)

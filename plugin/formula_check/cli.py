@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from . import ci_formats, merging, sealed, sharding
+from .cache import cache_key
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
 from .options import STATUSES, Options
@@ -373,8 +374,12 @@ def _check(args: argparse.Namespace) -> int:
         raise UsageError(f"-k {args.pattern!r} matches none of the {len(blocks)} blocks")
     fail_on = args.fail_on if args.fail_on is not None else project.options.fail_on
     deselected = len(blocks) - len(chosen)
+    split = _shard_split(chosen, args) if args.shard else []
     facts = merging.RunFacts(
-        selection=merging.selection_digest(sharding.identities(_places(chosen))),
+        selection=merging.selection_digest(
+            sharding.identities(_places(chosen)), [_content(block) for block in chosen]
+        ),
+        split=merging.split_digest(split),
         blocks=len(chosen),
         # pages checked: with -k, those holding a chosen block
         pages=len({block.location.path for block in chosen}) if deselected else len(pages),
@@ -382,7 +387,11 @@ def _check(args: argparse.Namespace) -> int:
         fail_on=tuple(sorted(fail_on)),
         prefix=_repository_prefix(project.root),
     )
-    positions = _shard_positions(chosen, args) if args.shard else list(range(len(chosen)))
+    positions = (
+        [at for at, found in enumerate(split) if found == args.shard.index - 1]
+        if args.shard
+        else list(range(len(chosen)))
+    )
     mine = [chosen[position] for position in positions]
     options = _options(project, args, args.workers)
     with _engine(options, project, args) as engine, Progress(sys.stderr, len(mine)) as bar:
@@ -459,8 +468,8 @@ def _places(blocks: Sequence[PageBlock]) -> list[tuple[str, str]]:
     return [(block.location.path, block.block_id) for block in blocks]
 
 
-def _shard_positions(chosen: Sequence[PageBlock], args: argparse.Namespace) -> list[int]:
-    """The places (in ``chosen``) of the blocks of ``args.shard``, said on stderr."""
+def _shard_split(chosen: Sequence[PageBlock], args: argparse.Namespace) -> list[int]:
+    """The shard (from 0) of each block of ``chosen``; this shard's count said on stderr."""
     seconds: dict[str, float] = {}
     if args.timings is not None and not args.timings.exists():
         # The first run of a CI cache has no report yet: that costs balance, never a verdict.
@@ -470,14 +479,25 @@ def _shard_positions(chosen: Sequence[PageBlock], args: argparse.Namespace) -> l
     elif args.timings is not None:
         seconds = sharding.read_timings(args.timings)
     places = _places(chosen)
-    mine = sharding.chosen(places, seconds, args.shard)
+    shards = sharding.split(places, seconds, args.shard.count)
     known = sum(name in seconds for name in sharding.identities(places))
     balance = f"balanced by the time of {known}" if args.timings else "balanced by count"
+    mine = sum(found == args.shard.index - 1 for found in shards)
     print(
-        f"formula-check: shard {args.shard}: {sum(mine)} of {len(chosen)} blocks ({balance})",
+        f"formula-check: shard {args.shard}: {mine} of {len(chosen)} blocks ({balance})",
         file=sys.stderr,
     )
-    return [position for position, ours in enumerate(mine) if ours]
+    return shards
+
+
+def _content(block: PageBlock) -> str:
+    """What a block checks, as a digest: its check's key, or its error."""
+    if block.spec is not None:
+        try:
+            return cache_key(block.spec, "", "")
+        except FormulaCheckError as exc:  # an unknown oracle: checking it says so
+            return f"error: {exc.message}"
+    return f"error: {block.error.message if block.error else ''}"
 
 
 # -- merge ------------------------------------------------------------------------------------

@@ -40,9 +40,17 @@ def checker() -> str:
     return f"{__version__} (source {checker_digest()})"
 
 
-def selection_digest(identities: Sequence[str]) -> str:
-    """A digest of every block a run selected, in order: shards of one run agree on it."""
-    return hashlib.sha256("\n".join(identities).encode()).hexdigest()[:16]
+def selection_digest(identities: Sequence[str], contents: Sequence[str]) -> str:
+    """A digest of every block a run selected, in order, each with a digest of its content
+    (its check's cache key, or its error): shards of one run agree on it, and shards made
+    from two versions of a page whose blocks kept their ids do not."""
+    lines = (f"{name}\0{content}" for name, content in zip(identities, contents, strict=True))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def split_digest(shards: Sequence[int]) -> str:
+    """A digest of the shard each block (in run order) went to."""
+    return hashlib.sha256(",".join(map(str, shards)).encode()).hexdigest()[:16]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +58,10 @@ class RunFacts:
     """What a shard knows of the whole run: the merge checks that every shard says the same."""
 
     selection: str
+    """A digest of every selected block, its content included (:func:`selection_digest`)."""
+    split: str
+    """A digest of which shard each block went to: shards split with different timings
+    files disagree here, and would check some blocks twice and others never."""
     blocks: int
     pages: int
     deselected: int
@@ -128,6 +140,7 @@ def read_shard(path: Path) -> ShardReport:
 def _shard_from(path: Path, part: Mapping[str, Any]) -> ShardReport:
     facts = RunFacts(
         selection=str(part["selection"]),
+        split=str(part.get("split", "")),
         blocks=int(part["blocks"]),
         pages=int(part["pages"]),
         deselected=int(part["deselected"]),
@@ -184,6 +197,7 @@ def merge(shards: Sequence[ShardReport]) -> MergedRun:
         raise MergeError("no shard reports to merge")
     _one_checker(shards)
     _one_run(shards)
+    _one_tensorflow(shards)
     _every_shard_once(shards)
     by_position: dict[int, tuple[CheckResult, Path]] = {}
     for shard in shards:
@@ -228,6 +242,14 @@ def _one_run(shards: Sequence[ShardReport]) -> None:
                 f"{first.path} is shard {first.shard} but {shard.path} is shard {shard.shard}: "
                 "shards of one run share their N"
             )
+        if shard.facts.split != first.facts.split and shard.facts.selection == (
+            first.facts.selection
+        ):
+            raise MergeError(
+                f"{first.path} and {shard.path} split the run differently: they were given "
+                "different --timings files (or one was given none); give every shard the same "
+                "file, or none"
+            )
         if shard.facts != first.facts:
             differ = [
                 field.name
@@ -236,8 +258,21 @@ def _one_run(shards: Sequence[ShardReport]) -> None:
             ]
             raise MergeError(
                 f"{first.path} and {shard.path} are shards of different runs (their "
-                f"{', '.join(differ)} differ: another site, -k or --fail-on)"
+                f"{', '.join(differ)} differ: another site or version of its pages, -k or --fail-on)"
             )
+
+
+def _one_tensorflow(shards: Sequence[ShardReport]) -> None:
+    """The shards ran under one TensorFlow: verdicts made under two are not one run's."""
+    versions: dict[str, Path] = {}
+    for shard in shards:
+        for _, result in shard.results:
+            version = result.environment.tf_version
+            if version and version not in versions:
+                versions[version] = shard.path
+    if len(versions) > 1:
+        said = ", ".join(f"{version} ({path})" for version, path in versions.items())
+        raise MergeError(f"the shards ran under different TensorFlow versions: {said}")
 
 
 def _every_shard_once(shards: Sequence[ShardReport]) -> None:

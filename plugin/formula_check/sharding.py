@@ -87,6 +87,11 @@ def _order_key(identity: str) -> tuple[str, str]:
     return hashlib.sha256(identity.encode()).hexdigest(), identity
 
 
+LONGEST = 86400.0
+"""The longest time a timings file may give a block: a larger one (infinity, 1e308, whose sum
+would overflow) is no time a block took, and the block gets the median instead."""
+
+
 def weights(identities: Sequence[str], seconds: Mapping[str, float]) -> list[float]:
     """Each block's weight: its known seconds, else the median of the known ones."""
     known = [seconds[name] for name in identities if name in seconds]
@@ -107,13 +112,17 @@ def assign(identities: Sequence[str], weights: Sequence[float], count: int) -> l
     return shards
 
 
+def split(places: Sequence[tuple[str, str]], seconds: Mapping[str, float], count: int) -> list[int]:
+    """The shard (from 0) of each block (``(page, id)``, page order) of a run in ``count``."""
+    names = identities(places)
+    return assign(names, weights(names, seconds), count)
+
+
 def chosen(
     places: Sequence[tuple[str, str]], seconds: Mapping[str, float], shard: Shard
 ) -> list[bool]:
     """Whether each block (``(page, id)``, page order) belongs to ``shard``."""
-    names = identities(places)
-    shards = assign(names, weights(names, seconds), shard.count)
-    return [found == shard.index - 1 for found in shards]
+    return [found == shard.index - 1 for found in split(places, seconds, shard.count)]
 
 
 def read_timings(path: Path) -> dict[str, float]:
@@ -133,5 +142,5 @@ def read_timings(path: Path) -> dict[str, float]:
     return {
         name: float(value)
         for name, value in zip(identities(places), seconds, strict=True)
-        if isinstance(value, (int, float)) and value >= 0
+        if isinstance(value, (int, float)) and 0 <= value <= LONGEST
     }
