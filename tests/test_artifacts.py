@@ -43,10 +43,10 @@ BLOCKS = [  # id, code=, mask, weights under, status
     ("keras", "artifacts/block.keras", "padding", "TransformerBlock[0].", Status.VERIFIED),
     ("tflite", "tflite:artifacts/block.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
     ("float16", "artifacts/block_f16.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
-    ("int8", "artifacts/block_int8.tflite::artifacts/block", "none", "block.", Status.VERIFIED),
+    ("int8", "artifacts/block_int8.tflite::artifacts/block", "none", "block.", Status.ERROR),
     ("mask-flipped", "saved_model:artifacts/drift_mask", "padding", "block.", Status.MISMATCH),
     ("op-changed", "artifacts/drift_op.tflite::artifacts/block", "padding", "block.", Status.MISMATCH),
-    ("coarse-int8", "artifacts/drift_int8.tflite::artifacts/block", "none", "block.", Status.MISMATCH),
+    ("coarse-int8", "artifacts/drift_int8.tflite::artifacts/block", "none", "block.", Status.ERROR),
 ]  # fmt: skip
 
 
@@ -108,27 +108,26 @@ def test_the_card_names_the_artifact_its_dtype_and_what_its_own_weights_hide(
     notes = results["float16"].notes
     assert (
         "artifact: the TFLite file artifacts/block_f16.tflite, signature serving_default, "
-        "computing in float16; weights read from artifacts/block"
+        "computing in float32, weights in float16; weights read from artifacts/block"
     ) in notes
     hidden = next(n for n in notes if n.startswith("weights at their exported values"))
     assert "ffn.b_1" in hidden and "norm1.gamma" in hidden  # zeros and ones at export
     assert not any(n.startswith("artifact:") for n in results["source"].notes)
 
 
-def test_tolerances_follow_the_artifacts_precision(results: dict[str, CheckResult]) -> None:
-    float16 = results["float16"].verdicts[0]  # the check's own inputs (then its regimes')
-    assert "float16 rounding" in float16.tolerance and "8192" in float16.tolerance
-    (int8,) = results["int8"].verdicts  # no regime: outside its calibrated range
-    assert int8.tolerance.startswith("int8: ")
-    assert "quantized tensors" in int8.tolerance
-
-
-def test_an_int8_model_off_by_more_than_quantization_names_its_saturated_tensors(
+def test_a_float16_weight_model_is_judged_on_its_rounded_weights_and_int8_is_refused(
     results: dict[str, CheckResult],
 ) -> None:
-    notes = results["coarse-int8"].notes
-    assert any(n.startswith("int8 tensors saturated") for n in notes)
-    assert not any(n.startswith("int8 tensors saturated") for n in results["int8"].notes)
+    """TFLite's float16 conversion computes in float32 on weights rounded to float16: the
+    oracle takes the same rounded weights, and float32's rounding is the tolerance. An int8
+    model (drifted or not) is refused, saying why: no tolerance is derived for it yet, and a
+    fixed multiple of its step let formula drifts pass."""
+    float16 = results["float16"].verdicts[0]  # the check's own inputs (then its regimes')
+    assert "float32 rounding" in float16.tolerance and "8192" not in float16.tolerance
+    for block_id in ("int8", "coarse-int8"):
+        failure = results[block_id].failure
+        assert failure is not None and failure.type == "ArtifactError"
+        assert failure.message.startswith("an int8 model cannot be judged yet")
 
 
 def test_a_weight_the_artifact_does_not_expose_is_an_error_naming_those_it_does(

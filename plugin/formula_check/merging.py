@@ -258,7 +258,8 @@ def _one_run(shards: Sequence[ShardReport]) -> None:
             ]
             raise MergeError(
                 f"{first.path} and {shard.path} are shards of different runs (their "
-                f"{', '.join(differ)} differ: another site or version of its pages, -k or --fail-on)"
+                f"{', '.join(differ)} differ: another site or version of its pages, -k or "
+                "--fail-on)"
             )
 
 

@@ -66,10 +66,17 @@ def output_notes(
     more values than compared, a dtype other than float32."""
     notes = []
     if keys and list(keys) != list(names[: len(keys)]):
-        notes.append(
-            f"the code returned a dict whose keys ({', '.join(keys)}) are not all among the "
-            f"outputs compared: compared in order, as {', '.join(names)}"
-        )
+        left_out = [key for key, name in zip(keys, names, strict=False) if name == "_"]
+        if left_out and len(left_out) < len(keys):
+            notes.append(
+                f"the code returned a dict with keys that name no output compared "
+                f"({', '.join(left_out)}): compared by name, those left out"
+            )
+        else:
+            notes.append(
+                f"the code returned a dict whose keys ({', '.join(keys)}) are not all among "
+                f"the outputs compared: compared in order, as {', '.join(names)}"
+            )
     if len(outputs) > len(names):
         notes.append(
             f"the code returned {len(outputs)} values; "

@@ -247,20 +247,3 @@ def _row_scale(error: Array, magnitude: Array) -> Array:
 
 def _is_float(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind == "f"
-
-
-def quantized(expected: Array, step: float, tensors: int) -> Tolerance:
-    """What an int8 model may be off by: each of its ``tensors`` int8 activations rounds to
-    its own step, at most half a step of its calibrated range (255 steps); carried to the
-    output, whose range is ``255 * step``, that is half of ``step`` there, but a normalisation
-    on the way divides by a standard deviation the rounding also moved, and may double it: a
-    full ``step`` per tensor, and the roundings may all fall the same way. (Measured so far on
-    two exports of a Transformer block, where correct int8 used 20% and 68% of it.) A value
-    outside a tensor's calibrated range is clipped, not rounded; no step explains that, and
-    the tensors the interpreter saw saturate are named on the card."""
-    allowed = tensors * step
-    how = (
-        f"int8: {tensors} quantized tensors × the output's step {step:.2g} (the quantization "
-        f"the interpreter reports) = {allowed:.2g}"
-    )
-    return Tolerance(np.full(np.shape(expected), allowed), 0.0, how, derived=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..wire import ProtocolError
 from .fields import Value
 from .replies import (
+    FLOAT16_WEIGHTS,
     NOT_A_TENSOR,
     Answer,
     CheckEnded,
@@ -47,6 +48,7 @@ from .requests import (
 
 __all__ = [
     "AUTO_REPEATS",
+    "FLOAT16_WEIGHTS",
     "NOT_A_TENSOR",
     "Answer",
     "Argument",

@@ -61,6 +61,9 @@ def _seconds(fields: Fields, key: str) -> tuple[float, ...]:
     return tuple(float(x) for x in items)
 
 
+FLOAT16_WEIGHTS = "float32, weights in float16"
+"""The dtype an artifact computes in when its weights are stored in float16 and turned back to
+float32 to compute (TFLite's float16 conversion, on a CPU)."""
 NOT_A_TENSOR = "not a tensor:"
 """How ``output_dtypes`` marks a returned value that is no array (``not a tensor: list``): it
 travels as an empty array, so the values after it keep their places."""

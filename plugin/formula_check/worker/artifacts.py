@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import Argument, Call, CheckReply, CheckRequest, TimingResult
+from ..messages import FLOAT16_WEIGHTS, Argument, Call, CheckReply, CheckRequest, TimingResult
 from ..model import Array
 from . import layer_weights
 from .snippet_failure import SnippetRaised, phase
@@ -222,7 +222,7 @@ class _SavedModel(_Loaded):
         self.specs = dict(self.function.structured_input_signature[1])
         self.what = f"signature {signature!r}"
         kinds = {spec.dtype.name for spec in self.function.structured_outputs.values()}
-        self.dtype = "float16" if "float16" in kinds else "float32"
+        self.dtype = "float16" if "float16" in kinds else "float32"  # at least its outputs
 
     def call(self, call: Call, arrays: Mapping[str, Array], prefix: str) -> Any:
         named = _named(call, sorted(self.specs), self.what)
@@ -275,9 +275,15 @@ class _TFLite(_Loaded):
             self.inputs = list(self.details)
         self.what = "the TFLite file" + (f"'s signature {signature!r}" if signatures else "")
         self.kinds = {d["dtype"] for d in self.interpreter.get_tensor_details()}
-        self.dtype = (
-            "int8" if self._activations() else "float16" if np.float16 in self.kinds else "float32"
-        )
+        ends = [*self.interpreter.get_input_details(), *self.interpreter.get_output_details()]
+        if self._activations():
+            self.dtype = "int8"
+        elif np.float16 in self.kinds and all(d["dtype"] == np.float32 for d in ends):
+            # TFLite's float16 conversion stores the weights in float16 and, on a CPU, turns
+            # them back to float32 to compute: float32 arithmetic on float16-rounded weights
+            self.dtype = FLOAT16_WEIGHTS
+        else:
+            self.dtype = "float16" if np.float16 in self.kinds else "float32"
 
     def call(self, call: Call, arrays: Mapping[str, Array], prefix: str) -> Any:
         named = _named(call, self.inputs, self.what)
