@@ -200,3 +200,59 @@ def test_a_bad_artifact_reference_says_what_is_wrong(
     (tmp_path / "missing").mkdir()
     with pytest.raises(SnippetError, match=said):
         resolve_code(reference, tmp_path, Location("docs/p.md", 3))
+
+
+# -- what an artifact's digest holds ----------------------------------------------------------
+
+
+def _saved_model_folder(root: Path) -> Path:
+    folder = root / "models" / "m"
+    (folder / "variables").mkdir(parents=True)
+    (folder / "saved_model.pb").write_bytes(b"graph")
+    (folder / "variables" / "variables.data-00000-of-00001").write_bytes(b"weights-1")
+    return folder
+
+
+def _manifest(root: Path) -> str:
+    from formula_check.model import Location
+    from formula_check.snippets import resolve_code
+
+    return resolve_code("saved_model:models/m", root, Location("docs/p.md", 3)).source
+
+
+def test_a_re_export_keeping_size_and_time_changes_the_digest(tmp_path: Path) -> None:
+    """``cp -p`` keeps the size and the modification time; the new bytes must still be read
+    (the inode change time moves)."""
+    import os
+
+    folder = _saved_model_folder(tmp_path)
+    weights = folder / "variables" / "variables.data-00000-of-00001"
+    before = _manifest(tmp_path)
+    kept = weights.stat()
+    weights.write_bytes(b"weights-2")  # same size
+    os.utime(weights, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert _manifest(tmp_path) != before
+
+
+def test_a_linked_weights_folder_is_hashed_and_one_outside_the_project_refused(
+    tmp_path: Path,
+) -> None:
+    from formula_check.errors import SnippetError
+
+    root = tmp_path / "project"
+    folder = _saved_model_folder(root)
+    kept = root / "weights-store"
+    (folder / "variables").rename(kept)
+    (folder / "variables").symlink_to(kept, target_is_directory=True)
+    before = _manifest(root)
+    assert "models/m/variables/variables.data-00000-of-00001" in before
+    (kept / "variables.data-00000-of-00001").write_bytes(b"weights-3")
+    assert _manifest(root) != before, "the weights behind the link are part of the digest"
+    outside = tmp_path / "elsewhere"
+    (folder / "variables").unlink()
+    kept.rename(outside)
+    (folder / "variables").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SnippetError) as refused:
+        _manifest(root)
+    assert "leads outside the project" in refused.value.message
+    assert str(refused.value).startswith("docs/p.md:3: ")

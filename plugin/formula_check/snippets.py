@@ -162,7 +162,7 @@ def resolve_artifact(reference: str, root: Path, where: Location) -> Snippet:
         found = confined_path(target, root, where)
         relative = found.relative_to(root.resolve()).as_posix()
         folder = form == "saved_model" or key == "weights_from"
-        manifest += _artifact_digests(found, relative, folder, where)
+        manifest += _artifact_digests(found, relative, folder, where, root.resolve())
         described[key] = relative
     return Snippet(
         "artifact",
@@ -173,7 +173,9 @@ def resolve_artifact(reference: str, root: Path, where: Location) -> Snippet:
     )
 
 
-def _artifact_digests(path: Path, relative: str, folder: bool, where: Location) -> list[str]:
+def _artifact_digests(
+    path: Path, relative: str, folder: bool, where: Location, root: Path
+) -> list[str]:
     """``relative/file sha256`` for each file of the artifact at ``path``; an error naming
     what is missing: a folder where a SavedModel is expected, a file otherwise."""
     if folder:
@@ -184,7 +186,7 @@ def _artifact_digests(path: Path, relative: str, folder: bool, where: Location) 
                 "docs build)",
                 where,
             )
-        files = sorted(p for p in path.rglob("*") if p.is_file())
+        files = _folder_files(path, relative, where, root)
     else:
         if not path.is_file():
             raise SnippetError(
@@ -195,14 +197,42 @@ def _artifact_digests(path: Path, relative: str, folder: bool, where: Location) 
         files = [path]
     return [
         f"{(relative + '/' + p.relative_to(path).as_posix()) if folder else relative} "
-        f"{_cached_digest(p, p.stat().st_size, p.stat().st_mtime_ns)}"
+        f"{_digest_of(p)}"
         for p in files
     ]
 
 
+def _folder_files(path: Path, relative: str, where: Location, root: Path) -> list[Path]:
+    """Every file of an artifact folder, its linked folders' included; one that resolves
+    outside the project is refused (its weights would be read, and hashed, from elsewhere)."""
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for folder, folders, names in os.walk(path, followlinks=True):
+        seen.add(Path(folder).resolve())
+        folders[:] = [d for d in folders if (Path(folder) / d).resolve() not in seen]  # no loop
+        for name in names:
+            file = Path(folder) / name
+            if not file.resolve().is_relative_to(root):
+                inside = file.relative_to(path).as_posix()
+                raise SnippetError(
+                    f"artifact {relative!r}: {inside} leads outside the project (a link); an "
+                    "artifact's files must live inside the project",
+                    where,
+                )
+            if file.is_file():
+                files.append(file)
+    return sorted(files)
+
+
+def _digest_of(path: Path) -> str:
+    """A file's digest, read again whenever its identity, size or times change: a large
+    artifact is hashed once per export, not once per block and build; a re-export that keeps
+    the size and the modification time (``cp -p``) still changes the inode change time."""
+    found = path.stat()
+    return _cached_digest(path, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
 @functools.lru_cache(maxsize=1024)
-def _cached_digest(path: Path, size: int, mtime_ns: int) -> str:
-    """A file's digest, read again only when its size or time changes: a large artifact is
-    hashed once per export, not once per block and build."""
-    del size, mtime_ns  # part of the cache key only
+def _cached_digest(path: Path, inode: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
+    del inode, size, mtime_ns, ctime_ns  # part of the cache key only
     return file_digest(path)
