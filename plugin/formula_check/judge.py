@@ -469,16 +469,10 @@ def _tolerance(
             name, {k: v for k, v in sizes.items() if isinstance(v, int)}, oracle.atol
         )
         return Tolerance(allowed, oracle.rtol, f"the {oracle.name} oracle's own rule", False)
-    derived = derive(name, expected, samples, bound=bound, precision=_precision(plan))
+    derived = derive(name, expected, samples, bound=bound)
     if derived is not None:
         return derived
     return fixed(oracle.atol, oracle.rtol, UNMEASURED)
-
-
-def _precision(plan: Plan) -> type:
-    """The float type the code computes in: float16 for an artifact that does, else float32
-    (the oracle's rounding is measured in float32 and scaled to it: see ``derive``)."""
-    return np.float16 if plan.artifact.get("dtype") == "float16" else np.float32
 
 
 _ARTIFACT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}

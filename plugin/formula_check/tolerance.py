@@ -159,7 +159,6 @@ def derive(
     samples: Sequence[Pair],
     *,
     bound: bool = False,
-    precision: type = np.float32,
 ) -> Tolerance | None:
     """The derived tolerance of output ``name``; ``None`` when the samples cannot give one
     (none was taken, or the oracle's float32 run gave float64: it upcasts somewhere).
@@ -198,22 +197,15 @@ def derive(
             moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
             floor = _row_scale(own, magnitude) * magnitude * (0.5 if moved else 2.0)
         scale = np.maximum(own, floor)
-        # code in a coarser float rounds as float32 does, each rounding larger by the ratio of
-        # their epsilons (float16: 2^13): the rounding model extended, not measured again
-        eps = float(np.finfo(precision).eps)
-        scale = scale * (eps / EPS32)
-        allowed = SPREAD * scale + eps * (np.abs(exact) + np.mean(np.abs(exact)))
+        allowed = SPREAD * scale + EPS32 * (np.abs(exact) + np.mean(np.abs(exact)))
     low, high = float(np.min(scale)), float(np.max(scale))
     spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
-    kind = np.dtype(precision).name
     runs = (
         f"{BOUND_WORDS}, from one float32 run of the oracle"
         if bound
         else f"measured on {len(errors)} float32 runs of the oracle"
     )
-    if kind != "float32":
-        runs += f", × ε({kind})/ε(float32) = {eps / EPS32:g}"
-    how = f"derived: {SPREAD:g} × {kind} rounding ({spread}, {runs}) + {kind} ulp"
+    how = f"derived: {SPREAD:g} × float32 rounding ({spread}, {runs}) + float32 ulp"
     return Tolerance(allowed, 0.0, how, derived=True)
 
 

@@ -173,12 +173,12 @@ def _phase(item: Any) -> tuple[str, float]:
 
 
 def _skipped(item: Any) -> tuple[str, str]:
-    """``[name, why]``, or a bare name."""
+    """``[name, why]`` (a skipped regime, a keyword kept from a call), or a bare name."""
     if isinstance(item, str):
         return item, ""
     if isinstance(item, list) and len(item) == 2:
         return str(item[0]), str(item[1])
-    raise ProtocolError("a skipped regime is not [name, why]")
+    raise ProtocolError(f"{item!r} is not a pair [name, why]")
 
 
 def _said(stdout: str, local_files: tuple[str, ...], written: tuple[str, ...]) -> dict[str, Any]:
