@@ -29,7 +29,7 @@ from ..messages import FLOAT16_WEIGHTS, Argument, Call, CheckReply, CheckRequest
 from ..model import Array
 from . import layer_weights
 from .snippet_failure import SnippetRaised, phase
-from .timing_runs import outputs
+from .timing_runs import outputs, reply_arrays, returned_keys
 
 Answer = tuple[CheckReply, dict[str, Array]]
 
@@ -89,7 +89,7 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
         kind="layer",
         outputs=len(out),
         output_dtypes=tuple(dtypes),
-        output_keys=tuple(str(k) for k in result) if isinstance(result, dict) else None,
+        output_keys=returned_keys(result),
         timings=timings,
         unused_weights=tuple(unused),
         unmapped_weights=tuple(unmapped),
@@ -97,11 +97,7 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
         snippet_seconds=seconds,
         artifact=described,
     )
-    return reply, {
-        **regime_out,
-        **{f"out/{i}": a for i, a in enumerate(out)},
-        **{f"w/{k}": v for k, v in read.items()},
-    }
+    return reply, reply_arrays(out, read, regime_out)
 
 
 _FORMAT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}

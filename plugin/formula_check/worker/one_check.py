@@ -21,7 +21,7 @@ from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_ki
 from .project_reads import READS, Reads, changed, folder_state
 from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
 from .snippet_module import WorkerState, forget_local_modules, load_entry
-from .timing_runs import outputs, time_all
+from .timing_runs import outputs, reply_arrays, returned_keys, time_all
 
 Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
 """A check's reply, and the arrays that go with it."""
@@ -114,8 +114,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         kind=kind,
         outputs=len(out),
         output_dtypes=tuple(dtypes),
-        # compared by key when its keys name the oracle's outputs
-        output_keys=tuple(str(key) for key in result) if isinstance(result, dict) else None,
+        output_keys=returned_keys(result),
         timings=timings,
         unused_weights=tuple(unused),
         unmapped_weights=tuple(unmapped),
@@ -126,12 +125,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
-    return reply, {
-        **kept,
-        **regime_outputs,
-        **{f"out/{i}": a for i, a in enumerate(out)},
-        **{f"w/{k}": v for k, v in read.items()},
-    }
+    return reply, reply_arrays(out, read, kept, regime_outputs)
 
 
 class _Laps:

@@ -82,6 +82,25 @@ def _as_sequence(result: Any) -> list[Any]:
     return [result]
 
 
+def returned_keys(result: Any) -> tuple[str, ...] | None:
+    """The keys of a returned dict, in order (compared by name where they name the oracle's
+    outputs); ``None`` when the code returned no dict."""
+    return tuple(str(key) for key in result) if isinstance(result, dict) else None
+
+
+def reply_arrays(
+    out: list[Any], read: Mapping[str, Array], *more: Mapping[str, Array]
+) -> dict[str, Array]:
+    """The arrays that travel with a reply: ``more`` (regimes', kept outputs), then what
+    the code returned (``out/I``) and the weights read back (``w/NAME``)."""
+    arrays: dict[str, Array] = {}
+    for extra in more:
+        arrays.update(extra)
+    arrays.update({f"out/{i}": value for i, value in enumerate(out)})
+    arrays.update({f"w/{name}": value for name, value in read.items()})
+    return arrays
+
+
 def outputs(result: Any) -> tuple[list[Any], list[str]]:
     """The returned values as arrays, and the dtype each came back in (bfloat16 and the
     other types NumPy has no number kind for are compared as float32). A value that is no
