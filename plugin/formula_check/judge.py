@@ -128,7 +128,10 @@ def evaluate(
             for v in verdicts
         ]
     _heatmaps_drawable(plan, pictured[1])
-    verdicts += _unreturned(plan, names, len(outputs))
+    if _by_name(plan, reply.output_keys):
+        verdicts += _missing_keys(plan, reply.output_keys or ())
+    else:
+        verdicts += _unreturned(plan, names, len(outputs))
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
     formula = judge_formula(spec, oracle_arrays, params)
@@ -416,20 +419,60 @@ def _judge_outputs(
 
 
 def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:
-    """The oracle output each returned value is compared with: the keys of a returned dict
-    that name one of those wanted (``returns=``, else the oracle's outputs), the others left
-    out (a dict's order is no promise: a SavedModel signature's outputs come back in any);
-    when no key names one, those wanted in order."""
+    """The oracle output each returned value is compared with. In a returned dict read by
+    name (:func:`_by_name`), a key naming an output is compared with it and one naming none
+    is left out (a SavedModel signature's extra outputs, in whatever order they come back).
+    Otherwise, and for a tuple or list, the values are compared in order with those wanted
+    (``returns=``'s, else the oracle's)."""
+    if _by_name(plan, keys):
+        wanted = _wanted(plan)
+        return [key if key in wanted else "_" for key in keys or ()]
+    return _declared(plan)[:count]
+
+
+def _declared(plan: Plan) -> list[str]:
+    """``returns=``'s names of returned values (``_`` included), else the oracle's outputs."""
     named = plan.spec.returns
-    declared = (
-        [word for word in named if "=" not in word]
-        if named is not None
-        else [t.name for t in plan.oracle.outputs]
-    )
-    wanted = set(declared) - {"_"}
-    if keys and set(keys) & wanted:  # by name; a key naming no output is left out
-        return [key if key in wanted else "_" for key in keys]
-    return declared[:count]
+    if named is not None:
+        return [word for word in named if "=" not in word]
+    return [t.name for t in plan.oracle.outputs]
+
+
+def _wanted(plan: Plan) -> list[str]:
+    return [name for name in _declared(plan) if name != "_"]
+
+
+def _by_name(plan: Plan, keys: Sequence[str] | None) -> bool:
+    """Whether a returned dict is read by name. With ``returns=``, when a key names one of
+    its outputs (one it names that the dict lacks then fails, named); without, when a key
+    names the oracle's first output, so a misspelt one (``{"Output": …}``) is read in order,
+    never left out unchecked."""
+    wanted = _wanted(plan)
+    if not keys or not wanted:
+        return False
+    if plan.spec.returns is not None:
+        return bool(set(keys) & set(wanted))
+    return wanted[0] in keys
+
+
+def _missing_keys(plan: Plan, keys: Sequence[str]) -> list[Verdict]:
+    """A dict read by name that lacks an output ``returns=`` names: that output fails, named
+    (without ``returns=``, code may return fewer outputs than the oracle has)."""
+    if plan.spec.returns is None:
+        return []
+    return [
+        Verdict(
+            name=name,
+            ok=False,
+            dims=(),
+            expected_shape=(),
+            actual_shape=(),
+            problem=f"returns= names it, but the dict the code returned has no key {name!r} "
+            f"(its keys: {', '.join(keys)})",
+        )
+        for name in _wanted(plan)
+        if name not in keys
+    ]
 
 
 def _expected(

@@ -13,6 +13,7 @@ model, the quantization its interpreter reports (what the judge's tolerance foll
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import time
@@ -29,7 +30,7 @@ from ..messages import FLOAT16_WEIGHTS, Argument, Call, CheckReply, CheckRequest
 from ..model import Array
 from . import layer_weights
 from .snippet_failure import SnippetRaised, phase
-from .timing_runs import outputs, reply_arrays, returned_keys
+from .timing_runs import outputs, reply_arrays, returned_keys, timed_runs
 
 Answer = tuple[CheckReply, dict[str, Array]]
 
@@ -274,12 +275,33 @@ class _TFLite(_Loaded):
         ends = [*self.interpreter.get_input_details(), *self.interpreter.get_output_details()]
         if self._activations():
             self.dtype = "int8"
-        elif np.float16 in self.kinds and all(d["dtype"] == np.float32 for d in ends):
+        elif (
+            np.float16 in self.kinds
+            and all(d["dtype"] == np.float32 for d in ends)
+            and (self._float16_only_stored())
+        ):
             # TFLite's float16 conversion stores the weights in float16 and, on a CPU, turns
             # them back to float32 to compute: float32 arithmetic on float16-rounded weights
             self.dtype = FLOAT16_WEIGHTS
         else:
             self.dtype = "float16" if np.float16 in self.kinds else "float32"
+
+    def _float16_only_stored(self) -> bool:
+        """Whether float16 is only how the weights are stored: every float16 tensor is read
+        by DEQUANTIZE ops alone, and no op makes one. A model that rounds an activation to
+        float16 inside computes in float16 there. Where the interpreter cannot list its ops,
+        no: such a model is refused, never judged as float32."""
+        listing = getattr(self.interpreter, "_get_ops_details", None)
+        if not callable(listing):
+            return False
+        details = self.interpreter.get_tensor_details()
+        half = {d["index"] for d in details if d["dtype"] == np.float16}
+        for op in listing():
+            if any(int(i) in half for i in op["outputs"]):
+                return False
+            if op["op_name"] != "DEQUANTIZE" and any(int(i) in half for i in op["inputs"]):
+                return False
+        return True
 
     def call(self, call: Call, arrays: Mapping[str, Array], prefix: str) -> Any:
         named = _named(call, self.inputs, self.what)
@@ -464,13 +486,11 @@ def _timed(
     results = []
     for run in timing.runs:
         try:
-            for _ in range(timing.warmup):
-                model.call(run.calls.layer, arrays, run.prefix)
-            samples = []
-            for _ in range(timing.repeats):
-                start = time.perf_counter()
-                model.call(run.calls.layer, arrays, run.prefix)
-                samples.append(time.perf_counter() - start)
+            samples = timed_runs(
+                functools.partial(model.call, run.calls.layer, arrays, run.prefix),
+                timing.warmup,
+                timing.repeats,
+            )
         except Exception as exc:
             results.append(TimingResult(run.label, (), graph_error=f"not timed: {exc}"[:200]))
             continue

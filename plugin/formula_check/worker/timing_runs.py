@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ def _time_runner(
     runner: Runner, label: str, spec: TimingRequest, *, eager_only: bool
 ) -> TimingResult:
     warmup, repeats = spec.warmup, spec.repeats
-    eager = _repeat(runner, warmup, repeats)
+    eager = timed_runs(runner, warmup, repeats)
     if eager_only:
         return TimingResult(label, eager)
     compiled = tf.function(runner.target)
@@ -45,14 +45,14 @@ def _time_runner(
         start = time.perf_counter()
         _sync(traced())
         trace = time.perf_counter() - start
-        graph = _repeat(traced, warmup, repeats)
+        graph = timed_runs(traced, warmup, repeats)
     except Exception as exc:  # code that cannot be traced still has its eager timing
         error = clean(f"{type(exc).__name__}: {exc}")[:300]
         return TimingResult(label, eager, trace, graph_error=error)
     return TimingResult(label, eager, trace, graph)
 
 
-def _repeat(runner: Runner, warmup: int, repeats: int) -> tuple[float, ...]:
+def timed_runs(runner: Callable[[], Any], warmup: int, repeats: int) -> tuple[float, ...]:
     """``repeats`` timed runs after ``warmup`` untimed ones; ``0``: as :data:`AUTO_REPEATS`
     says."""
     fewest, most, budget = AUTO_REPEATS if repeats == 0 else (repeats, repeats, 0.0)
