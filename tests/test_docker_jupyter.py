@@ -45,7 +45,7 @@ def stopped(signum, frame):
 for signum in (signal.SIGINT, signal.SIGTERM):
     signal.signal(signum, signal.SIG_IGN if behaviour == "stubborn" else stopped)
 with open(os.path.join(log, name + ".json"), "w") as out:  # written once the handlers are in
-    json.dump({"argv": sys.argv[1:], "cwd": os.getcwd()}, out)
+    json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "pid": os.getpid()}, out)
 if behaviour.startswith("exit="):
     while not os.path.exists(os.environ.get("FAKE_WAIT_FOR", os.devnull)):
         time.sleep(0.01)
@@ -120,6 +120,15 @@ def recorded(log: Path, name: str) -> dict[str, object]:
 def signal_of(log: Path, name: str) -> str | None:
     path = log / f"{name}.signal"
     return path.read_text() if path.exists() else None
+
+
+def reaped(pid: int) -> bool:
+    """Whether a stand-in server has ended and been waited for (a zombie still answers)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[int, str]:
@@ -202,9 +211,11 @@ def test_a_second_stop_signal_kills_at_once(log: Path, env: dict[str, str]) -> N
     env |= {"FAKE_MKDOCS": "stubborn", "FORMULA_CHECK_STOP_TIMEOUT": "30"}
     process = start(["serve+lab"], env)
     recorded(log, "mkdocs")
-    recorded(log, "jupyter")
+    jupyter = recorded(log, "jupyter")["pid"]
+    assert isinstance(jupyter, int)
     process.send_signal(signal.SIGINT)
     until(lambda: signal_of(log, "jupyter") == "SIGTERM")  # the first one was taken
+    until(lambda: reaped(jupyter))  # and JupyterLab is gone: only mkdocs is left
     began = time.monotonic()
     process.send_signal(signal.SIGINT)
     code, stderr = finish(process)
