@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mkdocs.exceptions import PluginError
+
 SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 SOURCES = (SNIPPETS / "export_artifacts.py", SNIPPETS / "production_block.py")
 STAMP = SNIPPETS / "artifacts" / "exported-from"
@@ -26,5 +28,10 @@ def on_pre_build(config: Any) -> None:
     digest = hashlib.sha256(b"".join(path.read_bytes() for path in SOURCES)).hexdigest()
     if STAMP.is_file() and STAMP.read_text() == digest:
         return
-    subprocess.run([sys.executable, str(SOURCES[0])], check=True, capture_output=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SOURCES[0])], check=False, capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        last = "\n".join(done.stderr.strip().splitlines()[-5:])
+        raise PluginError(f"exporting the artifacts failed ({SOURCES[0].name}):\n{last}")
     STAMP.write_text(digest)

@@ -44,6 +44,8 @@ def main():
     )
     serve.get_concrete_function()  # builds the block
     tf.saved_model.save(block, str(OUT / "block"), signatures={"serving_default": serve})
+    x, mask = keras.Input((N, D_MODEL), name="x"), keras.Input((1, N, N), name="mask")
+    keras.Model([x, mask], block(x, mask)).save(OUT / "block.keras")
     masked = convert_variables_to_constants_v2(serve.get_concrete_function())
     (OUT / "block.tflite").write_bytes(
         tf.lite.TFLiteConverter.from_concrete_functions([masked]).convert()
