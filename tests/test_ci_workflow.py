@@ -80,3 +80,31 @@ def test_the_caches_key_names_the_lock_file_and_the_checker() -> None:
 def test_both_ci_pages_show_the_workflow_whole(page: str) -> None:
     text = (ROOT / page).read_text(encoding="utf-8")
     assert f"```yaml\n{WORKFLOW.read_text(encoding='utf-8')}```" in text
+
+
+def test_every_shard_balances_by_the_one_report_the_plan_hands_out() -> None:
+    """The shards' own cache restores may bring different reports (a run saved between
+    them); each shard drops what its restore brought and takes the plan's copy."""
+    jobs = workflow()["jobs"]
+    assert jobs["shard"]["needs"] == "plan"
+    uploads = [s for s in jobs["plan"]["steps"] if "upload-artifact" in str(s.get("uses", ""))]
+    assert [step["with"]["path"] for step in uploads] == ["formula-check-timings.json"]
+    handed = uploads[0]["with"]["name"]
+    steps = jobs["shard"]["steps"]
+    restore = next(i for i, s in enumerate(steps) if "cache/restore" in str(s.get("uses", "")))
+    forget = next(
+        i
+        for i, s in enumerate(steps)
+        if "rm -f formula-check-timings.json" in str(s.get("run", ""))
+    )
+    take = next(
+        i
+        for i, s in enumerate(steps)
+        if "download-artifact" in str(s.get("uses", "")) and s["with"].get("name") == handed
+    )
+    check = next(
+        i
+        for i, s in enumerate(steps)
+        if "--timings formula-check-timings.json" in str(s.get("run", ""))
+    )
+    assert restore < forget < take < check
