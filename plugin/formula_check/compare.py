@@ -93,22 +93,24 @@ class Difference:
         # with our own source lines, to the build log.
         with np.errstate(all="ignore"):
             finite, expected_finite = np.isfinite(actual64), np.isfinite(expected)
-            delta = _finite_or_inf(np.abs(actual64 - expected))
+            delta = np.subtract(actual64, expected, out=np.empty(expected.shape))
+            np.abs(delta, out=delta)
+            np.copyto(delta, np.inf, where=~np.isfinite(delta))  # NaN: infinitely far off
             magnitude = np.abs(expected)
             # a relative error says nothing where the expected value is 0
-            meaningful = magnitude > 0
-            rel = _finite_or_inf(delta[meaningful] / magnitude[meaningful])
+            rel = np.divide(delta, magnitude, out=np.zeros_like(delta), where=magnitude > 0)
+            largest_rel = float(rel.max()) if rel.size else 0.0
         largest = largest_index(delta)
         measured = _Measured(
             delta,
             magnitude,
-            ~finite | ~expected_finite,
+            ~(finite & expected_finite),
             np.isinf(delta),
             delta.size - int(np.count_nonzero(finite)),
             delta.size - int(np.count_nonzero(expected_finite)),
             largest,
             float(delta[largest]) if delta.size else 0.0,
-            float(rel.max()) if rel.size else 0.0,
+            np.inf if np.isnan(largest_rel) else largest_rel,  # inf / inf: infinitely far off
         )
         return Difference(actual64, expected, measured)
 
@@ -141,9 +143,13 @@ class Difference:
             return verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape))
         delta = measured.delta
         with np.errstate(all="ignore"):
-            allowed = np.broadcast_to(atol, expected.shape) + rtol * measured.magnitude
+            # rtol * |expected| is +0 everywhere when rtol is 0 and every expected value finite
+            relative = rtol * measured.magnitude if rtol or measured.expected_nonfinite else 0.0
+            allowed = np.broadcast_to(atol, expected.shape) + relative
             bad = ~(delta <= allowed) | measured.unjudged
-            excess = np.where(measured.infinite, np.inf, delta / np.maximum(allowed, 1e-300))
+            excess = np.maximum(allowed, 1e-300, out=np.empty(expected.shape))
+            np.divide(delta, excess, out=excess)
+            np.copyto(excess, np.inf, where=measured.infinite)
         worst = largest_index(excess)
         n_bad = int(np.count_nonzero(bad))
         some = delta.size > 0

@@ -180,7 +180,7 @@ class Derivation:
     def __init__(self, name: str, expected: Array) -> None:
         self.name = name
         self.exact = np.asarray(expected, dtype=np.float64)
-        self._errors: list[tuple[Pair, Array | None]] = []
+        self._errors: list[tuple[Pair, _Error | None]] = []
         self._reference: tuple[Array, Array, Array] | None = None
 
     def tolerance(self, samples: Sequence[Pair], *, bound: bool = False) -> Tolerance | None:
@@ -193,25 +193,29 @@ class Derivation:
             errors.append(error)
         if not errors:
             return None
+        parts = self._finite_reference()
+        if parts is None or not all(error.finite for error in errors):
+            return None
+        magnitude, squared, rounding = parts
         with np.errstate(all="ignore"):
-            if not all(np.all(np.isfinite(error)) for error in errors):
-                return None
-            parts = self._finite_reference()
-            if parts is None:
-                return None
-            magnitude, squared, rounding = parts
             if bound:
-                own = errors[0] / 2
-                floor = _row_scale(errors[0], magnitude, squared) * magnitude / 4
+                first = errors[0]
+                own = first.value / 2
+                row = _row_scale(first.value, magnitude, squared, first.squared)
+                scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
+                scale /= 4
             else:
-                own = np.sqrt(np.mean(np.stack(errors) ** 2, axis=0))
+                own = np.sqrt(np.mean(np.stack([error.squared for error in errors]), axis=0))
                 # draws at one and the same point (an oracle of sizes alone: only its
                 # formulations differ) say little of any one element: lean on its row, twice
                 # its scale
                 moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
-                floor = _row_scale(own, magnitude, squared) * magnitude * (0.5 if moved else 2.0)
-            scale = np.maximum(own, floor)
-            allowed = SPREAD * scale + rounding
+                row = _row_scale(own, magnitude, squared)
+                scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
+                scale *= 0.5 if moved else 2.0
+            np.maximum(own, scale, out=scale)
+            allowed = SPREAD * scale
+            allowed += rounding
         low, high = float(np.min(scale)), float(np.max(scale))
         spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
         runs = (
@@ -222,9 +226,9 @@ class Derivation:
         how = f"derived: {SPREAD:g} × float32 rounding ({spread}, {runs}) + float32 ulp"
         return Tolerance(allowed, 0.0, how, derived=True)
 
-    def _error(self, pair: Pair) -> Array | None:
-        """``|float32 run - float64 run|`` of one draw, elementwise; None when the draw has
-        no float32 value of this output in the oracle's shape."""
+    def _error(self, pair: Pair) -> _Error | None:
+        """The error of one draw's float32 run; None when it has no float32 value of this
+        output in the oracle's shape."""
         for seen, error in self._errors:
             if seen is pair:
                 return error
@@ -233,10 +237,7 @@ class Derivation:
         if self.name in single and self.name in reference:
             value = np.asarray(single[self.name])
             if value.dtype == np.float32 and value.shape == self.exact.shape:
-                with np.errstate(all="ignore"):
-                    error = np.abs(
-                        value.astype(np.float64) - np.asarray(reference[self.name], np.float64)
-                    )
+                error = _Error.of(value, np.asarray(reference[self.name], np.float64))
         self._errors.append((pair, error))
         return error
 
@@ -256,6 +257,23 @@ class Derivation:
         return self._reference
 
 
+@dataclass(frozen=True)
+class _Error:
+    """``|float32 run - float64 run|`` of one draw, elementwise, with its square."""
+
+    value: Array
+    squared: Array
+    finite: bool
+
+    @staticmethod
+    def of(single: Array, reference: Array) -> _Error:
+        with np.errstate(all="ignore"):
+            value = np.subtract(single.astype(np.float64), reference, out=np.empty(reference.shape))
+            np.abs(value, out=value)
+            finite = bool(np.all(np.isfinite(value)))
+            return _Error(value, value**2, finite)
+
+
 def _magnitude(exact: Array) -> Array:
     """How large each element is against its row: ``|y| + mean |y|`` over the last axis. The
     rounding of an element grows with it (the error of an attention weight is the weight
@@ -267,17 +285,22 @@ def _magnitude(exact: Array) -> Array:
     return result
 
 
-def _row_scale(error: Array, magnitude: Array, squared: Array | None = None) -> Array:
+def _row_scale(
+    error: Array,
+    magnitude: Array,
+    magnitudes2: Array | None = None,
+    errors2: Array | None = None,
+) -> Array:
     """The relative rounding of each row: the root mean square of its errors over that of
     its magnitudes (so the many negligible weights of a nearly one-hot softmax row do not
     dilute the error of the few that matter), at least half the whole array's; broadcastable
-    to ``error``'s shape. ``squared``: ``magnitude ** 2``, when already computed."""
+    to ``error``'s shape. ``magnitudes2`` and ``errors2``: the squares, when already known."""
     with np.errstate(all="ignore"):
         if error.ndim == 0:
             single: Array = np.nan_to_num(error / magnitude, nan=0.0, posinf=0.0)
             return single
-        errors2 = error**2
-        magnitudes2 = magnitude**2 if squared is None else squared
+        errors2 = error**2 if errors2 is None else errors2
+        magnitudes2 = magnitude**2 if magnitudes2 is None else magnitudes2
         whole = float(np.nan_to_num(np.sqrt(np.sum(errors2) / np.sum(magnitudes2))))
         rows = np.sqrt(
             np.sum(errors2, axis=-1, keepdims=True) / np.sum(magnitudes2, axis=-1, keepdims=True)
