@@ -13,6 +13,7 @@ TensorFlow and no noise from the workers.
     python bench/judge_profile.py --replay answers.pickle --rounds 5
     python bench/judge_profile.py --replay answers.pickle --profile 30    # cProfile, top 30
     python bench/judge_profile.py --replay answers.pickle --no-timing     # timing: false
+    python bench/judge_profile.py --build WORKLOAD/ours --profile 40      # every thread
 
 Replay prints the thread CPU seconds of planning and of judging, summed over the blocks
 (median over rounds), per step of judging (the timers :func:`steps` puts in place), and
@@ -99,6 +100,52 @@ def capture(site: Path, out: Path) -> None:
 def load(path: Path) -> list[Answer]:
     """The answers :func:`capture` wrote."""
     return [Answer(*kept) for kept in pickle.loads(path.read_bytes())]
+
+
+def profile_build(site: Path, top: int) -> str:
+    """A cold ``mkdocs build`` of ``site`` in this process with every thread profiled on its
+    own CPU clock (the main thread's MkDocs, the checking threads, the pool's): where the
+    build process's CPU goes, whole, by function."""
+    import threading
+
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    profiles: list[cProfile.Profile] = []
+    run = threading.Thread.run
+
+    def profiled_run(self: threading.Thread) -> None:
+        profile = cProfile.Profile(time.thread_time)
+        profiles.append(profile)
+        profile.enable()
+        try:
+            run(self)
+        finally:
+            profile.disable()
+
+    threading.Thread.run = profiled_run  # type: ignore[method-assign]
+    with tempfile.TemporaryDirectory() as temporary:
+        project = Path(temporary) / "site"
+        shutil.copytree(site, project, ignore=shutil.ignore_patterns("site", ".cache"))
+        config = load_config(config_file=str(project / "mkdocs.yml"))
+        plugin = config.plugins["formula-check"]
+        main = cProfile.Profile(time.thread_time)
+        profiles.append(main)
+        main.enable()
+        plugin.on_startup(command="build", dirty=False)
+        try:
+            build(config)
+        finally:
+            plugin.on_shutdown()
+            main.disable()
+    threading.Thread.run = run  # type: ignore[method-assign]
+    text = io.StringIO()
+    stats = pstats.Stats(profiles[0], stream=text)
+    for profile in profiles[1:]:
+        stats.add(profile)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    return f"{len(profiles)} threads profiled\n" + text.getvalue()
 
 
 def timed(spent: Spent, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -253,7 +300,11 @@ def main() -> None:
     parser.add_argument("--profile", type=int, metavar="TOP", help="cProfile one round")
     parser.add_argument("--no-timing", action="store_true", help="judge as with timing: false")
     parser.add_argument("--verdicts", type=Path, metavar="OUT", help="write the verdicts")
+    parser.add_argument("--build", type=Path, metavar="SITE", help="profile a whole cold build")
     args = parser.parse_args()
+    if args.build is not None:
+        print(profile_build(args.build, args.profile or 40))
+        return
     if args.capture is not None:
         capture(args.capture, args.out)
         return

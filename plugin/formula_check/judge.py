@@ -404,7 +404,8 @@ def _judge_outputs(
     for regime in plan.regimes:
         if regime.name in skipped:
             continue
-        grown = {k: v * regime.weight_scale for k, v in weights.items()}
+        scale = regime.weight_scale
+        grown = weights if scale == 1.0 else {k: v * scale for k, v in weights.items()}
         inputs = {**oracle_arrays, **grown, **regime.inputs}
         sizes = {**params, **regime.sizes}
         positional = len(names) - len(attribute_outputs(plan.spec))
