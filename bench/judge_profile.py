@@ -225,18 +225,22 @@ def replay_once(answers: list[Answer], root: str) -> tuple[float, float, list[st
 
 
 def described(result: Any) -> str:
-    """One line per block: its status, and each verdict's name, regime, pass and the largest
-    difference, to the last bit (``repr`` of the float)."""
-    parts = [f"{result.block_id} {result.status.value}"]
-    for verdict in result.verdicts:
-        parts.append(
-            f"  {verdict.name}[{verdict.regime or 'standard'}] ok={verdict.ok} "
-            f"max_abs={verdict.max_abs!r} used={verdict.used!r} n_bad={verdict.n_bad} "
-            f"atol={verdict.atol!r} how={verdict.tolerance}"
-        )
-    if result.formula is not None:
-        parts.append(f"  formula {result.formula.state} {result.formula.max_abs!r}")
-    parts.append(f"  heatmaps {sorted(result.arrays)}; timings {len(result.timings)}")
+    """Everything a result says but its times: each verdict whole (its floats as ``repr``
+    writes them, to the last bit), the formula's, the notes, the shapes, and a digest of each
+    array the heatmaps draw."""
+    import hashlib
+
+    import numpy as np
+
+    parts = [f"{result.block_id} {result.status.value} {result.message!r}"]
+    parts += [f"  {verdict!r}" for verdict in result.verdicts]
+    parts += [f"  {result.formula!r}", f"  {result.shapes!r}"]
+    parts += [f"  note {note!r}" for note in result.notes]
+    for name in sorted(result.arrays):
+        array = np.ascontiguousarray(result.arrays[name])
+        digest = hashlib.sha256(array.tobytes()).hexdigest()[:16]
+        parts.append(f"  array {name} {array.dtype} {array.shape} {digest}")
+    parts.append(f"  timings {[timing.label for timing in result.timings]}")
     return "\n".join(parts)
 
 
@@ -261,7 +265,6 @@ def replay(answers: list[Answer], rounds: int, root: str) -> tuple[Rounds, list[
     return measured, verdicts
 
 
-@functools.cache
 def _median(values: tuple[float, ...]) -> float:
     return statistics.median(values)
 
