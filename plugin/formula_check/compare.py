@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,54 +46,128 @@ def compare(
     """Compare one array; never passes NaN/Inf, a wrong shape or a wrong dtype kind.
     ``atol`` is a number or a per-element array that broadcasts to ``expected``; ``how``
     says where it came from, ``regime`` which inputs these are."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected, dtype=np.float64)
-    verdict = functools.partial(
-        Verdict,
-        name=name,
-        dims=tuple(dims),
-        expected_shape=expected.shape,
-        actual_shape=actual.shape,
-        rtol=rtol,
-        atol=float(np.max(atol)),
-        tolerance=how,
-        regime=regime,
-    )
-    if actual.dtype.kind not in "biuf":
-        return verdict(ok=False, problem=f"got a {actual.dtype} array, expected numbers")
-    if actual.shape != expected.shape:
-        return verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape))
-    actual64 = actual.astype(np.float64)
-    # NaN and Inf are judged here, element by element, and said in the verdict: NumPy's
-    # RuntimeWarnings about them (inf - inf, inf / inf, overflow) would only add noise, with
-    # our own source lines, to the build log.
-    with np.errstate(all="ignore"):
-        nonfinite = int(np.count_nonzero(~np.isfinite(actual64)))
-        expected_nonfinite = int(np.count_nonzero(~np.isfinite(expected)))
-        delta = _finite_or_inf(np.abs(actual64 - expected))
-        allowed = np.broadcast_to(atol, expected.shape) + rtol * np.abs(expected)
-        bad = ~(delta <= allowed) | ~np.isfinite(actual64) | ~np.isfinite(expected)
-        excess = np.where(np.isinf(delta), np.inf, delta / np.maximum(allowed, 1e-300))
-        worst = largest_index(excess)
+    return Difference.of(actual, expected).judged(name, dims, atol, rtol, how=how, regime=regime)
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """The numbers of a difference between arrays of one shape."""
+
+    delta: Array
+    """``|actual - expected|``, infinite where either side is NaN or Inf."""
+    magnitude: Array
+    """``|expected|``."""
+    unjudged: Array
+    """True where either side is NaN or Inf: such an element never passes."""
+    infinite: Array
+    """True where ``delta`` is infinite."""
+    nonfinite: int
+    expected_nonfinite: int
+    largest: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+
+
+@dataclass(frozen=True)
+class Difference:
+    """What comparing ``actual`` with ``expected`` finds before any tolerance: the arrays as
+    float64, ``|Δ|``, where either side is not finite. Judging an output against its one-draw
+    bound and then against its full tolerance measures it once (the far positions of an
+    encoding are two million elements)."""
+
+    actual: Array
+    expected: Array
+    measured: _Measured | None
+    """None when the dtype kind or the shapes already fail the comparison."""
+
+    @staticmethod
+    def of(actual: Array, expected: Array) -> Difference:
+        """Measure ``actual`` against ``expected`` (no tolerance yet)."""
+        actual = np.asarray(actual)
+        expected = np.asarray(expected, dtype=np.float64)
+        if actual.dtype.kind not in "biuf" or actual.shape != expected.shape:
+            return Difference(actual, expected, None)
+        actual64 = actual.astype(np.float64)
+        # NaN and Inf are judged here, element by element, and said in the verdict: NumPy's
+        # RuntimeWarnings about them (inf - inf, inf / inf, overflow) would only add noise,
+        # with our own source lines, to the build log.
+        with np.errstate(all="ignore"):
+            finite, expected_finite = np.isfinite(actual64), np.isfinite(expected)
+            delta = np.subtract(actual64, expected, out=np.empty(expected.shape))
+            np.abs(delta, out=delta)
+            np.copyto(delta, np.inf, where=~np.isfinite(delta))  # NaN: infinitely far off
+            magnitude = np.abs(expected)
+            # a relative error says nothing where the expected value is 0
+            rel = np.divide(delta, magnitude, out=np.zeros_like(delta), where=magnitude > 0)
+            largest_rel = float(rel.max()) if rel.size else 0.0
         largest = largest_index(delta)
-        # a relative error says nothing where the expected value is 0
-        meaningful = np.abs(expected) > 0
-        rel = _finite_or_inf(delta[meaningful] / np.abs(expected[meaningful]))
-    return verdict(
-        ok=not bad.any(),
-        max_abs=float(delta.max()) if delta.size else 0.0,
-        max_rel=float(rel.max()) if rel.size else 0.0,
-        worst_index=worst,
-        max_index=largest,
-        worst_expected=float(expected[worst]) if delta.size else 0.0,
-        worst_actual=float(actual64[worst]) if delta.size else 0.0,
-        worst_allowed=float(allowed[worst]) if delta.size else 0.0,
-        used=float(excess.max()) if delta.size else 0.0,
-        n_bad=int(bad.sum()),
-        n_total=int(delta.size),
-        nonfinite=nonfinite,
-        problem=_nonfinite_problem(nonfinite, expected_nonfinite),
-    )
+        measured = _Measured(
+            delta,
+            magnitude,
+            ~(finite & expected_finite),
+            np.isinf(delta),
+            delta.size - int(np.count_nonzero(finite)),
+            delta.size - int(np.count_nonzero(expected_finite)),
+            largest,
+            float(delta[largest]) if delta.size else 0.0,
+            np.inf if np.isnan(largest_rel) else largest_rel,  # inf / inf: infinitely far off
+        )
+        return Difference(actual64, expected, measured)
+
+    def judged(
+        self,
+        name: str,
+        dims: Sequence[str],
+        atol: float | Array,
+        rtol: float,
+        *,
+        how: str = "",
+        regime: str = "",
+    ) -> Verdict:
+        """The verdict of this difference against ``atol + rtol * |expected|``."""
+        actual, expected, measured = self.actual, self.expected, self.measured
+        verdict = functools.partial(
+            Verdict,
+            name=name,
+            dims=tuple(dims),
+            expected_shape=expected.shape,
+            actual_shape=actual.shape,
+            rtol=rtol,
+            atol=float(np.max(atol)),
+            tolerance=how,
+            regime=regime,
+        )
+        if actual.dtype.kind not in "biuf":
+            return verdict(ok=False, problem=f"got a {actual.dtype} array, expected numbers")
+        if measured is None:
+            return verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape))
+        delta = measured.delta
+        with np.errstate(all="ignore"):
+            # rtol * |expected| is +0 everywhere when rtol is 0 and every expected value finite
+            relative = rtol * measured.magnitude if rtol or measured.expected_nonfinite else 0.0
+            allowed = np.broadcast_to(atol, expected.shape) + relative
+            bad = ~(delta <= allowed) | measured.unjudged
+            excess = np.maximum(allowed, 1e-300, out=np.empty(expected.shape))
+            np.divide(delta, excess, out=excess)
+            np.copyto(excess, np.inf, where=measured.infinite)
+        worst = largest_index(excess)
+        n_bad = int(np.count_nonzero(bad))
+        some = delta.size > 0
+        return verdict(
+            ok=n_bad == 0,
+            max_abs=measured.max_abs,
+            max_rel=measured.max_rel,
+            worst_index=worst,
+            max_index=measured.largest,
+            worst_expected=float(expected[worst]) if some else 0.0,
+            worst_actual=float(actual[worst]) if some else 0.0,
+            worst_allowed=float(allowed[worst]) if some else 0.0,
+            used=float(excess[worst]) if some else 0.0,
+            n_bad=n_bad,
+            n_total=int(delta.size),
+            nonfinite=measured.nonfinite,
+            problem=_nonfinite_problem(measured.nonfinite, measured.expected_nonfinite),
+        )
 
 
 def _finite_or_inf(values: Array) -> Array:

@@ -38,7 +38,15 @@ class _OneBlasThread:
     cores, a cold build of 20 Transformer blocks at the tutorial's sizes took 1.8 times as long
     with BLAS on two threads (``bench/cold_breakdown.py``). Judging threads enter and leave
     in any order: the first in limits BLAS, the last out restores it, so a notebook's own
-    NumPy code runs as it did before and after a check."""
+    NumPy code runs as it did before and after a check.
+
+    Any judging thread may be the first in or the last out, and threadpoolctl (3.8 on) lets
+    only the first thread that ever set a pthreads OpenBLAS's pool size set it again: the
+    others' limits silently do nothing. So each limit and restore here first takes that
+    control for the thread making it (under the lock, so no judging thread takes it from
+    another mid-change). Without that, measured in a cold build, every check judged on the
+    second thread ran its oracles on two BLAS threads: the first waited on the second,
+    starved by the worker, for ten times the oracle's own time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -51,6 +59,7 @@ class _OneBlasThread:
         with self._lock:
             if self._inside == 0:
                 self._controller = self._controller or ThreadpoolController()
+                _take_blas_control()
                 self._limit = self._controller.limit(limits=1, user_api="blas")
             self._inside += 1
         try:
@@ -59,8 +68,20 @@ class _OneBlasThread:
             with self._lock:
                 self._inside -= 1
                 if self._inside == 0 and self._limit is not None:
+                    _take_blas_control()
                     self._limit.restore_original_limits()  # type: ignore[attr-defined]
                     self._limit = None
+
+
+def _take_blas_control() -> None:
+    """Let the calling thread set OpenBLAS's pool size, whichever thread set it before
+    (threadpoolctl before 3.8 lets any thread: there is nothing to take)."""
+    import threadpoolctl
+
+    controller = getattr(threadpoolctl, "OpenBLASController", None)
+    clear = getattr(controller, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
 
 
 ONE_BLAS_THREAD = _OneBlasThread()

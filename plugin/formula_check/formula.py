@@ -31,7 +31,7 @@ from .latex import (
 from .latex.ir import Named, walk
 from .latex.limits import within_stack
 from .model import Array, CheckSpec, FormulaVerdict
-from .oracles import get_oracle
+from .oracles import Oracle, get_oracle
 
 MASK_HINT = "the formula has no mask term; write `+ M` inside the softmax"
 
@@ -68,21 +68,31 @@ class PageFunctions:
         return {name: found.compiled for name, found in self.usable.items()}
 
 
+Known = tuple[Oracle, Mapping[str, Array]]
+"""An oracle and its outputs on a check's own arrays and parameters, already computed."""
+
+
 def judge_formula(
-    spec: CheckSpec, arrays: Mapping[str, Array], params: Mapping[str, Any]
+    spec: CheckSpec,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    *,
+    known: Known | None = None,
 ) -> FormulaVerdict | None:
     """Compile ``spec.latex`` and compare it with the oracle on the check's own arrays.
 
     Functions the page defined earlier are used first. When one of them cannot live in this
     formula (its body names a symbol this oracle does not declare, such as a LayerNorm's
-    mean), the oracle's own definition is used instead and the card says so.
+    mean), the oracle's own definition is used instead and the card says so. ``known``: the
+    block's oracle and its outputs on ``arrays`` and ``params`` (the judge computed them for
+    the code): compared with as they are, rather than computed again.
     """
     if not spec.check_formula or not spec.latex.strip():
         return None
     page = page_functions(spec, arrays, params)
-    verdict = _judge(spec, arrays, params, page)
+    verdict = _judge(spec, arrays, params, page, known)
     if page.usable and verdict.state in {"invalid", "not_executable"}:
-        retry = _judge(spec, arrays, params, PageFunctions({}, page.set_aside))
+        retry = _judge(spec, arrays, params, PageFunctions({}, page.set_aside), known)
         if retry.state in {"agrees", "differs"}:
             names = _sources(page.usable[name] for name in sorted(page.usable))
             note = f"the page's {names} could not be used here; the oracle's own definition was"
@@ -91,12 +101,16 @@ def judge_formula(
 
 
 def _judge(
-    spec: CheckSpec, arrays: Mapping[str, Array], params: Mapping[str, Any], page: PageFunctions
+    spec: CheckSpec,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    page: PageFunctions,
+    known: Known | None,
 ) -> FormulaVerdict:
     try:
         symbols = parse_symbols(spec.symbols) if spec.symbols.strip() else None
         compiled, agreement = _compared(
-            spec.latex, spec.oracle, arrays, params, symbols, page.compiled
+            spec.latex, spec.oracle, arrays, params, symbols, page.compiled, known
         )
     except NotExecutable as exc:
         return _with_notes(FormulaVerdict("not_executable", message=exc.reason), page, spec.latex)
@@ -144,12 +158,17 @@ def _compared(
     params: Mapping[str, Any],
     symbols: SymbolTable | None,
     definitions: Mapping[str, CompiledFormula],
+    known: Known | None = None,
 ) -> tuple[CompiledFormula, FormulaAgreement]:
     """What :func:`~.latex.check_against_oracle` does, keeping the compiled formula: its
-    calls name the definitions used, its keys tell whether it has a mask term."""
+    calls name the definitions used, its keys tell whether it has a mask term. ``known``:
+    outputs of an oracle on these very arrays and params, used if it is this one."""
     compiled = compile_for_oracle(latex, oracle, params, symbols=symbols, definitions=definitions)
+    reference = get_oracle(oracle)
+    expected = known[1] if known is not None and known[0] is reference else None
     with within_stack(latex):
-        return compiled, compare_with_oracle(compiled, get_oracle(oracle), arrays, params)
+        agreement = compare_with_oracle(compiled, reference, arrays, params, expected=expected)
+    return compiled, agreement
 
 
 def page_functions(

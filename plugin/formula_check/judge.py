@@ -6,12 +6,13 @@ Pure NumPy: runs in the calling process, never touches TensorFlow.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .compare import compare, delta_array, squeeze_leading
+from .compare import Difference, delta_array, squeeze_leading
 from .errors import OracleError, SpecError
 from .formula import judge_formula
 from .messages import FLOAT16_WEIGHTS, NOT_A_TENSOR, CheckReply, SnippetFailed
@@ -38,7 +39,7 @@ from .result_notes import (
     untraced,
 )
 from .timing_stats import oracle_timing, sweep_points, timing_stats
-from .tolerance import SAMPLES, Pair, Tolerance, derive, fixed, rounding_samples
+from .tolerance import SAMPLES, Derivation, Pair, Tolerance, fixed, rounding_samples
 
 _PHASES = {
     "call": "",
@@ -118,8 +119,13 @@ def evaluate(
     if untensored:  # the code ran, but gave no array where an output is compared
         failure = SnippetFailure("TypeError", "; ".join(untensored))
         return _before_judging(plan, reply, env, Status.ERROR, failure=failure)
+    # the oracle on the block's own inputs, once: its values are the code's reference and
+    # the formula's, and the run is the first of those timed for the card
+    started = time.perf_counter()
+    expected = _expected(plan, oracle_arrays, params)
+    ran = time.perf_counter() - started
     verdicts, pictured = _judge_outputs(
-        plan, names, outputs, (weights, oracle_arrays, params), arrays, skipped
+        plan, names, outputs, (weights, oracle_arrays, params, expected), arrays, skipped
     )
     dropped = _dropped_training(reply)
     if dropped:
@@ -134,7 +140,7 @@ def evaluate(
         verdicts += _unreturned(plan, names, len(outputs))
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
-    formula = judge_formula(spec, oracle_arrays, params)
+    formula = judge_formula(spec, oracle_arrays, params, known=(oracle, expected))
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
@@ -153,7 +159,7 @@ def evaluate(
     )
     timings = tuple(timing_stats(reply.timings))
     if spec.timing.enabled:
-        timings += (oracle_timing(plan, oracle_arrays, params),)
+        timings += (oracle_timing(plan, oracle_arrays, params, done=[ran]),)
     return CheckResult(
         block_id=spec.block_id,
         location=spec.location,
@@ -382,21 +388,24 @@ def _judge_outputs(
     plan: Plan,
     names: Sequence[str],
     outputs: Sequence[Array],
-    oracle_side: tuple[Mapping[str, Array], Mapping[str, Array], Mapping[str, Any]],
+    oracle_side: tuple[
+        Mapping[str, Array], Mapping[str, Array], Mapping[str, Any], Mapping[str, Array]
+    ],
     arrays: Mapping[str, Array],
     skipped: dict[str, str],
 ) -> tuple[list[Verdict], Pictured]:
     """The verdicts on the check's own inputs, then on each input regime's that ran; a regime
     the code could not be judged at is added to ``skipped``. ``oracle_side`` holds the
-    oracle's weights, its arrays (inputs, weights, mask) and the formula's parameters."""
-    weights, oracle_arrays, params = oracle_side
-    expected = _expected(plan, oracle_arrays, params)
+    oracle's weights, its arrays (inputs, weights, mask), the formula's parameters and the
+    oracle's outputs on those arrays."""
+    weights, oracle_arrays, params, expected = oracle_side
     verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
     pictured: Pictured = (shown, expected)
     for regime in plan.regimes:
         if regime.name in skipped:
             continue
-        grown = {k: v * regime.weight_scale for k, v in weights.items()}
+        scale = regime.weight_scale
+        grown = weights if scale == 1.0 else {k: v * scale for k, v in weights.items()}
         inputs = {**oracle_arrays, **grown, **regime.inputs}
         sizes = {**params, **regime.sizes}
         positional = len(names) - len(attribute_outputs(plan.spec))
@@ -494,7 +503,7 @@ def _expected(
 def _tolerance(
     plan: Plan,
     name: str,
-    expected: Array,
+    derivation: Derivation,
     samples: Sequence[Pair],
     sizes: Mapping[str, Any],
     *,
@@ -512,7 +521,7 @@ def _tolerance(
             name, {k: v for k, v in sizes.items() if isinstance(v, int)}, oracle.atol
         )
         return Tolerance(allowed, oracle.rtol, f"the {oracle.name} oracle's own rule", False)
-    derived = derive(name, expected, samples, bound=bound)
+    derived = derivation.tolerance(samples, bound=bound)
     if derived is not None:
         return derived
     return fixed(oracle.atol, oracle.rtol, UNMEASURED)
@@ -600,15 +609,17 @@ def _verdicts(
         want = expected[name]
         dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
         got = unfolded(squeeze_leading(np.asarray(actual), np.ndim(want)), want, dims)
+        # measured once, judged against one tolerance or two
+        difference, derivation = Difference.of(got, want), Derivation(name, want)
         # the full tolerance takes four float32 runs of the oracle and their references; the
         # bound from the first is never above it, and enough for code within it
         verdict = None
         if BOUND_FIRST:
-            first = _tolerance(plan, name, want, samples(1), params, bound=True)
-            verdict = _judged(name, got, want, dims, first, regime)
+            first = _tolerance(plan, name, derivation, samples(1), params, bound=True)
+            verdict = _judged(name, difference, dims, first, regime)
         if verdict is None or (not verdict.ok and not stated):
-            full = _tolerance(plan, name, want, samples(SAMPLES), params)
-            verdict = _judged(name, got, want, dims, full, regime)
+            full = _tolerance(plan, name, derivation, samples(SAMPLES), params)
+            verdict = _judged(name, difference, dims, full, regime)
         if not verdict.ok and not verdict.problem:
             verdict = dataclasses.replace(verdict, hint=_hint(plan, name, got, want))
         verdicts.append(verdict)
@@ -623,21 +634,13 @@ BOUND_FIRST = True
 
 def _judged(
     name: str,
-    actual: Array,
-    expected: Array,
+    difference: Difference,
     dims: Sequence[str],
     tolerance: Tolerance,
     regime: str,
 ) -> Verdict:
-    return compare(
-        name,
-        actual,
-        expected,
-        dims,
-        tolerance.allowed,
-        tolerance.rtol,
-        how=tolerance.how,
-        regime=regime,
+    return difference.judged(
+        name, dims, tolerance.allowed, tolerance.rtol, how=tolerance.how, regime=regime
     )
 
 

@@ -168,45 +168,110 @@ def derive(
     draws is at least half its first draw's error, and so is its row's scale, so
     ``SPREAD * max(e / 2, row scale * magnitude / 4)`` bounds it. Code within that bound is
     within the full tolerance, and its other draws need not be computed."""
-    errors = []
-    for reference, single in samples:
-        if name not in single or name not in reference:
+    return Derivation(name, expected).tolerance(samples, bound=bound)
+
+
+class Derivation:
+    """The derived tolerance of one output, as :func:`derive` gives it, for a judge that asks
+    for the one-draw bound and then for the full tolerance: what both share (the oracle's
+    values, their magnitudes, each draw's errors) is computed once. The numbers are those of
+    :func:`derive`, to the bit: each is the same operations on the same arrays."""
+
+    def __init__(self, name: str, expected: Array) -> None:
+        self.name = name
+        self.exact = np.asarray(expected, dtype=np.float64)
+        self._errors: list[tuple[Pair, _Error | None]] = []
+        self._reference: tuple[Array, Array, Array] | None = None
+
+    def tolerance(self, samples: Sequence[Pair], *, bound: bool = False) -> Tolerance | None:
+        """The tolerance from ``samples`` (see :func:`derive`)."""
+        errors = []
+        for pair in samples:
+            error = self._error(pair)
+            if error is None:
+                return None
+            errors.append(error)
+        if not errors:
             return None
-        value = np.asarray(single[name])
-        if value.dtype != np.float32 or value.shape != np.shape(expected):
+        parts = self._finite_reference()
+        if parts is None or not all(error.finite for error in errors):
             return None
+        magnitude, squared, rounding = parts
         with np.errstate(all="ignore"):
-            errors.append(
-                np.abs(value.astype(np.float64) - np.asarray(reference[name], np.float64))
-            )
-    if not errors:
-        return None
-    exact = np.asarray(expected, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        stacked = np.stack(errors)
-        if not (np.all(np.isfinite(stacked)) and np.all(np.isfinite(exact))):
-            return None
-        magnitude = _magnitude(exact)
-        if bound:
-            own = stacked[0] / 2
-            floor = _row_scale(stacked[0], magnitude) * magnitude / 4
-        else:
-            own = np.sqrt(np.mean(stacked**2, axis=0))
-            # draws at one and the same point (an oracle of sizes alone: only its formulations
-            # differ) say little of any one element: lean on its row, twice its scale
-            moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
-            floor = _row_scale(own, magnitude) * magnitude * (0.5 if moved else 2.0)
-        scale = np.maximum(own, floor)
-        allowed = SPREAD * scale + EPS32 * (np.abs(exact) + np.mean(np.abs(exact)))
-    low, high = float(np.min(scale)), float(np.max(scale))
-    spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
-    runs = (
-        f"{BOUND_WORDS}, from one float32 run of the oracle"
-        if bound
-        else f"measured on {len(errors)} float32 runs of the oracle"
-    )
-    how = f"derived: {SPREAD:g} × float32 rounding ({spread}, {runs}) + float32 ulp"
-    return Tolerance(allowed, 0.0, how, derived=True)
+            if bound:
+                first = errors[0]
+                own = first.value / 2
+                row = _row_scale(first.value, magnitude, squared, first.squared)
+                scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
+                scale /= 4
+            else:
+                own = np.sqrt(np.mean(np.stack([error.squared for error in errors]), axis=0))
+                # draws at one and the same point (an oracle of sizes alone: only its
+                # formulations differ) say little of any one element: lean on its row, twice
+                # its scale
+                moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
+                row = _row_scale(own, magnitude, squared)
+                scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
+                scale *= 0.5 if moved else 2.0
+            np.maximum(own, scale, out=scale)
+            allowed = SPREAD * scale
+            allowed += rounding
+        low, high = float(np.min(scale)), float(np.max(scale))
+        spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
+        runs = (
+            f"{BOUND_WORDS}, from one float32 run of the oracle"
+            if bound
+            else f"measured on {len(errors)} float32 runs of the oracle"
+        )
+        how = f"derived: {SPREAD:g} × float32 rounding ({spread}, {runs}) + float32 ulp"
+        return Tolerance(allowed, 0.0, how, derived=True)
+
+    def _error(self, pair: Pair) -> _Error | None:
+        """The error of one draw's float32 run; None when it has no float32 value of this
+        output in the oracle's shape."""
+        for seen, error in self._errors:
+            if seen is pair:
+                return error
+        reference, single = pair
+        error = None
+        if self.name in single and self.name in reference:
+            value = np.asarray(single[self.name])
+            if value.dtype == np.float32 and value.shape == self.exact.shape:
+                error = _Error.of(value, np.asarray(reference[self.name], np.float64))
+        self._errors.append((pair, error))
+        return error
+
+    def _finite_reference(self) -> tuple[Array, Array, Array] | None:
+        """Each element's magnitude (:func:`_magnitude`) and its square, and the rounding
+        of the output itself (``EPS32 * (|y| + mean |y|)``); None when the oracle's values
+        are not all finite."""
+        if self._reference is None:
+            exact = self.exact
+            with np.errstate(all="ignore"):
+                if not np.all(np.isfinite(exact)):
+                    return None
+                magnitude = _magnitude(exact)
+                size = np.abs(exact)
+                rounding = EPS32 * (size + np.mean(size))
+                self._reference = (magnitude, magnitude**2, rounding)
+        return self._reference
+
+
+@dataclass(frozen=True)
+class _Error:
+    """``|float32 run - float64 run|`` of one draw, elementwise, with its square."""
+
+    value: Array
+    squared: Array
+    finite: bool
+
+    @staticmethod
+    def of(single: Array, reference: Array) -> _Error:
+        with np.errstate(all="ignore"):
+            value = np.subtract(single.astype(np.float64), reference, out=np.empty(reference.shape))
+            np.abs(value, out=value)
+            finite = bool(np.all(np.isfinite(value)))
+            return _Error(value, value**2, finite)
 
 
 def _magnitude(exact: Array) -> Array:
@@ -220,18 +285,25 @@ def _magnitude(exact: Array) -> Array:
     return result
 
 
-def _row_scale(error: Array, magnitude: Array) -> Array:
+def _row_scale(
+    error: Array,
+    magnitude: Array,
+    magnitudes2: Array | None = None,
+    errors2: Array | None = None,
+) -> Array:
     """The relative rounding of each row: the root mean square of its errors over that of
     its magnitudes (so the many negligible weights of a nearly one-hot softmax row do not
     dilute the error of the few that matter), at least half the whole array's; broadcastable
-    to ``error``'s shape."""
+    to ``error``'s shape. ``magnitudes2`` and ``errors2``: the squares, when already known."""
     with np.errstate(all="ignore"):
         if error.ndim == 0:
             single: Array = np.nan_to_num(error / magnitude, nan=0.0, posinf=0.0)
             return single
-        whole = float(np.nan_to_num(np.sqrt(np.sum(error**2) / np.sum(magnitude**2))))
+        errors2 = error**2 if errors2 is None else errors2
+        magnitudes2 = magnitude**2 if magnitudes2 is None else magnitudes2
+        whole = float(np.nan_to_num(np.sqrt(np.sum(errors2) / np.sum(magnitudes2))))
         rows = np.sqrt(
-            np.sum(error**2, axis=-1, keepdims=True) / np.sum(magnitude**2, axis=-1, keepdims=True)
+            np.sum(errors2, axis=-1, keepdims=True) / np.sum(magnitudes2, axis=-1, keepdims=True)
         )
         result: Array = np.maximum(np.nan_to_num(rows, nan=0.0, posinf=0.0), whole / 2)
         return result

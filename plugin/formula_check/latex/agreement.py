@@ -81,11 +81,17 @@ def compare_with_oracle(
     *,
     rtol: float = RTOL,
     atol: float = ATOL,
+    expected: Mapping[str, Array] | None = None,
 ) -> FormulaAgreement:
     """Evaluate ``compiled`` and ``oracle`` on the same arrays; optional weights the formula
-    does not name take the oracle's defaults (the paper's formulas have no biases)."""
-    unused = {s.name for s in oracle.weights if s.optional and s.name not in compiled.keys}
-    expected = oracle.compute({k: v for k, v in arrays.items() if k not in unused}, params)
+    does not name take the oracle's defaults (the paper's formulas have no biases).
+    ``expected``: the oracle's outputs on ``arrays`` and ``params`` when the caller has them
+    already; used only where the oracle would run on ``arrays`` as they are (the formula
+    names every optional weight given), else the oracle runs without those weights."""
+    unused = {s.name for s in oracle.weights if s.optional and s.name in arrays}
+    unused -= compiled.keys
+    if expected is None or unused:
+        expected = oracle.compute({k: v for k, v in arrays.items() if k not in unused}, params)
     result = compiled.evaluate(arrays, _sizes(oracle, arrays, params))
     values = result if isinstance(result, dict) else {compiled.outputs[0].name: result}
     names = {s.name for s in oracle.outputs}
