@@ -14,11 +14,12 @@ once per process, at INFO (it costs time, never a verdict, so ``--strict`` does 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
+import secrets
 import stat
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,34 +39,61 @@ ids mean nothing here. A writer stalled longer than this loses only its own entr
 finds no file, and it is said like any other failure to store)."""
 
 _SEAL_CONTEXT = b"formula-check sealed file\0"
+SEAL_SIZE = 32
+"""Bytes of the seal at the start of every file."""
 _told: set[str] = set()
 _told_lock = threading.Lock()
 
 
 def seal(key: str, message: bytes) -> bytes:
     """The 32-byte seal of ``message`` stored under ``key``."""
-    return hashlib.sha256(_SEAL_CONTEXT + key.encode() + b"\0" + message).digest()
-
-
-def unseal(blob: bytes, key: str) -> bytes | None:
-    """The message inside ``blob``, or None when it is damaged or was sealed for another key."""
-    stored, message = blob[:32], blob[32:]
-    return message if stored == seal(key, message) else None
+    digest = hashlib.sha256(_SEAL_CONTEXT)
+    digest.update(key.encode() + b"\0")
+    digest.update(message)  # fed as it is: an entry of megabytes is not copied to be hashed
+    return digest.digest()
 
 
 def write_sealed(path: Path, key: str, message: bytes) -> None:
-    """Write ``message`` sealed for ``key``, atomically (a temporary file, then a rename)."""
+    """Write ``message`` sealed for ``key``, atomically (a temporary file, then a rename).
+
+    The file gets the mode any file this process creates gets (``0o666`` less the umask,
+    ``0o644`` typically), not a private one: builds under other user ids (CI runners, a
+    container sharing the cache folder) read the same cache."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY_PREFIX, suffix=path.suffix)
+    fd, tmp = _new_temporary(path)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(seal(key, message) + message)
+            handle.write(seal(key, message))
+            handle.write(message)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _new_temporary(path: Path) -> tuple[int, Path]:
+    """A new file beside ``path``, open for writing: its name unused until now (``O_EXCL``),
+    its mode the umask's (``tempfile.mkstemp`` would make it ``0o600``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = path.parent / f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}{path.suffix}"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # another writer's name: draw again
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(path.parent))
+
+
+def read_sealed(path: Path, key: str) -> bytes | None:
+    """The message of the file at ``path`` if it is sealed for ``key``, else None (``OSError``
+    when it cannot be read). The seal and the message are read apart: the message is never
+    copied out of the file's bytes."""
+    with path.open("rb") as handle:
+        stored = handle.read(SEAL_SIZE)
+        message = handle.read()
+    return message if stored == seal(key, message) else None
 
 
 def remove_stale_temporaries(directory: Path, older_than: float = STALE_AFTER) -> int:
@@ -142,11 +170,10 @@ class SealedFiles:
         if self.identity(key) is None:
             return None
         try:
-            blob = path.read_bytes()
+            message = read_sealed(path, key)
         except OSError as exc:
             say_once(path, f"cannot read {self._shown(path)} ({exc.strerror}): computed afresh")
             return None
-        message = unseal(blob, key)
         if message is None:
             self.discard(key)
         return message

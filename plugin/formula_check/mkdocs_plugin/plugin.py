@@ -21,11 +21,10 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.livereload import LiveReloadServer
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation
@@ -51,6 +50,9 @@ from . import report, site, watching
 from .jupyter_pages import NotebookPages, renders_notebooks
 from .page_notebooks import PageNotebooks
 from .tally import Tally
+
+if TYPE_CHECKING:  # MkDocs' server (and watchdog with it) loads only under `mkdocs serve`
+    from mkdocs.livereload import LiveReloadServer
 
 
 class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-untyped-call]

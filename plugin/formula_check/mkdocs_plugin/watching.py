@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-from mkdocs.livereload import LiveReloadServer
+from typing import TYPE_CHECKING
 
 from .. import serving
 from ..pages import PageBlock
+
+if TYPE_CHECKING:  # MkDocs' server (and watchdog with it) loads only under `mkdocs serve`
+    from mkdocs.livereload import LiveReloadServer
 
 
 class Watcher:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import numpy as np
-
 from .. import wire
 from ..digest import checker_digest
 from ..model import CheckResult
@@ -29,10 +27,14 @@ def figure_key(
     # converting them to JSON (this runs for every card of every rebuild).
     meta = (heatmaps, labels.language, sweep_dim, result.shapes, result.verdicts, result.sweep)
     digest.update(repr(meta).encode())
-    for name in sorted(result.arrays):
-        array = np.asarray(result.arrays[name])
-        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
+    if result.arrays:  # NumPy is loaded when there are arrays: a result without any needs none
+        import numpy as np
+
+        for name in sorted(result.arrays):
+            array = np.asarray(result.arrays[name])
+            digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+            flat = np.ascontiguousarray(array).reshape(-1)
+            digest.update(flat.view(np.uint8).data)  # its bytes, hashed where they lie (no copy)
     return digest.hexdigest()
 
 
@@ -103,5 +105,7 @@ class FigureCache:
                 for f in figures
             ]
         }
+        import numpy as np  # figures were drawn from arrays: NumPy is loaded already
+
         arrays = {f"data/{i}": np.frombuffer(f.data, dtype=np.uint8) for i, f in enumerate(figures)}
         self.files.write(key, wire.encode(header, arrays))

@@ -26,6 +26,9 @@ The names below are this package's interface. A module reads its own settings
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .gates import (
     JINJA,
     KEPT_TEMPLATES,
@@ -41,17 +44,39 @@ from .gates import (
     WrittenFor,
     log,
 )
-from .polling import (
-    FASTEST_INTERVAL,
-    MKDOCS_INTERVAL,
-    POLLING_SHARE,
-    polling_interval,
-    quicken_polling,
-    snapshot_seconds,
-)
 from .rebuild import FolderKeeper, rebuild_wanted, request_rebuild
 from .templates import TemplateCache
 from .theme import THEME_FILTER_NAMES, UNSETTLED_SECONDS, ThemeListing
+
+if TYPE_CHECKING:
+    from .polling import (
+        FASTEST_INTERVAL,
+        MKDOCS_INTERVAL,
+        POLLING_SHARE,
+        polling_interval,
+        quicken_polling,
+        snapshot_seconds,
+    )
+
+_FROM_POLLING = frozenset(
+    [
+        "FASTEST_INTERVAL",
+        "MKDOCS_INTERVAL",
+        "POLLING_SHARE",
+        "polling_interval",
+        "quicken_polling",
+        "snapshot_seconds",
+    ]
+)
+"""Names of :mod:`.polling`, loaded on first use: it imports watchdog, which only ``mkdocs
+serve`` needs (a build, warm above all, should not pay for it)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_POLLING:
+        return getattr(importlib.import_module(".polling", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FASTEST_INTERVAL",
