@@ -184,11 +184,11 @@ def _wrap_worker() -> None:
         _ROLE = "check"
         return in_child(self, *args)
 
-    def answering(fd: int, data: bytes) -> None:
+    def answering(fd: int, *parts: Any) -> None:
         if _ROLE == "check":
             _mark("encoding the answer")
             _record(event="answer", marks=_MARKS, threads=_threads())
-        write_all(fd, data)
+        write_all(fd, *parts)
 
     def lapping(self: Any, name: str) -> None:
         lap(self, name)
