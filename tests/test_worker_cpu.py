@@ -95,22 +95,32 @@ def test_the_warm_up_keeps_keras_global_state_as_it_found_it() -> None:
 
 @pytest.mark.tf
 def test_without_keras_global_state_where_it_is_looked_for_no_keras_layer_is_warmed() -> None:
-    """Another Keras keeps its state elsewhere: the warm-up then builds no Keras layer."""
+    """Another Keras keeps its state elsewhere: the warm-up then builds no Keras layer (it could
+    not put the names it counted back), and still runs its checks."""
     code = textwrap.dedent(
         """
-        from keras.src.backend.common import global_state
-        from formula_check.worker import warming
+        from pathlib import Path
 
-        with warming.keras_state_kept() as kept:
-            print(kept, [spec.oracle for spec in warming.specs(keras_layers=kept)])
+        from keras.src.backend.common import global_state
+        from formula_check.messages import CheckReply
+        from formula_check.worker import warming
+        from formula_check.worker.snippet_module import WorkerState
+
+        ran = []
+        warming.warm_layers = lambda: ran.append("layers")
+        warming.check = lambda session, request, arrays: (
+            ran.append(request.entry or request.source.split("def ")[1].split("(")[0])
+            or (CheckReply(kind="function"), {})
+        )
+        print(warming.warm_up(WorkerState(Path("."))), ran)
         del global_state.GLOBAL_SETTINGS_TRACKER
-        with warming.keras_state_kept() as kept:
-            print(kept, [spec.oracle for spec in warming.specs(keras_layers=kept)])
+        ran.clear()
+        print(warming.warm_up(WorkerState(Path("."))), ran)
         """
     )
     assert python(code).splitlines() == [
-        "True ['attention', 'positional_encoding', 'multihead']",
-        "False ['attention', 'positional_encoding']",
+        "True ['attention', 'positional_encoding', 'layers']",
+        "True ['attention', 'positional_encoding']",
     ]
 
 

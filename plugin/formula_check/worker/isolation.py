@@ -1,12 +1,12 @@
 """One check, one process: every check runs in a child forked from the warm worker, and the
 child ends with its check.
 
-The warm worker has imported TensorFlow and run one small check of its own (the warm-up), so
-a child forked from it starts with TensorFlow's runtime ready: about 20 ms of fork, check and
-exit on a small block instead of seconds of import. Whatever the check then does to its
-process (patches TensorFlow, Keras, NumPy or this package, sets a precision policy or a
-random state, changes the working folder or the environment, starts threads, imports modules)
-ends with the child, so no check can change another's verdict.
+The warm worker has imported TensorFlow and run a few small checks of its own (the warm-up,
+:mod:`.warming`), so a child forked from it starts with TensorFlow's runtime ready: about
+20 ms of fork, check and exit on a small block instead of seconds of import. Whatever the
+check then does to its process (patches TensorFlow, Keras, NumPy or this package, sets a
+precision policy or a random state, changes the working folder or the environment, starts
+threads, imports modules) ends with the child, so no check can change another's verdict.
 
 TensorFlow's thread pools do not survive ``fork``: their threads stay in the parent, and a
 child whose op is handed to one of them waits forever. So the warm worker computes on one
@@ -133,12 +133,10 @@ class CheckProcesses:
     """The processes a warm worker runs its checks in, one per check.
 
     The next check's process is forked ahead, as soon as a check starts (or, after a check
-    that ended without an answer, in :meth:`tidy`): it starts its own eager context and runs
-    ``prepare`` (a small check of our own) while the check before it runs, then waits for its
-    request. The fork,
-    the new context and the memory pages a check dirties (copied on write) are thus paid
-    between checks, not in one, and every check still starts from the same state: the warm
-    worker's, plus the same small check of ours.
+    that ended without an answer, in :meth:`tidy`): it runs ``prepare`` (a new eager
+    context of its own) while the check before it runs, then waits for its request. The fork
+    and the new context are thus paid between checks, not in one, and every check still
+    starts from the same state: the warm worker's, plus the same ``prepare``.
 
     ``handle`` answers a request; ``conversation`` are the warm worker's descriptors to its
     parent, closed in every check's process (a snippet reading stdin must not eat the next

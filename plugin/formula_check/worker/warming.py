@@ -58,39 +58,12 @@ def positional_encoding(length, depth):
     return tf.concat([tf.sin(angles[:, 0::2]), tf.cos(angles[:, 1::2])], axis=-1)
 """
 
-LAYERS = """
-import tensorflow as tf
 
-class Block(tf.keras.layers.Layer):
-    def __init__(self, d_model, num_heads):
-        super().__init__()
-        self.d_model, self.num_heads = d_model, num_heads
-        self.wq, self.wk, self.wv, self.dense = (tf.keras.layers.Dense(d_model) for _ in "qkvo")
-        self.mha = tf.keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
-        self.ffn = tf.keras.Sequential(
-            [tf.keras.layers.Dense(2 * d_model, activation="relu"), tf.keras.layers.Dense(d_model)]
-        )
-        self.norm = tf.keras.layers.LayerNormalization(epsilon=1e-6)
-
-    def heads(self, x):
-        x = tf.reshape(x, (tf.shape(x)[0], -1, self.num_heads, self.d_model // self.num_heads))
-        return tf.transpose(x, perm=[0, 2, 1, 3])
-
-    def call(self, q, k, v, mask=None):
-        scores = tf.einsum("bhnd,bhmd->bhnm", self.heads(self.wq(q)), self.heads(self.wk(k)))
-        weights = tf.nn.softmax(scores / tf.math.sqrt(float(self.d_model // self.num_heads)))
-        heads = tf.transpose(tf.matmul(weights, self.heads(self.wv(v))), perm=[0, 2, 1, 3])
-        out = self.dense(tf.reshape(heads, (tf.shape(q)[0], -1, self.d_model)))
-        out = self.norm(out + self.mha(q, v, k, attention_mask=mask))
-        return self.norm(out + self.ffn(out)), weights
-"""
-
-
-def specs(*, keras_layers: bool, layers_timed: bool = True) -> list[CheckSpec]:
-    """The warm-up's checks; its Keras layers only with ``keras_layers``."""
-    timed, untimed = TimingSpec(enabled=True, warmup=1, repeats=3), TimingSpec(enabled=False)
-    once = TimingSpec(enabled=True, warmup=1, repeats=1)  # the layers' eager and traced paths
-    found = [
+def specs() -> list[CheckSpec]:
+    """The warm-up's checks: a function of matmul and softmax (timed, eagerly and traced) and
+    a positional encoding."""
+    timed = TimingSpec(enabled=True, warmup=1, repeats=3)
+    return [
         CheckSpec("warm-up", WHERE, "attention", inline_snippet(ATTENTION, WHERE), timing=timed),
         CheckSpec(
             "warm-up-positions",
@@ -98,47 +71,52 @@ def specs(*, keras_layers: bool, layers_timed: bool = True) -> list[CheckSpec]:
             "positional_encoding",
             inline_snippet(POSITIONS, WHERE),
             dims={"n": 6, "d_model": 8},
-            timing=untimed,
+            timing=TimingSpec(enabled=False),
         ),
     ]
-    if keras_layers:
-        timing = once if layers_timed else untimed
-        weights = {
-            f"{matrix}_{head}": f"{layer}.{attribute}"
-            for head, layer in (("q", "wq"), ("k", "wk"), ("v", "wv"), ("o", "dense"))
-            for matrix, attribute in (("W", "kernel"), ("b", "bias"))
-        }
-        found.append(
-            CheckSpec(
-                "warm-up-layers",
-                WHERE,
-                "multihead",
-                inline_snippet(LAYERS, WHERE),
-                dims={"b": 1, "n": 3, "m": 3, "d_model": 4, "h": 2},
-                kind="layer",
-                init={"d_model": "d_model", "num_heads": "h"},
-                weights=weights,
-                params={"variant": "self"},
-                timing=timing,
-            )
-        )
-    return found
 
 
-def warm_up(session: WorkerState, *, timing: bool = True) -> bool:
-    """Run the warm-up's checks (those timed untimed, without ``timing``); True when each
-    answered. A warm-up never stops a worker from serving: a check of it that fails is said
-    in the hello (``warmed_up``), and the checks go on."""
+def warm_up(session: WorkerState) -> bool:
+    """Run the warm-up's checks, then its Keras layers; True when each check answered. A
+    warm-up never stops a worker from serving: a check of it that fails is said in the hello
+    (``warmed_up``), and the checks go on."""
     answered = True
-    with keras_state_kept() as kept:
-        for spec in specs(keras_layers=kept):
-            try:
-                plan = plan_check(spec, str(session.root), with_timing=timing)
-                reply, _ = check(session, plan.request, dict(plan.arrays))
-            except Exception:  # said in the hello
-                reply = None
-            answered = answered and isinstance(reply, CheckReply)
+    for spec in specs():
+        try:
+            plan = plan_check(spec, str(session.root))
+            reply, _ = check(session, plan.request, dict(plan.arrays))
+        except Exception:  # said in the hello
+            reply = None
+        answered = answered and isinstance(reply, CheckReply)
+    with keras_state_kept() as kept, contextlib.suppress(Exception):
+        if kept:
+            warm_layers()
     return answered
+
+
+def warm_layers() -> None:
+    """Keras' layers that blocks use most, built and called once eagerly and once traced:
+    Dense (with an activation), MultiHeadAttention, LayerNormalization, in a Sequential and
+    in a layer of their own. Not through a check (each layer built there again for each of
+    its runs), which would cost ten times as much for the same first-use costs."""
+    import tensorflow as tf
+
+    class Block(tf.keras.layers.Layer):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = tf.keras.layers.Dense(4, activation="relu")
+            self.mha = tf.keras.layers.MultiHeadAttention(num_heads=2, key_dim=2)
+            self.ffn = tf.keras.Sequential([tf.keras.layers.Dense(4)])
+            self.norm = tf.keras.layers.LayerNormalization(epsilon=1e-6)
+
+        def call(self, x: tf.Tensor) -> tf.Tensor:
+            heads = tf.einsum("bnd,bmd->bnm", x, self.dense(x))
+            return self.norm(x + self.ffn(self.mha(x, x) + tf.matmul(heads, x)))
+
+    block = Block()
+    x = tf.reshape(tf.range(12, dtype=tf.float32), (1, 3, 4)) / 12.0
+    block(x).numpy()
+    tf.function(block)(x).numpy()
 
 
 @contextlib.contextmanager
