@@ -200,7 +200,8 @@ def test_megabytes_go_to_the_check_and_back_the_same() -> None:
 @pytest.mark.parametrize("length", [1 << 62, 2**64 - 1])
 def test_an_answer_claiming_more_than_memory_is_no_answer(length: int) -> None:
     """A snippet may write anything to its process's answer pipe: a length no buffer can hold
-    ends the read as a check that gave no answer, and the worker lives on."""
+    is never allocated, and the read ends, when the pipe does, as a check that gave no
+    answer; the worker lives on."""
     prefix = struct.pack("<4sHQQ", wire.MAGIC, wire.VERSION, 0, length - wire.PREFIX_SIZE)
     answers_out, answers_in = os.pipe()
     notes_out, notes_in = os.pipe()

@@ -332,13 +332,15 @@ def _read_answer(
     ``ended``). Ends when the message is complete, not at end of file: a process the snippet
     started may hold the pipe. Meanwhile what the check says it wrote is read as it comes.
 
-    Read straight into one buffer of the message's length, once its prefix says it: an
-    answer of megabytes (weights read back) is copied once, not chunk by chunk."""
+    Never read past the message, and the buffer read into is the answer passed on: an answer
+    of megabytes (weights read back) is not copied again at its end. The buffer grows as the
+    bytes come, never to the length the prefix claims: the snippet can write to the pipe
+    too, and claim any length."""
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    data = bytearray(wire.PREFIX_SIZE)
-    got = 0
+    data = bytearray()
+    expected = wire.PREFIX_SIZE  # until the prefix says the whole length
     watched = [process.answers, process.notes] + ([interrupts[0]] if interrupts else [])
-    while got < len(data):
+    while len(data) < expected:
         wait = None if deadline is None else deadline - time.monotonic()
         if wait is not None and wait <= 0:
             return None, "timeout"
@@ -353,17 +355,15 @@ def _read_answer(
                 interrupts[2]()
         if process.answers not in ready:
             continue
-        count = os.readv(process.answers, [memoryview(data)[got:]])
-        if not count:
+        chunk = os.read(process.answers, min(expected - len(data), 1 << 20))
+        if not chunk:
             return None, "ended"
-        got += count
-        if got == wire.PREFIX_SIZE == len(data):
+        data += chunk
+        if len(data) == wire.PREFIX_SIZE == expected:
             try:
-                whole = bytearray(wire.message_length(bytes(data)))
-            except (wire.ProtocolError, MemoryError, OverflowError):  # not ours: a length
-                return None, "ended"  # the snippet wrote there, maybe beyond any memory
-            whole[:got] = data
-            data = whole
+                expected = wire.message_length(bytes(data))
+            except wire.ProtocolError:
+                return None, "ended"
     return data, ""
 
 
