@@ -5,8 +5,9 @@ answers now), interleaved in one run, medians over ``--repeats`` rounds.
 The shared side is one process that started TensorFlow's runtime (default threads) and warmed
 it up once, as the worker did; the other side is this script as a warm worker (as
 :func:`formula_check.worker.execution.begin` leaves it: one thread, warmed up) forking a
-process per check that starts an eager context of its own and warms up ahead of its check. Same planned requests, with timing
-runs (``timing: true``, the default) or without (``--no-timing``). Target: <= 25 ms a check.
+process per check that starts an eager context of its own ahead of its check. Same planned
+requests, with timing runs (``timing: true``, the default) or without (``--no-timing``).
+Target: <= 25 ms a check.
 
 Per block: the time from request to answer each way, between checks spaced as in a build (the
 next check's process gets ready meanwhile), and the CPU each way takes, the getting ready

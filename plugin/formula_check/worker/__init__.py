@@ -17,7 +17,8 @@ In the check processes:
 - :mod:`.zygote` (imports TensorFlow, forks workers: :mod:`.zygote_server`, and kept alive
   :mod:`.kept_server`), :mod:`.child` (a worker's loop);
 - :mod:`.isolation`: one process per check; :mod:`.reaping`: what a check leaves, ended;
-- :mod:`.execution`: the warm worker made ready; :mod:`.one_check` runs a check with
+- :mod:`.execution`: the warm worker made ready (its warm-up: :mod:`.warming`);
+  :mod:`.one_check` runs a check with
   :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights`, :mod:`.timing_runs`,
   :mod:`.project_reads` and :mod:`.snippet_failure`; :mod:`.faults`: the checker's own
   failures, said as such.

@@ -19,7 +19,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 # Pinned before TensorFlow is imported: oneDNN changes the bits, and its notice is noise.
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
@@ -31,8 +31,11 @@ from ..model import Array
 from . import isolation
 from .faults import internal_error
 
-Answerer = Callable[[CheckRequest, dict[str, Array]], bytes]
+Answerer = Callable[[CheckRequest, dict[str, Array]], isolation.Message]
 """Answers one check request with a whole encoded message."""
+Forwarder = Callable[[CheckRequest, dict[str, Array], isolation.Message], isolation.Message]
+"""Answers one check request, given also as it came (encoded), with a whole encoded
+message."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,18 +77,21 @@ def run_worker(
         answers.write(wire.encode(RunningOn().encode()))
         answers.flush()
 
-    def answer(request: CheckRequest, arrays: dict[str, Array]) -> bytes:
+    def answer(
+        request: CheckRequest, arrays: dict[str, Array], encoded: isolation.Message
+    ) -> isolation.Message:
         return checks.run(
             request,
             arrays,
             time_limit=request.time_limit,
             interrupts=(requests.fileno(), lambda: _cancel_asked(requests), running_on),
+            encoded=encoded,  # sent on as it came
         )
 
     try:
         wire.write_message(answers, hello.encode())
         checks.tidy()  # the first check's process, forked and made ready now
-        return serve(requests, answers, answer, after=checks.tidy)
+        return forward(requests, answers, answer, after=checks.tidy)
     finally:
         checks.close()
         shutil.rmtree(hello.scratch, ignore_errors=True)
@@ -121,24 +127,67 @@ def serve(
 ) -> int:
     """Answer requests, each with a whole encoded message, until EOF or ``shutdown``; returns
     the exit code. What is left to do after an answer (``after``) waits until it is sent."""
+    return forward(requests, answers, lambda request, arrays, _: answer(request, arrays), after)
+
+
+def forward(
+    requests: IO[bytes],
+    answers: IO[bytes],
+    answer: Forwarder,
+    after: Callable[[], object] = lambda: None,
+) -> int:
+    """:func:`serve`, handing ``answer`` each request also as it came, to be sent on."""
     while True:
         try:
-            header, arrays = wire.read_message(requests)
+            encoded = read_whole(requests)
         except EOFError:
             return 0
+        # wire reads a bytearray as it reads bytes (slices, memoryview, JSON): no copy made
+        header, arrays = wire.decode(cast("bytes", encoded))
         try:
             request = decode_request(header)
             if isinstance(request, Shutdown):
                 return 0
             if isinstance(request, Cancel):  # came as its check ended: nothing left to stop
                 continue
-            message = answer(request, arrays)
+            message = answer(request, arrays, encoded)
         except Exception as exc:  # the checker's own fault, not the snippet's: say so, go on
             traceback.print_exc()  # to the worker's log, which names machine paths
             message = wire.encode(internal_error(exc).encode())
         answers.write(message)
         answers.flush()
         after()
+
+
+def read_whole(stream: IO[bytes]) -> bytearray:
+    """One whole message, read into one buffer of its length (a request may carry megabytes
+    of weights: read once, never joined from chunks). :class:`EOFError` if the stream closed
+    before one began; :class:`~..wire.ProtocolError` if it is not a message, or closed
+    half-way."""
+    prefix = bytearray(wire.PREFIX_SIZE)
+    got = _fill(stream, prefix, 0)
+    if got == 0:
+        raise EOFError("stream closed")
+    if got < len(prefix):
+        raise wire.ProtocolError("truncated message prefix")
+    message = bytearray(wire.message_length(bytes(prefix)))
+    message[:got] = prefix
+    if _fill(stream, message, got) < len(message):
+        raise wire.ProtocolError("stream closed before the end of a message")
+    return message
+
+
+def _fill(stream: IO[bytes], buffer: bytearray, start: int) -> int:
+    """Fill ``buffer`` from ``start`` on, until it is full or the stream ends; where it
+    got to."""
+    reader = cast("io.RawIOBase", stream)  # files and sockets read into a buffer
+    with memoryview(buffer) as view:
+        while start < len(buffer):
+            count = reader.readinto(view[start:])
+            if not count:
+                break
+            start += count
+    return start
 
 
 def _private_stdout() -> IO[bytes]:

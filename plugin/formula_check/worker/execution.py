@@ -21,11 +21,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ..messages import CheckReply, Hello
-from ..model import CheckSpec, Location, TimingSpec
-from ..planning import plan_check
-from ..snippets import inline_snippet
-from . import isolation, reaping
+from ..messages import Hello
+from . import isolation, reaping, warming
 from .one_check import check
 from .paths import SCRATCH_PREFIX
 from .snippet_failure import SnippetRaised
@@ -40,17 +37,6 @@ __all__ = [
     "prepare_check_process",
     "warm_up",
 ]
-
-_WARM_UP_SNIPPET = """
-import tensorflow as tf
-
-def attention(q, k, v, mask=None):
-    scores = tf.matmul(q, k, transpose_b=True) / tf.sqrt(tf.cast(tf.shape(k)[-1], q.dtype))
-    if mask is not None:
-        scores += (1.0 - tf.cast(mask, scores.dtype)) * -1e9
-    weights = tf.nn.softmax(scores, axis=-1)
-    return tf.matmul(weights, v), weights
-"""
 
 
 def begin(root: Path, scratch: str | None = None) -> tuple[WorkerState, Hello]:
@@ -85,27 +71,14 @@ def begin(root: Path, scratch: str | None = None) -> tuple[WorkerState, Hello]:
 
 
 def warm_up(session: WorkerState) -> bool:
-    """Pay a fresh process's one-time costs before the first check, not inside it: one small
-    check of our own, timed eagerly and under ``tf.function``, through the path every check
-    takes (TensorFlow's eager runtime and thread pools, AutoGraph, tracing). Every check's
-    process is forked after it, so none pays them again. Nothing of it is kept: its module is
-    unloaded as any snippet's is, and each check seeds TensorFlow afresh. (A snippet's own
-    AutoGraph conversion, 50 to 100 ms the first time its code is traced, stays in its own
-    first call.)"""
-    try:  # a warm-up never stops a worker from serving
-        where = Location("<formula-check warm-up>", 1)
-        spec = CheckSpec(
-            block_id="warm-up",
-            location=where,
-            oracle="attention",
-            snippet=inline_snippet(_WARM_UP_SNIPPET, where),
-            timing=TimingSpec(enabled=True, warmup=1, repeats=3),
-        )
-        plan = plan_check(spec, str(session.root))
-        reply, _ = check(session, plan.request, dict(plan.arrays))
-    except Exception:  # said in the hello, and the checks go on
-        return False
-    return isinstance(reply, CheckReply)
+    """Pay a fresh process's one-time costs before the first check, not inside it: a few
+    small checks of our own (:mod:`.warming`), through the path every check takes (TensorFlow's
+    eager runtime, Keras' layers, AutoGraph, tracing). Every check's process is forked after
+    it, so none pays them again. Nothing of it is kept: its modules are unloaded as any
+    snippet's are, Keras' global state is put back as it was, and each check seeds every
+    generator afresh. (A snippet's own AutoGraph conversion, 50 to 100 ms the first time its
+    code is traced, stays in its own first call.)"""
+    return warming.warm_up(session)
 
 
 def describe_environment(*, gpu: bool = False) -> Hello:
@@ -132,15 +105,9 @@ def _cpu_model() -> str:
 
 def prepare_check_process(session: WorkerState, hello: Hello) -> None:
     """In a check's process, forked from the warm worker before its request is known: an
-    eager context of its own, then (where the warm worker warmed up) one small check of ours,
-    untimed, so that the pages and caches every check touches are this process's before its
-    check begins (about 25 ms, while the parent judges the last answer). The same for every
-    check: its state is still the warm worker's, plus this."""
+    eager context of its own. Nothing more: what the warm-up made warm outside TensorFlow's
+    context is inherited, and a small check of ours run here again (as was done) cost every
+    check 20 to 30 ms of CPU for kernels many checks never use. The same for every check: its
+    state is the warm worker's, and a new eager context."""
+    del session, hello  # every check's process is made ready the same way
     isolation.fresh_runtime()
-    if not hello.warmed_up:
-        return
-    with contextlib.suppress(Exception):  # getting ready never fails a check
-        where = Location("<formula-check warm-up>", 1)
-        spec = CheckSpec("warm-up", where, "attention", inline_snippet(_WARM_UP_SNIPPET, where))
-        plan = plan_check(spec, str(session.root), with_timing=False)
-        check(session, plan.request, dict(plan.arrays))

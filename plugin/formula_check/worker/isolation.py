@@ -1,12 +1,12 @@
 """One check, one process: every check runs in a child forked from the warm worker, and the
 child ends with its check.
 
-The warm worker has imported TensorFlow and run one small check of its own (the warm-up), so
-a child forked from it starts with TensorFlow's runtime ready: about 20 ms of fork, check and
-exit on a small block instead of seconds of import. Whatever the check then does to its
-process (patches TensorFlow, Keras, NumPy or this package, sets a precision policy or a
-random state, changes the working folder or the environment, starts threads, imports modules)
-ends with the child, so no check can change another's verdict.
+The warm worker has imported TensorFlow and run a few small checks of its own (the warm-up,
+:mod:`.warming`), so a child forked from it starts with TensorFlow's runtime ready: about
+20 ms of fork, check and exit on a small block instead of seconds of import. Whatever the
+check then does to its process (patches TensorFlow, Keras, NumPy or this package, sets a
+precision policy or a random state, changes the working folder or the environment, starts
+threads, imports modules) ends with the child, so no check can change another's verdict.
 
 TensorFlow's thread pools do not survive ``fork``: their threads stay in the parent, and a
 child whose op is handed to one of them waits forever. So the warm worker computes on one
@@ -54,6 +54,9 @@ _notes: int | None = None
 
 _ENDINGS: dict[str, Ending] = {"timeout": "timeout", "cancelled": "cancelled"}
 """How a check that gave no answer ended, by why :func:`_read_answer` stopped reading."""
+
+Message = bytes | bytearray
+"""An encoded message (:mod:`..wire`), as read or to be written."""
 
 Handler = Callable[
     [CheckRequest, dict[str, Array]], tuple[CheckReply | SnippetFailed, dict[str, Array]]
@@ -130,12 +133,10 @@ class CheckProcesses:
     """The processes a warm worker runs its checks in, one per check.
 
     The next check's process is forked ahead, as soon as a check starts (or, after a check
-    that ended without an answer, in :meth:`tidy`): it starts its own eager context and runs
-    ``prepare`` (a small check of our own) while the check before it runs, then waits for its
-    request. The fork,
-    the new context and the memory pages a check dirties (copied on write) are thus paid
-    between checks, not in one, and every check still starts from the same state: the warm
-    worker's, plus the same small check of ours.
+    that ended without an answer, in :meth:`tidy`): it runs ``prepare`` (a new eager
+    context of its own) while the check before it runs, then waits for its request. The fork
+    and the new context are thus paid between checks, not in one, and every check still
+    starts from the same state: the warm worker's, plus the same ``prepare``.
 
     ``handle`` answers a request; ``conversation`` are the warm worker's descriptors to its
     parent, closed in every check's process (a snippet reading stdin must not eat the next
@@ -165,7 +166,8 @@ class CheckProcesses:
         *,
         time_limit: float | None,
         interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None = None,
-    ) -> bytes:
+        encoded: Message | None = None,
+    ) -> Message:
         """Answer one request in a process of its own; the encoded answer to pass on. With
         ``time_limit`` seconds gone and no answer, the process and all it started are killed
         and the answer says ``timeout``.
@@ -175,17 +177,21 @@ class CheckProcesses:
         check runs on. A cancelled check is stopped and the answer says ``cancelled``, unless
         it has already written into the project: it then runs to its end, so that its result
         can be kept. (Under ``mkdocs serve`` its own write would otherwise cancel it, and each
-        rebuild would run it and write again, for ever.)"""
+        rebuild would run it and write again, for ever.)
+
+        ``encoded`` is the request as it came, sent on as it is instead of encoded again (it
+        may hold megabytes of weights: each copy the warm worker makes is CPU, and writes to
+        pages a check's process shares with it)."""
         self.tidy(fork_spare=False)
         process = self.spare or self._fork()
         self.spare = None
         began = time.perf_counter()
         os.makedirs(self.scratch, mode=0o700, exist_ok=True)  # a check may have removed it
         process.folder = tempfile.mkdtemp(prefix="check-", dir=self.scratch)
-        message: bytes | None = None
+        message: Message | None = None
         why = "ended"
         try:
-            process.send(wire.encode(request.encode(), arrays))
+            process.send(wire.encode(request.encode(), arrays) if encoded is None else encoded)
             self.spare = self._fork()  # the next check's, made ready while this one runs
             message, why = _read_answer(process, time_limit, interrupts)
         except OSError:  # it died before it took the request
@@ -288,9 +294,9 @@ class _Process:
     folder: str = ""
     written: list[str] = field(default_factory=list)
 
-    def send(self, request: bytes) -> None:
+    def send(self, request: Message) -> None:
         """The temporary folder's path on a line, then the request."""
-        _write_all(self.requests, os.fsencode(self.folder) + b"\n" + request)
+        _write_all(self.requests, os.fsencode(self.folder) + b"\n", request)
         self.requests = -1
 
     def noted(self) -> bool:
@@ -308,10 +314,12 @@ class _Process:
         self.requests = self.answers = self.notes = -1
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _write_all(fd: int, *parts: Message) -> None:
+    """Write ``parts`` one after the other (none joined into a copy), then close ``fd``."""
+    for part in parts:
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view) :]
     os.close(fd)
 
 
@@ -319,15 +327,20 @@ def _read_answer(
     process: _Process,
     time_limit: float | None,
     interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None,
-) -> tuple[bytes | None, str]:
+) -> tuple[bytearray | None, str]:
     """The check's whole answer, or None and why not (``timeout``, ``cancelled`` or
     ``ended``). Ends when the message is complete, not at end of file: a process the snippet
-    started may hold the pipe. Meanwhile what the check says it wrote is read as it comes."""
+    started may hold the pipe. Meanwhile what the check says it wrote is read as it comes.
+
+    Never read past the message, and the buffer read into is the answer passed on: an answer
+    of megabytes (weights read back) is not copied again at its end. The buffer grows as the
+    bytes come, never to the length the prefix claims: the snippet can write to the pipe
+    too, and claim any length."""
     deadline = None if time_limit is None else time.monotonic() + time_limit
     data = bytearray()
-    expected = -1
+    expected = wire.PREFIX_SIZE  # until the prefix says the whole length
     watched = [process.answers, process.notes] + ([interrupts[0]] if interrupts else [])
-    while expected < 0 or len(data) < expected:
+    while len(data) < expected:
         wait = None if deadline is None else deadline - time.monotonic()
         if wait is not None and wait <= 0:
             return None, "timeout"
@@ -342,16 +355,16 @@ def _read_answer(
                 interrupts[2]()
         if process.answers not in ready:
             continue
-        chunk = os.read(process.answers, 1 << 20)
+        chunk = os.read(process.answers, min(expected - len(data), 1 << 20))
         if not chunk:
             return None, "ended"
         data += chunk
-        if expected < 0 and len(data) >= wire.PREFIX_SIZE:
+        if len(data) == wire.PREFIX_SIZE == expected:
             try:
-                expected = wire.message_length(bytes(data[: wire.PREFIX_SIZE]))
+                expected = wire.message_length(bytes(data))
             except wire.ProtocolError:
                 return None, "ended"
-    return bytes(data[:expected]), ""
+    return data, ""
 
 
 def _reap(pid: int) -> int | None:
