@@ -317,7 +317,7 @@ def _unjudged_precision(artifact: Mapping[str, str]) -> str:
     loose (formula drifts passed inside it), so such artifacts are refused rather than
     passed."""
     dtype = artifact.get("dtype", "")
-    if dtype not in ("int8", "float16"):
+    if dtype != "float16":  # an int8 model's rounding comes with its outputs (tol/out/I)
         return ""
     kind = "an int8 model" if dtype == "int8" else "an artifact computing in float16"
     return (
@@ -391,7 +391,10 @@ def _judge_outputs(
     oracle's weights, its arrays (inputs, weights, mask) and the formula's parameters."""
     weights, oracle_arrays, params = oracle_side
     expected = _expected(plan, oracle_arrays, params)
-    verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
+    widened = [arrays.get(f"tol/out/{i}") for i in range(len(names))]
+    verdicts, shown = _verdicts(
+        plan, names, outputs, expected, oracle_arrays, params, widened=widened
+    )
     pictured: Pictured = (shown, expected)
     for regime in plan.regimes:
         if regime.name in skipped:
@@ -573,7 +576,10 @@ def _verdicts(
     arrays: Mapping[str, Array],
     params: Mapping[str, Any],
     regime: str = "",
+    widened: Sequence[Array | None] = (),
 ) -> tuple[list[Verdict], dict[str, Array]]:
+    """Each output against the oracle's; ``widened``: what the artifact's own rounding
+    explains of each output (an int8 model's), added to its tolerance."""
     spec, oracle = plan.spec, plan.oracle
     stated = spec.atol is not None or spec.rtol is not None or oracle.tolerance is not None
     draws: dict[int, list[Pair]] = {}
@@ -590,9 +596,10 @@ def _verdicts(
         return draws[count]
 
     verdicts, shown = [], {}
-    for name, actual in zip(names, outputs, strict=False):
+    for place, (name, actual) in enumerate(zip(names, outputs, strict=False)):
         if name in {"_", ""}:
             continue
+        extra = widened[place] if place < len(widened) else None
         if name not in expected:
             raise SpecError(
                 f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location
@@ -605,15 +612,23 @@ def _verdicts(
         verdict = None
         if BOUND_FIRST:
             first = _tolerance(plan, name, want, samples(1), params, bound=True)
-            verdict = _judged(name, got, want, dims, first, regime)
+            verdict = _judged(name, got, want, dims, _widen(first, extra, plan), regime)
         if verdict is None or (not verdict.ok and not stated):
             full = _tolerance(plan, name, want, samples(SAMPLES), params)
-            verdict = _judged(name, got, want, dims, full, regime)
+            verdict = _judged(name, got, want, dims, _widen(full, extra, plan), regime)
         if not verdict.ok and not verdict.problem:
             verdict = dataclasses.replace(verdict, hint=_hint(plan, name, got, want))
         verdicts.append(verdict)
         shown[name] = got
     return verdicts, shown
+
+
+def _widen(tolerance: Tolerance, extra: Array | None, plan: Plan) -> Tolerance:
+    """``tolerance`` plus what an artifact's own rounding explains, element by element."""
+    if extra is None:
+        return tolerance
+    how = f"{tolerance.how} {plan.artifact.get('rounding', '+ the artifact rounding')}"
+    return dataclasses.replace(tolerance, allowed=tolerance.allowed + np.asarray(extra), how=how)
 
 
 BOUND_FIRST = True

@@ -28,7 +28,8 @@ import tensorflow as tf
 
 from ..messages import FLOAT16_WEIGHTS, Argument, Call, CheckReply, CheckRequest, TimingResult
 from ..model import Array
-from . import layer_weights
+from . import layer_weights, quantized_error, quantized_graph
+from .quantized_ops import UnmodelledOpError
 from .snippet_failure import SnippetRaised, phase
 from .timing_runs import outputs, reply_arrays, returned_keys, timed_runs
 
@@ -62,6 +63,9 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
             described["perturbed"] = "yes"
     out, dtypes = outputs(result)
     described.update(model.quantization())  # of the check's own inputs, before the regimes'
+    with phase("bounding the int8 model's rounding"):
+        explained, said = model.explained()
+    described.update(said)
     regime_out, skipped = _regimes(model, request, arrays, described["dtype"])
     read: dict[str, Array] = {}
     unused: list[str] = []
@@ -98,7 +102,7 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
         snippet_seconds=seconds,
         artifact=described,
     )
-    return reply, reply_arrays(out, read, regime_out)
+    return reply, reply_arrays(out, read, regime_out, explained)
 
 
 _FORMAT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}
@@ -119,6 +123,10 @@ class _Loaded:
     def quantization(self) -> dict[str, str]:
         """What the interpreter says of an int8 model's quantization (nothing else)."""
         return {}
+
+    def explained(self) -> tuple[dict[str, Array], dict[str, str]]:
+        """What quantization explains of the last call's outputs (nothing: not quantized)."""
+        return {}, {}
 
 
 def _load(root: Path, described: Mapping[str, str]) -> _Loaded:
@@ -249,13 +257,27 @@ class _KerasModel(_Loaded):
         return self.model
 
 
+def _interpreter(path: Path, *, builtin: bool = False) -> Any:
+    """TFLite's interpreter keeping every tensor; ``builtin``: with its builtin kernels only
+    (no XNNPACK delegate, which computes inside itself tensors it never writes back)."""
+    kind = tf.lite.experimental.OpResolverType
+    with warnings.catch_warnings():  # tf.lite.Interpreter warns of its coming successor
+        warnings.simplefilter("ignore")
+        return tf.lite.Interpreter(
+            model_path=str(path),
+            experimental_preserve_all_tensors=True,
+            experimental_op_resolver_type=(
+                kind.BUILTIN_WITHOUT_DEFAULT_DELEGATES if builtin else kind.AUTO
+            ),
+        )
+
+
 class _TFLite(_Loaded):
     def __init__(self, path: Path, signature: str) -> None:
-        with warnings.catch_warnings():  # tf.lite.Interpreter warns of its coming successor
-            warnings.simplefilter("ignore")
-            self.interpreter = tf.lite.Interpreter(
-                model_path=str(path), experimental_preserve_all_tensors=True
-            )
+        self.path = path
+        self.interpreter = _interpreter(path)
+        if self._activations():  # int8: every tensor is read, as the builtin kernels keep it
+            self.interpreter = _interpreter(path, builtin=True)
         signatures = self.interpreter.get_signature_list()
         self.runner = None
         if signatures:
@@ -310,7 +332,10 @@ class _TFLite(_Loaded):
             for name, arg in named.items()
         }
         if self.runner is not None:
-            return dict(self.runner(**given))
+            got = dict(self.runner(**given))
+            ends = self.runner.get_output_details()
+            self.ends = {name: int(ends[name]["index"]) for name in got}
+            return got
         interpreter = self.interpreter
         for name, value in given.items():
             interpreter.resize_tensor_input(self.details[name]["index"], value.shape)
@@ -318,10 +343,45 @@ class _TFLite(_Loaded):
         for name, value in given.items():
             interpreter.set_tensor(self.details[name]["index"], value)
         interpreter.invoke()
+        self.ends = {_bare(d["name"]): int(d["index"]) for d in interpreter.get_output_details()}
         return {
             _bare(d["name"]): _dequantized(interpreter.get_tensor(d["index"]), d)
             for d in interpreter.get_output_details()
         }
+
+    def explained(self) -> tuple[dict[str, Array], dict[str, str]]:
+        """What quantization explains of each output of the last call (an int8 model's):
+        ``tol/out/I`` per element, and what the card says of it."""
+        if self.dtype != "int8":
+            return {}, {}
+        interpreter = self.interpreter
+        try:
+            found = quantized_error.explain(
+                quantized_graph.ops(interpreter, self.path),
+                quantized_graph.tensors(interpreter),
+                interpreter.get_tensor,
+                list(self.ends.values()),
+            )
+        except UnmodelledOpError as exc:
+            raise ArtifactError(
+                f"an int8 model whose rounding cannot be told apart: {exc}"
+            ) from None
+        arrays = {
+            f"tol/out/{place}": found.measured[index] + found.weights[index]
+            for place, index in enumerate(self.ends.values())
+        }
+        measured = max(float(np.max(v, initial=0.0)) for v in found.measured.values())
+        weights = max(float(np.max(v, initial=0.0)) for v in found.weights.values())
+        said = {
+            "rounding": (
+                f"+ int8 quantization: its activations' rounding as measured (up to "
+                f"{measured:.2g}; each op within {found.largest_steps:.2g} step of its float "
+                f"definition) and its weights' rounding bounded (up to {weights:.2g})"
+            ),
+            "saturated": "; ".join(f"{name} {share:.0%}" for name, share in found.saturated[:3])
+            + (f"; {len(found.saturated) - 3} more" if len(found.saturated) > 3 else ""),
+        }
+        return arrays, said
 
     def weights_object(self, root: Path, described: Mapping[str, str]) -> Any:
         source = described.get("weights_from", "")
@@ -345,32 +405,14 @@ class _TFLite(_Loaded):
 
     def quantization(self) -> dict[str, str]:
         """``int8_tensors``: how many activations are rounded to int8; ``output_step``: the
-        quantization step of the last one (the output's); ``saturated``: those whose values
-        pile at an end of their calibrated range (the representative data did not reach
-        them), with the share of their values there."""
+        quantization step of the last one (the output's)."""
         quantized = self._activations()
         if not quantized:
             return {}
-        saturated = []
-        for detail in quantized:
-            with contextlib.suppress(ValueError):
-                values = self.interpreter.get_tensor(detail["index"])
-                scale, zero = detail["quantization"]
-                ends = [end for end in (-128, 127) if (end - zero) * scale != 0]
-                share = float(np.mean(np.isin(values, ends))) if values.size else 0.0
-                if share > SATURATED:
-                    saturated.append(f"{detail['name']} {share:.0%}")
         return {
             "int8_tensors": str(len(quantized)),
             "output_step": repr(float(quantized[-1]["quantization"][0])),
-            "saturated": "; ".join(saturated[:3])
-            + (f"; {len(saturated) - 3} more" if len(saturated) > 3 else ""),
         }
-
-
-SATURATED = 0.05
-"""The share of an int8 tensor's values at an end of its range that says it saturates: a
-tensor calibrated on data like the block's has a few values at its ends, never many."""
 
 
 def _bare(name: str) -> str:
