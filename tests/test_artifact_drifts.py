@@ -1,7 +1,8 @@
 """Exported artifacts with drifts only their precision could hide, and with trained weights
 (biases and gains off 0 and 1): a float16-weight TFLite is judged on its rounded weights and
-catches what float32 catches; int8 models, and artifacts computing in float16, are refused
-until their tolerance is derived (a fixed multiple let formula drifts pass); a signature's
+catches what float32 catches; an int8 model is judged with what its quantization explains
+(formula drifts, weights 5 % off and an op without a definition are caught or refused);
+artifacts computing in float16 are refused until their tolerance is derived; a signature's
 outputs are compared by name beside extra ones. Exported at test time, in a subprocess."""
 
 from __future__ import annotations
