@@ -1,5 +1,5 @@
 """Exported artifacts checked against the formula: a SavedModel's signature, a ``.keras``
-model and TFLite files (float32, float16, int8) run by TensorFlow's own interpreter, exported
+model and TFLite files (float32, float16 weights, float16 outputs, int8) run by TensorFlow's own interpreter, exported
 for real once per test session (fixtures/artifacts/export.py), drifted exports caught."""
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ BLOCKS = [  # id, code=, mask, weights under, status
     ("tflite", "tflite:artifacts/block.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
     ("float16", "artifacts/block_f16.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
     ("int8", "artifacts/block_int8.tflite::artifacts/block", "none", "block.", Status.VERIFIED),
+    ("half-outputs", "saved_model:artifacts/block_half", "padding", "block.", Status.VERIFIED),
+    ("half-tflite", "artifacts/block_half.tflite::artifacts/block", "padding", "block.", Status.VERIFIED),
     ("mask-flipped", "saved_model:artifacts/drift_mask", "padding", "block.", Status.MISMATCH),
     ("op-changed", "artifacts/drift_op.tflite::artifacts/block", "padding", "block.", Status.MISMATCH),
     ("coarse-int8", "artifacts/drift_int8.tflite::artifacts/block", "none", "block.", Status.MISMATCH),

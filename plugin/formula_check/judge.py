@@ -311,11 +311,13 @@ def _before_judging(
 
 
 def _unjudged_precision(artifact: Mapping[str, str]) -> str:
-    """Why an artifact's precision cannot be judged yet, or nothing. An int8 model, and one
-    that computes (or rounds its outputs) in float16, need a tolerance derived from what they
-    round, tensor by tensor; a multiple of one step or of float32's rounding proved far too
-    loose (formula drifts passed inside it), so such artifacts are refused rather than
-    passed."""
+    """Why an artifact's precision cannot be judged yet, or nothing. One that computes in
+    float16 (a ``.keras`` model's float16 policy; the worker refuses a SavedModel or TFLite
+    file working in float16 itself, naming the op) needs a tolerance derived from what it
+    rounds, tensor by tensor; a multiple of float32's rounding proved far too loose (formula
+    drifts passed inside it), so it is refused rather than passed. What an int8 model's
+    rounding explains, and the rounding of float16 outputs cast at the end of a float32
+    graph, come with the outputs (``tol/out/I``)."""
     dtype = artifact.get("dtype", "")
     if dtype != "float16":  # an int8 model's rounding comes with its outputs (tol/out/I)
         return ""
@@ -324,7 +326,8 @@ def _unjudged_precision(artifact: Mapping[str, str]) -> str:
         f"{kind} cannot be judged yet: the tolerance its roundings allow is not derived, and "
         "a fixed multiple let formula drifts pass; check the float32 SavedModel or TFLite "
         "conversion (a float16-weight TFLite file is judged: its weights are rounded as it "
-        "rounds them)"
+        "rounds them; so is an artifact computing in float32 that casts its outputs to "
+        "float16)"
     )
 
 
