@@ -1,7 +1,8 @@
 """Exported artifacts with drifts only their precision could hide, and with trained weights
 (biases and gains off 0 and 1): a float16-weight TFLite is judged on its rounded weights and
-catches what float32 catches; int8 models, and artifacts computing in float16, are refused
-until their tolerance is derived (a fixed multiple let formula drifts pass); a signature's
+catches what float32 catches; an int8 model is judged with what its quantization explains
+(formula drifts, weights 5 % off and an op without a definition are caught or refused);
+a float32 one with float16 outputs is judged with their rounding added; a signature's
 outputs are compared by name beside extra ones. Exported at test time, in a subprocess."""
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ ex.int8(block(), out / "i8_good.tflite", 1.0)
 ex.int8(block(activation="gelu"), out / "i8_gelu.tflite", 1.0)
 ex.int8(block(scale_dim=1), out / "i8_noscale.tflite", 1.0)
 ex.int8(block(tuned=0.05), out / "i8_tuned.tflite", 1.0)
+ex.int8(block(activation="leaky_relu"), out / "i8_leaky.tflite", 1.0)
 two = Two(block())
 tf.saved_model.save(two, str(out / "two"), signatures={"serving_default": two.serve})
 half = Half(block(epsilon=1e-2))
@@ -178,12 +180,13 @@ def check(project: Path) -> Iterator:
 
 
 @pytest.mark.tf
-def test_the_good_exports_pass_and_int8_is_refused_not_passed(check) -> None:
-    """The correct SavedModel is verified; its int8 conversion is refused, saying why."""
+def test_the_good_exports_pass_int8_included(check) -> None:
+    """The correct SavedModel is verified, and so is its int8 conversion, within what its
+    quantization explains (its tolerance says how it came about)."""
     assert check("saved_model:a/good").status is Status.VERIFIED
-    refused = check("a/i8_good.tflite::a/good", mask="none")
-    assert refused.status is Status.ERROR
-    assert "an int8 model cannot be judged yet" in refused.headline()
+    int8 = check("a/i8_good.tflite::a/good", mask="none")
+    assert int8.status is Status.VERIFIED, int8.headline()
+    assert "+ int8 quantization" in int8.verdicts[0].tolerance
 
 
 @pytest.mark.tf
@@ -195,13 +198,26 @@ def test_the_good_exports_pass_and_int8_is_refused_not_passed(check) -> None:
         "i8_tuned",  # the .tflite converted from weights 5% off those the map reads
     ],
 )
-def test_int8_drifts_are_never_verified(check, drift: str) -> None:
+def test_int8_drifts_are_mismatches(check, drift: str) -> None:
     """An int8 model whose formula drifted (another activation, no 1/sqrt(d_k)) or whose
-    weights are not the SavedModel's it names is never verified. The former int8 tolerance,
-    'tensors x output step' (59 x 0.023 = 1.4 on outputs of unit scale), let each of these
-    pass; int8 is refused until a tolerance is derived."""
+    weights are not the SavedModel's it names is a mismatch, at the block's line and naming
+    the artifact. The former int8 tolerance, 'tensors x output step' (59 x 0.023 = 1.4 on
+    outputs of unit scale), let each of these pass; what quantization explains of these
+    outputs is 0.1 to 0.4, and each drift moves them beyond it."""
     result = check(f"a/{drift}.tflite::a/good", mask="none")
+    assert result.status is Status.MISMATCH, result.headline()
+    assert result.headline().startswith("docs/p.md:1 [b]: mismatch")
+    assert any(f"a/{drift}.tflite" in note for note in result.notes)
+
+
+@pytest.mark.tf
+def test_an_int8_op_without_a_float_definition_is_refused_by_name(check) -> None:
+    """LEAKY_RELU has no float definition in the walk: what quantization explains of the
+    model cannot be derived, so it is refused (never judged with a guess), naming the op."""
+    result = check("a/i8_leaky.tflite::a/good", mask="none")
     assert result.status is Status.ERROR, result.headline()
+    assert result.failure is not None and result.failure.type == "ArtifactError"
+    assert "LEAKY_RELU, has no float definition" in result.failure.message
 
 
 @pytest.mark.tf
@@ -216,11 +232,14 @@ def test_float16_tflite_with_layernorm_epsilon_1e_2_is_a_mismatch(check) -> None
 
 
 @pytest.mark.tf
-def test_a_saved_model_with_float16_outputs_is_refused_not_passed(check) -> None:
-    """A SavedModel with float16 outputs: scaling every rounding by eps16/eps32 let its
-    epsilon-1e-2 drift (caught in float32) pass; until float16 is derived, it is refused."""
+def test_a_saved_model_with_float16_outputs_and_a_drift_is_a_mismatch(check) -> None:
+    """A SavedModel computing in float32 with its output cast to float16: scaling every
+    rounding by eps16/eps32 let its epsilon-1e-2 drift (caught in float32) pass, and it was
+    refused; now one float16 rounding per element is added to float32's tolerance, and the
+    drift is a mismatch."""
     result = check("saved_model:a/half_eps2")
-    assert result.status is Status.ERROR, result.headline()
+    assert result.status is Status.MISMATCH, result.headline()
+    assert "float16 outputs: one float16 rounding added" in result.verdicts[0].tolerance
 
 
 # false alarms ---------------------------------------------------------------------------------

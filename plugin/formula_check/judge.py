@@ -317,20 +317,23 @@ def _before_judging(
 
 
 def _unjudged_precision(artifact: Mapping[str, str]) -> str:
-    """Why an artifact's precision cannot be judged yet, or nothing. An int8 model, and one
-    that computes (or rounds its outputs) in float16, need a tolerance derived from what they
-    round, tensor by tensor; a multiple of one step or of float32's rounding proved far too
-    loose (formula drifts passed inside it), so such artifacts are refused rather than
-    passed."""
+    """Why an artifact's precision cannot be judged yet, or nothing. One that computes in
+    float16 (a ``.keras`` model's float16 policy; the worker refuses a SavedModel or TFLite
+    file working in float16 itself, naming the op) needs a tolerance derived from what it
+    rounds, tensor by tensor; a multiple of float32's rounding proved far too loose (formula
+    drifts passed inside it), so it is refused rather than passed. What an int8 model's
+    rounding explains, and the rounding of float16 outputs cast at the end of a float32
+    graph, come with the outputs (``tol/out/I``)."""
     dtype = artifact.get("dtype", "")
-    if dtype not in ("int8", "float16"):
+    if dtype != "float16":  # an int8 model's rounding comes with its outputs (tol/out/I)
         return ""
     kind = "an int8 model" if dtype == "int8" else "an artifact computing in float16"
     return (
         f"{kind} cannot be judged yet: the tolerance its roundings allow is not derived, and "
         "a fixed multiple let formula drifts pass; check the float32 SavedModel or TFLite "
         "conversion (a float16-weight TFLite file is judged: its weights are rounded as it "
-        "rounds them)"
+        "rounds them; so is an artifact computing in float32 that casts its outputs to "
+        "float16)"
     )
 
 
@@ -399,7 +402,10 @@ def _judge_outputs(
     oracle's weights, its arrays (inputs, weights, mask), the formula's parameters and the
     oracle's outputs on those arrays."""
     weights, oracle_arrays, params, expected = oracle_side
-    verdicts, shown = _verdicts(plan, names, outputs, expected, oracle_arrays, params)
+    widened = [arrays.get(f"tol/out/{i}") for i in range(len(names))]
+    verdicts, shown = _verdicts(
+        plan, names, outputs, expected, oracle_arrays, params, widened=widened
+    )
     pictured: Pictured = (shown, expected)
     for regime in plan.regimes:
         if regime.name in skipped:
@@ -582,7 +588,10 @@ def _verdicts(
     arrays: Mapping[str, Array],
     params: Mapping[str, Any],
     regime: str = "",
+    widened: Sequence[Array | None] = (),
 ) -> tuple[list[Verdict], dict[str, Array]]:
+    """Each output against the oracle's; ``widened``: what the artifact's own rounding
+    explains of each output (an int8 model's), added to its tolerance."""
     spec, oracle = plan.spec, plan.oracle
     stated = spec.atol is not None or spec.rtol is not None or oracle.tolerance is not None
     draws: dict[int, list[Pair]] = {}
@@ -599,9 +608,10 @@ def _verdicts(
         return draws[count]
 
     verdicts, shown = [], {}
-    for name, actual in zip(names, outputs, strict=False):
+    for place, (name, actual) in enumerate(zip(names, outputs, strict=False)):
         if name in {"_", ""}:
             continue
+        extra = widened[place] if place < len(widened) else None
         if name not in expected:
             raise SpecError(
                 f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location
@@ -616,15 +626,23 @@ def _verdicts(
         verdict = None
         if BOUND_FIRST:
             first = _tolerance(plan, name, derivation, samples(1), params, bound=True)
-            verdict = _judged(name, difference, dims, first, regime)
+            verdict = _judged(name, difference, dims, _widen(first, extra, plan), regime)
         if verdict is None or (not verdict.ok and not stated):
             full = _tolerance(plan, name, derivation, samples(SAMPLES), params)
-            verdict = _judged(name, difference, dims, full, regime)
+            verdict = _judged(name, difference, dims, _widen(full, extra, plan), regime)
         if not verdict.ok and not verdict.problem:
             verdict = dataclasses.replace(verdict, hint=_hint(plan, name, got, want))
         verdicts.append(verdict)
         shown[name] = got
     return verdicts, shown
+
+
+def _widen(tolerance: Tolerance, extra: Array | None, plan: Plan) -> Tolerance:
+    """``tolerance`` plus what an artifact's own rounding explains, element by element."""
+    if extra is None:
+        return tolerance
+    how = f"{tolerance.how} {plan.artifact.get('rounding', '+ the artifact rounding')}"
+    return dataclasses.replace(tolerance, allowed=tolerance.allowed + np.asarray(extra), how=how)
 
 
 BOUND_FIRST = True

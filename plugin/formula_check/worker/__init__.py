@@ -21,5 +21,13 @@ In the check processes:
   :mod:`.one_check` runs a check with
   :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights`, :mod:`.timing_runs`,
   :mod:`.project_reads` and :mod:`.snippet_failure`; :mod:`.faults`: the checker's own
-  failures, said as such.
+  failures, said as such;
+- :mod:`.artifacts`: an exported artifact checked in place of code (``code=`` naming a
+  SavedModel, a ``.keras`` model or a TFLite file): :mod:`.artifact_calls` (calling one,
+  its errors), :mod:`.artifact_formats` (SavedModel, ``.keras``), :mod:`.artifact_tflite`
+  (TensorFlow's interpreter), :mod:`.artifact_weights` (a SavedModel's weights by path),
+  :mod:`.float16_outputs` (float16 outputs of a float32 graph told from float16 arithmetic,
+  and their rounding); for an int8 model :mod:`.quantized_error` (what quantization explains
+  of its outputs), walking :mod:`.quantized_graph` (the interpreter's ops and tensors, each
+  op's options) with :mod:`.quantized_ops` (each op's float definition).
 """
