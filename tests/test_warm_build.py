@@ -244,11 +244,6 @@ def test_a_cached_build_loads_neither_drawing_judging_nor_serving_code(site: Sit
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.py imports planning, messages, worker.pool and threadpoolctl at its top "
-    "(issue 19: the lazy imports are written out for its owner)",
-)
 def test_a_cached_build_loads_no_planning_and_no_worker_client(site: Site) -> None:
     modules = probe(site.project)["modules"]
     assert (

@@ -10,17 +10,21 @@ import time
 from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-from threadpoolctl import ThreadpoolController
+from typing import TYPE_CHECKING
 
 from .cache import MemoryResults, ResultCache, cache_key, tensorflow_version
 from .digest import checker_digest
-from .errors import FormulaCheckError, MissingTensorFlowError
-from .messages import SnippetFailed
+from .errors import FormulaCheckError, MissingTensorFlowError, WorkerError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
-from .planning import Plan, plan_check
 from .worker.environment import settings_digest
-from .worker.pool import CANCELLED, Reply, WorkerPool, stop_every_kept
+
+# What only a check that runs needs (planning, the worker client, the messages, BLAS
+# control) loads on the first one: a build served from the cache never pays for it.
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
+
+    from .planning import Plan
+    from .worker.pool import Reply, WorkerPool
 
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
 WROTE = "the code wrote into the project: "
@@ -58,7 +62,10 @@ class _OneBlasThread:
     def held(self) -> Iterator[None]:
         with self._lock:
             if self._inside == 0:
-                self._controller = self._controller or ThreadpoolController()
+                if self._controller is None:
+                    from threadpoolctl import ThreadpoolController
+
+                    self._controller = ThreadpoolController()
                 _take_blas_control()
                 self._limit = self._controller.limit(limits=1, user_api="blas")
             self._inside += 1
@@ -107,10 +114,13 @@ class Engine:
         keep_alive: float = 0.0,
         env: tuple[str, ...] = (),
     ) -> None:
+        if workers < 1:
+            raise WorkerError(f"workers must be at least 1, got {workers}")
         self.root = root.resolve()
-        self.pool = WorkerPool(
-            self.root, workers, python, memory_limit_mb, fork=fork, keep_alive=keep_alive, env=env
-        )
+        self.workers = workers
+        self._pool_settings = (python, memory_limit_mb, fork, keep_alive, env)
+        self._pool: WorkerPool | None = None
+        self._pool_lock = threading.Lock()
         self.env_digest = settings_digest(env)
         """The values of the variables a worker gets that can change a result (those the
         project names, TensorFlow's settings...): one computed with other values is another
@@ -132,10 +142,30 @@ class Engine:
         """Keys of the checks running now, each set when its check ends."""
 
     @property
+    def pool(self) -> WorkerPool:
+        """The workers, made (not started) on first use: a build whose every block comes from
+        the cache never loads the worker client."""
+        with self._pool_lock:
+            if self._pool is None:
+                from .worker.pool import WorkerPool
+
+                python, memory_limit_mb, fork, keep_alive, env = self._pool_settings
+                self._pool = WorkerPool(
+                    self.root,
+                    self.workers,
+                    python,
+                    memory_limit_mb,
+                    fork=fork,
+                    keep_alive=keep_alive,
+                    env=env,
+                )
+            return self._pool
+
+    @property
     def startup_seconds(self) -> float:
         """Time spent starting workers (the TensorFlow import), by checks or ahead of them;
         never counted in a block's own time."""
-        return self._startup + self.pool.started_ahead
+        return self._startup + (self._pool.started_ahead if self._pool is not None else 0.0)
 
     def check(
         self,
@@ -156,6 +186,8 @@ class Engine:
                 return cached
         with self._alone(key, stopped) as earlier:
             if earlier == "stopped":
+                from .worker.pool import CANCELLED
+
                 return _bare(spec, Status.SKIPPED, CANCELLED)
             if earlier == "ran":  # the same check just ran for another block: its result may do
                 return self.check(spec, stopped, order)
@@ -234,7 +266,7 @@ class Engine:
         if not prepared:
             self.prepare(specs)
         stopped = stop if stop is not None else threading.Event()
-        executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.pool.size)
+        executor = ThreadPoolExecutor(max_workers=REQUESTS_PER_WORKER * self.workers)
         futures = [
             executor.submit(self._check_reporting, spec, stopped, order)
             for order, spec in enumerate(specs)
@@ -262,6 +294,8 @@ class Engine:
     def _run(
         self, spec: CheckSpec, stopped: threading.Event | None, order: float
     ) -> tuple[CheckResult, list[str], float]:
+        from .planning import plan_check
+
         plan = plan_check(spec, str(self.root))
         cancelled = stopped.is_set if stopped is not None else lambda: False
         reply, env = self.pool.request(plan.request, plan.arrays, spec.timeout, cancelled, order)
@@ -285,6 +319,7 @@ class Engine:
     ) -> tuple[CheckResult, list[str]]:
         # Judging loads the LaTeX compiler; a build served from the cache never needs it.
         from .judge import evaluate, snippet_failure
+        from .messages import SnippetFailed
 
         if reply.outcome == "cancelled":
             return _bare(spec, Status.SKIPPED, reply.detail, env), []
@@ -322,8 +357,11 @@ class Engine:
         return self.pool.start_in_background()
 
     def close(self) -> None:
-        """Stop the workers."""
-        self.pool.close()
+        """Stop the workers (none were made: nothing to stop)."""
+        with self._pool_lock:
+            pool = self._pool
+        if pool is not None:
+            pool.close()
 
     def __enter__(self) -> Engine:
         return self
@@ -380,4 +418,6 @@ def wrote_note(written: list[str]) -> str:
 def stop_kept() -> int:
     """Stop every process this user keeps alive with TensorFlow imported (``keep_alive``);
     how many there were. The faces' one way to reach them (``formula-check stop``)."""
+    from .worker.pool import stop_every_kept
+
     return stop_every_kept()
