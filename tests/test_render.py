@@ -1079,3 +1079,29 @@ def test_report_json_lists_a_notebooks_cells_by_number() -> None:
         "nb.ipynb:cell 2",
         "nb.ipynb:cell 10",
     ]
+
+
+@pytest.mark.parametrize(
+    ("account", "label"),
+    [
+        ("", "float32 rounding, up to 0.2"),
+        (
+            "+ int8 quantization: its activations' rounding as measured (up to 0.058)",
+            "float32 and the artifact's own rounding, up to 0.2",
+        ),
+        (
+            "+ float16 outputs: one float16 rounding added",
+            "float32 and the artifact's own rounding, up to 0.2",
+        ),
+    ],
+)
+def test_a_tolerance_widened_by_the_artifacts_rounding_says_so_in_its_column(
+    account: str, label: str
+) -> None:
+    how = f"derived: 64 × float32 rounding + float32 ulp {account}".strip()
+    verdict = dataclasses.replace(_ok_verdict(), atol=0.2, rtol=0.0, tolerance=how)
+    result = dataclasses.replace(verified(), verdicts=(verdict,))
+    html = render_card(result, labels=EN, image_url=image_url)
+    assert label.replace("'", "&#x27;") in html
+    if account:
+        assert "float32 rounding, up to" not in html

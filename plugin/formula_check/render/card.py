@@ -43,6 +43,11 @@ _CSS_STATUS = {"expected_failure": "xfail", "unexpected_pass": "xpass"}
 _ROLES = ("input", "weight", "output")
 
 
+ARTIFACT_ROUNDING = ("+ int8 quantization", "+ float16 outputs")
+"""How the worker's account of an artifact's own rounding begins, in a tolerance's text: a
+column that said "float32 rounding" alone would hide the larger part of such a tolerance."""
+
+
 def _esc(text: str) -> str:
     # Newlines become character references: the rendered text (in <pre> too) is unchanged, and
     # the card can never contain a blank line, which would end a raw HTML block in Markdown.
@@ -222,7 +227,9 @@ def _verdict_row(verdict: Verdict, labels: Labels) -> str:
         bad += f"<br><small>{_esc(labels.nonfinite.format(count=verdict.nonfinite))}</small>"
     tolerance = f"{verdict.atol:.1g}"
     if verdict.tolerance.startswith("derived"):  # each element its own: the largest is shown
-        tolerance = _esc(labels.derived_tolerance.format(largest=f"{verdict.atol:.1g}"))
+        own = any(mark in verdict.tolerance for mark in ARTIFACT_ROUNDING)
+        label = labels.artifact_tolerance if own else labels.derived_tolerance
+        tolerance = _esc(label.format(largest=f"{verdict.atol:.1g}"))
     if verdict.ok and verdict.tolerance:
         share = f"{verdict.used:.0%}"
         used = labels.share_used.format(share=f"≤ {share}" if share != verdict.share() else share)

@@ -63,6 +63,8 @@ class Labels:
     """The relative part of a tolerance, under its atol: ``+ {rtol} × |expected|``."""
     derived_tolerance: str
     """A tolerance derived per element from float32 rounding: ``up to {largest}``."""
+    artifact_tolerance: str
+    """The same, plus what an artifact's own rounding explains (int8, float16 outputs)."""
     share_used: str
     """How much of its tolerance the code used at most: ``{share} used``."""
     largest_at: str
@@ -189,6 +191,7 @@ ENGLISH = Labels(
     expected_got="expected {expected}, got {actual}",
     relative_part="+ {rtol} × |expected|",
     derived_tolerance="float32 rounding, up to {largest}",
+    artifact_tolerance="float32 and the artifact's own rounding, up to {largest}",
     share_used="{share} of it used",
     largest_at="at {index}",
     timed_out="No answer within {seconds} s: the worker was stopped, and a fresh one takes the "
@@ -274,6 +277,7 @@ CHINESE = Labels(
     expected_got="预期 {expected}，实际 {actual}",
     relative_part="+ {rtol} × |预期值|",
     derived_tolerance="按 float32 舍入误差推导，最大 {largest}",
+    artifact_tolerance="按 float32 与工件自身的舍入推导，最大 {largest}",
     share_used="已用 {share}",
     largest_at="位于 {index}",
     timed_out="{seconds} 秒内没有结果：工作进程已被终止，下一个代码块由新的工作进程检查。",
