@@ -431,3 +431,33 @@ def test_bad_user_oracle_references(reference: str) -> None:
 
     with pytest.raises(OracleError):
         load_oracle(reference, PROJECT)
+
+
+def test_keys_follow_the_keras_settings_a_check_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keras reads ``keras.json`` (floatx, epsilon) where KERAS_HOME leads: a result computed
+    with other settings is another result, and the file is read again when it changes."""
+    spec = spec_for("attention", SDPA)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    none = cache_key(spec, "tensorflow==2.0")
+    settings = tmp_path / "keras.json"
+    settings.write_text('{"floatx": "float32", "epsilon": 1e-07}')
+    first = cache_key(spec, "tensorflow==2.0")
+    assert first != none and cache_key(spec, "tensorflow==2.0") == first
+    settings.write_text('{"floatx": "float32", "epsilon": 1e-03}')
+    os.utime(settings, ns=(1, 1))  # another time, whatever the clock's resolution
+    assert cache_key(spec, "tensorflow==2.0") not in {none, first}
+
+
+def test_tensorflow_under_a_name_of_its_own_is_found_by_what_it_provides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from formula_check import cache
+
+    installed = cache.tensorflow_version()
+    assert installed != "none"
+    monkeypatch.setattr(cache, "_TF_DISTRIBUTIONS", ())
+    assert cache.tensorflow_version() == installed  # found again through `tensorflow`
+    monkeypatch.setattr(cache.metadata, "packages_distributions", dict)
+    assert cache.tensorflow_version() == "none"

@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -59,7 +60,13 @@ _TF_DISTRIBUTIONS = (
     "tensorflow-cpu",
     "tensorflow-intel",
     "tensorflow-macos",
+    "tensorflow-gpu",
+    "tensorflow-rocm",
+    "tensorflow-aarch64",
+    "tensorflow-cpu-aws",
+    "intel-tensorflow",
     "tf-nightly",
+    "tf-nightly-cpu",
 )
 
 
@@ -75,11 +82,39 @@ def numerics_versions() -> str:
 
 
 def tensorflow_version() -> str:
-    """The installed TensorFlow version, read from package metadata (TensorFlow not imported)."""
+    """The installed TensorFlow version, read from package metadata (TensorFlow not imported):
+    the usual distributions by name first, then whichever provides ``tensorflow`` (a build
+    under a name of its own must not key its results as "none")."""
     for name in _TF_DISTRIBUTIONS:
         with contextlib.suppress(metadata.PackageNotFoundError):
             return f"{name}=={metadata.version(name)}"
+    for name in sorted(metadata.packages_distributions().get("tensorflow", [])):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            normal = "-".join(name.lower().replace(".", "_").replace("-", "_").split("_"))
+            return f"{normal}=={metadata.version(name)}"
     return "none"
+
+
+def keras_settings() -> str:
+    """A digest of the ``keras.json`` Keras reads in a check's process (``floatx``,
+    ``epsilon``, the backend), where the worker's ``KERAS_HOME`` or ``HOME`` leads: other
+    settings are other results. Empty when there is none."""
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    path = Path(home) / "keras.json"
+    try:
+        stat = path.stat()
+    except OSError:
+        return ""
+    return _file_digest(str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+
+@functools.lru_cache(maxsize=8)
+def _file_digest(path: str, *identity: int) -> str:
+    """A file's digest, read again whenever its ``identity`` (times, size, inode) moves."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
 
 
 def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:
@@ -99,6 +134,7 @@ def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:
         tf_version,
         numerics_versions(),
         checker_digest(),
+        keras_settings(),
     ]
     if env_digest:
         fields["env"] = env_digest
