@@ -1,5 +1,5 @@
-"""The warm worker's warm-up: a few small checks of our own, run through the path every check
-takes, before the first check's process is forked from it.
+"""The warm worker's warm-up: two small checks of our own, run through the path every check
+takes, and Keras' most used layers, before the first check's process is forked from it.
 
 A check's process starts a new eager context (:func:`.isolation.fresh_runtime`), but what
 the warm worker holds outside it is inherited: the modules Keras and TensorFlow import on
@@ -10,8 +10,8 @@ attention, multi-head attention or a feed-forward network. So the warm-up runs w
 blocks checked most use: a function of matmul and softmax (also timed eagerly and under
 ``tf.function``), sines and cosines of a positional encoding, and a Keras layer built of
 Dense layers, Keras' own MultiHeadAttention, a Sequential feed-forward network and layer
-normalisation, with einsum, reshapes and transposes. All at tiny sizes: the warm-up is paid
-once per worker, the savings once per check.
+normalisation, with einsum and matmul, called eagerly and traced. All at tiny sizes: the
+warm-up is paid once per worker, the savings once per check.
 
 Nothing of it reaches a check. Its modules are unloaded as any snippet's are, each check
 seeds every generator afresh, and a check's process starts an eager context of its own. Keras
@@ -116,7 +116,9 @@ def warm_layers() -> None:
     block = Block()
     x = tf.reshape(tf.range(12, dtype=tf.float32), (1, 3, 4)) / 12.0
     block(x).numpy()
-    tf.function(block)(x).numpy()
+    # Traced as Keras traces it; not converted by AutoGraph, whose file for this module would
+    # stay in the worker's folder (the attention check above has warmed AutoGraph up).
+    tf.function(block, autograph=False)(x).numpy()
 
 
 @contextlib.contextmanager
