@@ -58,9 +58,9 @@ def pool_of(worker: OneWorker) -> WorkerPool:
 
 def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
     engine = Engine(PROJECT, workers=1, use_cache=False)
-    engine.pool = pool_of(worker)
+    engine._pool = pool_of(worker)  # made here, in place of the one made on first use
     monkeypatch.setattr(
-        "formula_check.engine.plan_check",
+        "formula_check.planning.plan_check",
         lambda spec, root: SimpleNamespace(request=SimpleNamespace(block=spec.block_id), arrays={}),
     )
     return engine
