@@ -68,6 +68,12 @@ class TFLite(Loaded):
         if self._activations():
             self.dtype = "int8"
             return
+        if self._integer_weights():
+            raise ArtifactError(
+                f"{self.what} stores integer (quantized) weights and computes in float "
+                "(dynamic-range quantization): the rounding inside its kernels is not judged "
+                "yet; check the float32 conversion, or a full-integer int8 one"
+            )
         stored, self.float16_use = self._float16()
         if self.float16_use:
             self.dtype = "float16"
@@ -77,6 +83,15 @@ class TFLite(Loaded):
             self.dtype = FLOAT16_WEIGHTS if stored else "float32"
             ends = self.interpreter.get_output_details()
             self.float16_outputs = any(d["dtype"] == np.float16 for d in ends)
+
+    def _integer_weights(self) -> bool:
+        """Whether it keeps weights as quantized integers while no op makes an int8 tensor
+        (dynamic-range quantization: judged as float32, its rounding would fail correct code
+        and its label would say float32)."""
+        return any(
+            np.dtype(d["dtype"]) in (np.int8, np.uint8, np.int16)
+            for d in self.interpreter.get_tensor_details()
+        )
 
     def _float16(self) -> tuple[bool, str]:
         """Whether its weights are stored in float16, and why it computes in float16 (or

@@ -19,12 +19,19 @@ graph and how far the graph is from the one its float weights define:
    not bounded. It is explained only where no tensor clipped: after a clip the difference is
    no rounding, and it is not allowed.
 3. **The rounding of weights, bounded.** The weights the graph holds are the float weights
-   rounded to int8 (half a step per channel): to first order they move an output by
-   ``sum |d output / d w| * step_w / 2`` over every weight, the gradients taken in float64 at
-   the graph's values. A weight's rounding is at most 1/254 of its channel's largest weight,
-   so the second-order terms are of order (1/254)^2 relative, some 250 times below the first-
-   order term for a graph whose curvature is of the order of its values; the bound is
-   widened by :data:`SECOND_ORDER_MARGIN` to cover them.
+   rounded to int8 (at most half a step per channel): to first order they move an output by
+   ``sum_w d output / d w * e_w``, the gradients taken in float64 at the graph's values. At
+   worst every ``e_w`` takes its sign against the others, ``sum |g_w| * step_w / 2``; that
+   grows with the number of weights, while roundings of many weights cancel as independent
+   errors do, and at d_model 32 the worst case already let formula drifts pass. So, as the
+   rounding model that derives float32's tolerance, the roundings are taken as independent
+   and centred, each within its half step: by Hoeffding's inequality the sum exceeds
+   ``t = HOEFFDING * sqrt(sum (g_w * step_w)^2)`` with a probability below
+   ``2 exp(-2 HOEFFDING^2)`` (2.5e-14 for 4). The smaller of the two is the bound. A weight's
+   rounding is at most 1/254 of its channel's largest weight, so the second-order terms are
+   of order (1/254)^2 relative, some 250 times below the first-order term for a graph whose
+   curvature is of the order of its values; the bound is widened by
+   :data:`SECOND_ORDER_MARGIN` to cover them.
 
 The tolerance an output gets is 2. + 3. (the judge adds float32's). A worst-case running
 error bound (every activation's rounding taken at its worst, in absolute value) is no
@@ -60,6 +67,10 @@ of its result, and as much again for the kernel's fixed-point rescaling inside."
 FLOAT_ROUNDING = 2.0**-22
 """An op computed in float32 inside a quantized model (a ``DEQUANTIZE``, a ``NEG`` between
 one and a ``QUANTIZE``): a few float32 ulps of the tensor's largest value."""
+
+HOEFFDING = 4.0
+"""How many root-sum-squares of the weights' rounding ranges the bound allows: an output
+beyond it has a probability below ``2 exp(-2 * 4**2)``, about 2.5e-14 (see the module)."""
 
 SECOND_ORDER_MARGIN = 1.25
 """The first-order bound of the weights' rounding, widened to cover its second-order terms
@@ -210,13 +221,17 @@ def _graph(
     graph = {i: values[i].numpy() for i in outputs}
     bounds = {}
     for index in outputs:
-        total = np.zeros(int(flat[index].shape[0]))
+        worst = np.zeros(int(flat[index].shape[0]))
+        squares = np.zeros_like(worst)
         keys = list(watched)
         gradients = tape.jacobian(flat[index], [watched[k] for k in keys])
         for key, gradient in zip(keys, gradients, strict=True):
             if gradient is None:
                 continue
-            radius = np.broadcast_to(step(tensors[key], rounded[key]) / 2, rounded[key].shape)
-            total += np.abs(gradient.numpy().reshape(total.size, -1)) @ radius.reshape(-1)
+            steps = np.broadcast_to(step(tensors[key], rounded[key]), rounded[key].shape)
+            each = gradient.numpy().reshape(worst.size, -1)
+            worst += np.abs(each) @ (steps.reshape(-1) / 2)
+            squares += np.square(each) @ np.square(steps.reshape(-1))
+        total = np.minimum(worst, HOEFFDING * np.sqrt(squares))
         bounds[index] = SECOND_ORDER_MARGIN * total.reshape(graph[index].shape)
     return graph, bounds
