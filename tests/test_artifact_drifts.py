@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -157,23 +157,53 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def check(project: Path) -> Iterator:
-    engine = Engine(project, use_cache=False)
+def exported(root: Path, more: str, *runs: str, timeout: int = 300) -> Path:
+    """``root`` with the block's module and ``more`` exported into ``root / "a"`` by the
+    export script's set-up (once per word of ``runs``, given as its last argument)."""
+    (root / "review20_block.py").write_text(textwrap.dedent(BLOCK))
+    script = root / "export_more.py"
+    script.write_text(textwrap.dedent(EXPORT).split("out.mkdir")[0] + more)
+    for which in runs or ("",):
+        subprocess.run(
+            [
+                sys.executable,
+                str(script),
+                str(root / "a"),
+                str(FIXTURES),
+                *([which] if which else []),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=timeout,
+        )
+    return root
 
-    def run(code: str, mask: str = "padding", extra: str = "") -> CheckResult:
+
+def block_checker(
+    root: Path, *, mask: str = "padding", dims: str = DIMS
+) -> Iterator[Callable[..., CheckResult]]:
+    """Checks one encoder block on ``root`` by its ``code=`` (``mask``, ``dims`` and header
+    words as given), with one uncached engine, closed after."""
+    engine = Engine(root, use_cache=False)
+
+    def one(code: str, mask: str = mask, extra: str = "", dims: str = dims) -> CheckResult:
         text = (
-            f'```formula id="b" oracle="encoder_layer" code="{code}" mask="{mask}" {DIMS} '
+            f'```formula id="b" oracle="encoder_layer" code="{code}" mask="{mask}" {dims} '
             f'weights="{WEIGHTS}" {extra}\nx\n```\n'
         )
-        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(project))
+        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(root))
         assert block.spec is not None, block.error
         return engine.check(block.spec)
 
     try:
-        yield run
+        yield one
     finally:
         engine.close()
+
+
+@pytest.fixture(scope="module")
+def check(project: Path) -> Iterator[Callable[..., CheckResult]]:
+    yield from block_checker(project)
 
 
 # false passes ---------------------------------------------------------------------------------

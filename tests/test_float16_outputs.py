@@ -5,18 +5,13 @@ subprocess), correct and drifted; the tolerance formula and the graph rules also
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
 import test_artifact_drifts as drifts
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
-from formula_check.pages import Settings, page_blocks
 
 pytestmark = pytest.mark.tf
 
@@ -51,32 +46,8 @@ tf.saved_model.save(arithmetic, str(out / "half_arith"),
 
 
 @pytest.fixture(scope="module")
-def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    root = tmp_path_factory.mktemp("half_outputs")
-    (root / "review20_block.py").write_text(textwrap.dedent(drifts.BLOCK))
-    script = root / "export_half.py"
-    script.write_text(textwrap.dedent(drifts.EXPORT).split("out.mkdir")[0] + EXPORT_HALF)
-    subprocess.run(
-        [sys.executable, str(script), str(root / "a"), str(drifts.FIXTURES)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    engine = Engine(root, use_cache=False)
-
-    def one(code: str) -> CheckResult:
-        text = (
-            f'```formula id="b" oracle="encoder_layer" code="{code}" mask="padding" '
-            f'{drifts.DIMS} weights="{drifts.WEIGHTS}"\nx\n```\n'
-        )
-        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(root))
-        assert block.spec is not None, block.error
-        return engine.check(block.spec)
-
-    try:
-        yield one
-    finally:
-        engine.close()
+def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
+    yield from drifts.block_checker(drifts.exported(tmp_path_factory.mktemp("half"), EXPORT_HALF))
 
 
 # false alarms ---------------------------------------------------------------------------------

@@ -7,18 +7,13 @@ the block and helpers are those of test_artifact_drifts."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import test_artifact_drifts as drifts
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
-from formula_check.pages import Settings, page_blocks
 
 pytestmark = pytest.mark.tf
 
@@ -90,33 +85,10 @@ LARGE = 'dims="b=2 n=5 d_model=32 h=4 depth=8 d_ff=64" formula="off" timing="off
 
 
 @pytest.fixture(scope="module")
-def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    root = tmp_path_factory.mktemp("review_artifacts")
-    (root / "review20_block.py").write_text(textwrap.dedent(drifts.BLOCK))
-    script = root / "export_review.py"
-    script.write_text(textwrap.dedent(drifts.EXPORT).split("out.mkdir")[0] + EXPORT_REVIEW)
-    for which in ("small", "large", "more"):
-        subprocess.run(
-            [sys.executable, str(script), str(root / "a"), str(drifts.FIXTURES), which],
-            check=True,
-            capture_output=True,
-            timeout=900,
-        )
-    engine = Engine(root, use_cache=False)
-
-    def one(code: str, dims: str = SMALL, mask: str = "none") -> CheckResult:
-        text = (
-            f'```formula id="b" oracle="encoder_layer" code="{code}" mask="{mask}" '
-            f'{dims} weights="{drifts.WEIGHTS}"\nx\n```\n'
-        )
-        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(root))
-        assert block.spec is not None, block.error
-        return engine.check(block.spec)
-
-    try:
-        yield one
-    finally:
-        engine.close()
+def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
+    root = tmp_path_factory.mktemp("int8_sizes")
+    drifts.exported(root, EXPORT_REVIEW, "small", "large", "more", timeout=900)
+    yield from drifts.block_checker(root, mask="none", dims=SMALL)
 
 
 def said(result: CheckResult) -> str:

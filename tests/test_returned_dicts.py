@@ -5,17 +5,12 @@ as float16 weights. Each once let wrong code pass or right code fail."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 import test_artifact_drifts as drifts
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
-from formula_check.pages import Settings, page_blocks
 from implementations import CORRECT
 from support import run
 
@@ -90,39 +85,15 @@ converter = tf.lite.TFLiteConverter.from_concrete_functions(
 
 
 @pytest.fixture(scope="module")
-def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    root = tmp_path_factory.mktemp("review_final")
-    (root / "review20_block.py").write_text(textwrap.dedent(drifts.BLOCK))
-    script = root / "export_review.py"
-    script.write_text(textwrap.dedent(drifts.EXPORT).split("out.mkdir")[0] + EXPORT_MORE)
-    subprocess.run(
-        [sys.executable, str(script), str(root / "a"), str(drifts.FIXTURES)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    engine = Engine(root, use_cache=False)
-
-    def one(code: str, dims: str = drifts.DIMS) -> CheckResult:
-        text = (
-            f'```formula id="b" oracle="encoder_layer" code="{code}" mask="padding" {dims} '
-            f'weights="{drifts.WEIGHTS}"\nx\n```\n'
-        )
-        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(root))
-        assert block.spec is not None, block.error
-        return engine.check(block.spec)
-
-    try:
-        yield one
-    finally:
-        engine.close()
+def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
+    yield from drifts.block_checker(drifts.exported(tmp_path_factory.mktemp("dicts"), EXPORT_MORE))
 
 
 def test_an_artifact_timed_without_stated_repeats_is_timed_three_to_five_times(check) -> None:
     """Timing on, no repeats= (the default): artifacts._timed runs range(timing.repeats),
     i.e. range(0), ignoring AUTO_REPEATS, and timing_stats raises IndexError on the empty
     samples: the whole check crashes."""
-    result = check("saved_model:a/good", drifts.DIMS.replace('timing="off"', ""))
+    result = check("saved_model:a/good", dims=drifts.DIMS.replace('timing="off"', ""))
     code_runs = [t for t in result.timings if not t.label.startswith("oracle")]
     assert code_runs and all(3 <= t.repeats <= 5 for t in code_runs)
 
