@@ -91,14 +91,38 @@ def env(tmp_path: Path, project: Path, log: Path) -> dict[str, str]:
     }
 
 
+STARTED: list[subprocess.Popen[str]] = []
+"""The entry points this test started, ended after it however it ended (see below)."""
+
+
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         ["sh", str(ENTRYPOINT), *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    STARTED.append(process)
+    return process
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    """A test that fails before it stops its servers must not leave them running: two stop
+    signals make the entry point kill both at once (the second one kills)."""
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        for _ in range(2):
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                time.sleep(0.2)
+        try:
+            process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
 
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
