@@ -73,6 +73,8 @@ serve`` needs (a build, warm above all, should not pay for it)."""
 
 
 def __getattr__(name: str) -> Any:
+    if name == "polling":  # the module itself, before anything imported it
+        return importlib.import_module(".polling", __name__)
     if name in _FROM_POLLING:
         return getattr(importlib.import_module(".polling", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
