@@ -19,17 +19,8 @@ import pytest
 from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
 from formula_check.pages import Settings, page_blocks
+from test_artifacts import DIMS, FIXTURES, PATHS  # one weight map for both files
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artifacts"
-PATHS = {
-    "attn.W_q": "wq.kernel", "attn.b_q": "wq.bias", "attn.W_k": "wk.kernel",
-    "attn.b_k": "wk.bias", "attn.W_v": "wv.kernel", "attn.b_v": "wv.bias",
-    "attn.W_o": "wo.kernel", "attn.b_o": "wo.bias", "norm1.gamma": "norm1.gamma",
-    "norm1.beta": "norm1.beta", "ffn.W_1": "ff1.kernel", "ffn.b_1": "ff1.bias",
-    "ffn.W_2": "ff2.kernel", "ffn.b_2": "ff2.bias", "norm2.gamma": "norm2.gamma",
-    "norm2.beta": "norm2.beta",
-}  # fmt: skip
-DIMS = 'dims="b=2 n=5 d_model=8 h=2 depth=4 d_ff=16" formula="off" timing="off"'
 WEIGHTS = " ".join(f"{name}=block.{path}" for name, path in PATHS.items())
 
 BLOCK = """

@@ -370,13 +370,9 @@ def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:
     """``returns=`` names more values than the code returned: each missing one fails."""
     named = [word for word in plan.spec.returns or () if "=" not in word]
     return [
-        Verdict(
-            name=name,
-            ok=False,
-            dims=(),
-            expected_shape=(),
-            actual_shape=(),
-            problem=f"returns= names it as value {index + 1}, but the code returned only {count}",
+        _unmatched(
+            name,
+            f"returns= names it as value {index + 1}, but the code returned only {count}",
         )
         for index, name in enumerate(named)
         if index >= count and name != "_"
@@ -476,13 +472,9 @@ def _missing_keys(plan: Plan, keys: Sequence[str]) -> list[Verdict]:
     if plan.spec.returns is None:
         return []
     return [
-        Verdict(
-            name=name,
-            ok=False,
-            dims=(),
-            expected_shape=(),
-            actual_shape=(),
-            problem=f"returns= names it, but the dict the code returned has no key {name!r} "
+        _unmatched(
+            name,
+            f"returns= names it, but the dict the code returned has no key {name!r} "
             f"(its keys: {', '.join(keys)})",
         )
         for name in _wanted(plan)
@@ -734,3 +726,10 @@ def _hint(plan: Plan, name: str, actual: Array, expected: Array) -> str:
         if actual.shape == halves.shape and np.max(np.abs(actual - halves), initial=0.0) < 1e-3:
             return HALVES
     return ""
+
+
+def _unmatched(name: str, problem: str) -> Verdict:
+    """An output the code did not return where the block says it does: failed, no shapes."""
+    return Verdict(
+        name=name, ok=False, dims=(), expected_shape=(), actual_shape=(), problem=problem
+    )
