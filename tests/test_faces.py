@@ -19,6 +19,7 @@ from mkdocs.exceptions import Abort
 
 from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1, pytest_conftest, verified
 from formula_check import cli
+from formula_check.options import DEFAULTS
 
 pytest_plugins = ["pytester"]
 
@@ -84,9 +85,10 @@ def test_plugin_says_when_checks_start_and_sums_them_up(
     with caplog.at_level(logging.INFO):
         _build(site, FakeMaker(answer))
     ours = [r.getMessage() for r in caplog.records if r.getMessage().startswith("formula-check: ")]
+    workers = DEFAULTS.worker_count()  # one per core (at most 4) where workers are forked
     assert ours[0] == (
-        "formula-check: checking 2 blocks on 1 page with 1 worker; unchanged blocks come from "
-        "the cache"
+        f"formula-check: checking 2 blocks on 1 page with {workers} "
+        f"worker{'s' if workers > 1 else ''}; unchanged blocks come from the cache"
     )
     assert re.fullmatch(r"formula-check: 2 blocks in \S+ \S+: 1 verified, 1 failing", ours[-1])
 

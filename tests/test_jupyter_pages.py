@@ -108,7 +108,7 @@ def test_strict_fails_on_a_notebook_drift_naming_cell_and_line(
     warnings = _messages(caplog, logging.WARNING)
     assert len(warnings) == 1 and warnings[0].startswith(DRIFT), warnings
     infos = _messages(caplog, logging.INFO)
-    assert "formula-check: checking 2 blocks on 3 pages with 1 worker" in " ".join(infos)
+    assert "formula-check: checking 2 blocks on 3 pages with " in " ".join(infos)
     assert any(re.search(r": 1 verified, 1 failing$", line) for line in infos), infos
 
 

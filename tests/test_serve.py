@@ -58,6 +58,12 @@ def wait_for(what: str, probe: Callable[[], bool], seconds: float = 120.0) -> No
 def copy_fixture(tmp_path: Path) -> Path:
     project = tmp_path / "zh"
     shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    config = project / "mkdocs.yml"  # one worker, whatever the cores: the tests follow it
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace("  - formula-check\n", "  - formula-check:\n      workers: 1\n"),
+        encoding="utf-8",
+    )
     return project
 
 

@@ -705,7 +705,11 @@ def test_workers_are_started_in_the_background_once_per_engine(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"workers": 0}, "formula-check: option 'workers' has a bad value 0 (at least 1)"),
+        (
+            {"workers": -1},
+            "formula-check: option 'workers' has a bad value -1 (0 for one per core, or a "
+            "number of workers)",
+        ),
         ({"timeout": 0}, "option 'timeout' has a bad value 0"),
         ({"memory_limit_mb": -5}, "option 'memory_limit_mb' has a bad value -5"),
         ({"keep_alive": float("inf")}, "option 'keep_alive' has a bad value inf"),

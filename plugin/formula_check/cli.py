@@ -112,7 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="mkdocs.yml, a docs folder or one page (default: the nearest mkdocs.yml, here "
         "or in a folder above: within the repository, or outside one up to the home folder)",
     )
-    check.add_argument("--workers", type=_positive(int), metavar="N", help="worker processes")
+    check.add_argument(
+        "--workers",
+        type=_positive(int, zero=True),
+        metavar="N",
+        help="worker processes (0: one per core, at most 4)",
+    )
     _run_options(check)
     check.add_argument("-k", dest="pattern", metavar="PATTERN", help="only ids/pages matching")
     check.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
@@ -302,7 +307,7 @@ def _options(project: Project, args: argparse.Namespace, workers: int | None) ->
     """The project's options with the command line's over them."""
     options = project.options
     return options.but(
-        workers=workers or options.workers,
+        workers=options.workers if workers is None else workers,
         cache=options.cache and not args.no_cache,
         keep_alive=options.keep_alive if args.keep_alive is None else args.keep_alive,
     )
@@ -397,7 +402,7 @@ def _check(args: argparse.Namespace) -> int:
     with _engine(options, project, args) as engine, Progress(sys.stderr, len(mine)) as bar:
         results = run_blocks(engine, mine, bar)
         seconds = bar.elapsed()
-        startup, starters = engine.startup_seconds, options.workers
+        startup, starters = engine.startup_seconds, options.worker_count()
     if args.json is not None:
         report = report_json(results)
         if args.shard:

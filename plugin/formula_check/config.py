@@ -18,7 +18,9 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     (a fast preview, e.g. ``enabled: !ENV [FORMULA_CHECK, true]``)."""
 
     workers = c.Type(int, default=DEFAULTS.workers)
-    """Worker processes running snippets in parallel (each imports TensorFlow: ~0.5 GB)."""
+    """Worker processes running snippets in parallel; 0 (the default): one per core, at most
+    4, where workers are forked from one TensorFlow import (Linux, `fork_workers`), else 1
+    (each worker then imports TensorFlow itself: ~0.5 GB)."""
 
     timeout = c.Type((int, float), default=DEFAULTS.timeout)
     """Seconds a block's snippet may run before it is stopped (a block's ``timeout=`` wins)."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,10 @@ DEFAULT_CACHE_DIR = ".cache/formula-check"
 """The result cache folder, relative to the project folder."""
 DEFAULT_FAIL_ON = frozenset({"mismatch", "error", "timeout"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+AUTO_WORKERS_MOST = 4
+"""The most workers ``workers: 0`` starts. Each check computes on one thread, and the build
+process compares every result on one thread of its own: past four workers that thread, not
+the workers, sets the pace of a build."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,8 @@ class EngineSettings:
 class Options:
     """Every setting of a check run; each face builds one and derives the rest from it."""
 
-    workers: int = 1
-    """Worker processes running snippets in parallel."""
+    workers: int = 0
+    """Worker processes running snippets in parallel; ``0``: as :func:`auto_workers` says."""
     timeout: float = 60
     """Seconds a block's snippet may run (a block's ``timeout=`` wins)."""
     cache: bool = True
@@ -71,7 +77,7 @@ class Options:
         folder = Path(self.cache_dir)
         return EngineSettings(
             root=root.resolve(),
-            workers=self.workers,
+            workers=self.worker_count(),
             cache=self.cache,
             cache_dir=folder if folder.is_absolute() else root.resolve() / folder,
             memory_limit_mb=self.memory_limit_mb,
@@ -80,6 +86,10 @@ class Options:
             env=self.env,
             python=python,
         )
+
+    def worker_count(self) -> int:
+        """The workers a run starts: ``workers``, or :func:`auto_workers`'s count for ``0``."""
+        return self.workers or auto_workers(fork=self.fork_workers)
 
     def pages(self, root: Path, timeout: float | None = None) -> Settings:
         """What every block of the project at ``root`` is built with."""
@@ -96,7 +106,7 @@ class Options:
         if unknown:
             return f"option 'fail_on' has a bad value {unknown[0]!r} (one of {', '.join(STATUSES)})"
         rules = [
-            ("workers", self.workers >= 1, "at least 1"),
+            ("workers", self.workers >= 0, "0 for one per core, or a number of workers"),
             ("timeout", self.timeout > 0, "seconds, more than 0"),
             ("memory_limit_mb", self.memory_limit_mb >= 0, "MiB, 0 for no limit"),
             ("keep_alive", 0 <= self.keep_alive < math.inf, "seconds, 0 to stop with the run"),
@@ -111,6 +121,19 @@ class Options:
 
 DEFAULTS = Options()
 """The defaults every face starts from (the MkDocs plugin's option schema reads them)."""
+
+
+def auto_workers(*, fork: bool, cores: int | None = None) -> int:
+    """How many workers ``workers: 0`` starts: one per core this process may run on, at most
+    :data:`AUTO_WORKERS_MOST`, where workers are forked from one process that imported
+    TensorFlow (Linux, ``fork_workers``: a second worker costs a fork, not a second import
+    and half a gigabyte); one elsewhere. ``cores``: the usable cores (default: this
+    process's CPU affinity)."""
+    if not fork or not sys.platform.startswith("linux"):
+        return 1
+    if cores is None:
+        cores = len(os.sched_getaffinity(0))
+    return max(1, min(cores, AUTO_WORKERS_MOST))
 
 
 def bad_names(names: tuple[str, ...] | list[str]) -> list[str]:

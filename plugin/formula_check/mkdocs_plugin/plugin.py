@@ -204,7 +204,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.session.begin_build()  # a rebuild starts after the last batch has ended
         self.blocks = [block for file in self.pages for block in self._blocks(file)]
         self.tally = Tally(self.options.fail_on)
-        self.tally.start(self.blocks, len(self.pages), self.options.workers)
+        self.tally.start(self.blocks, len(self.pages), self.options.worker_count())
         self.session.check_in_background(self.blocks)
         self.watcher.add(watching.snippet_files(self.blocks, self.root))
         return nav
