@@ -177,8 +177,8 @@ def test_d_model_32_drifts_fail_and_correct_models_pass(d32) -> None:
         "GELU for ReLU, per tensor": "a/i8_per_tensor_gelu.tflite::a/good",
     }
     results = _verdicts(d32, {**correct, **wrong})
-    expected = {name: Status.VERIFIED for name in correct}
-    expected.update({name: Status.MISMATCH for name in wrong})
+    expected = dict.fromkeys(correct, Status.VERIFIED)
+    expected.update(dict.fromkeys(wrong, Status.MISMATCH))
     off = _wrong(results, expected)
     assert not off, "\n\n".join(off)
     for name in correct:  # judged as int8, the weights' bound in its tolerance
@@ -207,3 +207,101 @@ def test_d_ff_1024_coherent_rounding_passes_and_gelu_fails(wide) -> None:
         },
     )
     assert not off, "\n\n".join(off)
+
+
+# the bound's arithmetic on one fully connected op (no export) --------------------------------
+
+
+def _dense(x, weights, steps):
+    """One FULLY_CONNECTED op, ``x @ weights.T``, its weights rounded per output channel to
+    ``steps``: the op, its tensors, a reader and the dequantized constants _graph is given."""
+    import numpy as np
+
+    from formula_check.worker.quantized_ops import OpInfo, TensorInfo
+
+    q = np.round(weights / steps[:, None])
+    none = np.zeros(0)
+    tensors = {
+        0: TensorInfo(0, "x", np.dtype(np.float32), none, none),
+        1: TensorInfo(1, "w", np.dtype(np.int8), steps, np.zeros_like(steps), axis=0),
+        2: TensorInfo(2, "y", np.dtype(np.float32), none, none),
+    }
+    values = {0: x, 1: q.astype(np.int8), 2: np.zeros((x.shape[0], weights.shape[0]))}
+    op = OpInfo(0, "FULLY_CONNECTED", (0, 1), (2,))
+    stored = {0: x, 1: q * steps[:, None]}
+    return [op], tensors, values.__getitem__, stored
+
+
+def test_the_weights_bound_is_the_smaller_of_worst_case_and_hoeffding_widened() -> None:
+    """For y = x W^T, d y[r, j] / d W[j, k] = x[r, k]: the worst case is sum_k |x| step_j / 2,
+    Hoeffding's 4 sqrt(sum_k (x step_j)^2), and the bound 1.25 times the smaller (few weights
+    per output: the worst case; many: Hoeffding's)."""
+    import numpy as np
+
+    from formula_check.worker import quantized_error
+
+    rng = np.random.default_rng(5)
+    for inputs in (8, 4096):  # under and over 64 weights per output, where the two cross
+        x = rng.standard_normal((3, inputs))
+        weights = rng.standard_normal((4, inputs)) * 0.05
+        steps = np.abs(weights).max(axis=1) / 127
+        ops, tensors, read, stored = _dense(x, weights, steps)
+        _, bounds = quantized_error._graph(ops, tensors, read, stored, [2])
+        worst = np.abs(x).sum(axis=1)[:, None] * steps[None, :] / 2
+        hoeffding = 4 * np.sqrt((x**2).sum(axis=1))[:, None] * steps[None, :]
+        np.testing.assert_allclose(bounds[2], 1.25 * np.minimum(worst, hoeffding), rtol=1e-12)
+        chosen = worst if inputs == 8 else hoeffding
+        assert np.all(np.minimum(worst, hoeffding) == chosen)
+
+
+def test_independent_roundings_stay_inside_the_bound_and_coherent_ones_need_the_worst_case() -> (
+    None
+):
+    """The bound's premise on 4096 weights per output: trained-like weights rounded to their
+    channel's step move the outputs by a small share of the bound (some 0.1 to 0.2); weights
+    all 0.45 of a step off the grid, on inputs of one sign (a ReLU's), move them past
+    Hoeffding's bound, and only the worst case holds them (the false alarm the module's text
+    weighs against the drifts the worst case lets pass)."""
+    import numpy as np
+
+    from formula_check.worker import quantized_error
+
+    rng = np.random.default_rng(6)
+    x = np.maximum(rng.standard_normal((5, 4096)), 0.0)  # after a ReLU
+    weights = rng.standard_normal((8, 4096)) * 0.02
+    steps = np.abs(weights).max(axis=1) / 127
+    ops, tensors, read, stored = _dense(x, weights, steps)
+    _, bounds = quantized_error._graph(ops, tensors, read, stored, [2])
+    moved = np.abs(x @ (stored[1] - weights).T)
+    assert np.max(moved / bounds[2]) < 0.3, np.max(moved / bounds[2])
+
+    q = np.clip(np.round(weights / steps[:, None]), -126, 126)
+    placed = (q + 0.45) * steps[:, None]  # every weight 0.45 of a step above its int8 value
+    ops, tensors, read, stored = _dense(x, placed, steps)
+    _, bounds = quantized_error._graph(ops, tensors, read, stored, [2])
+    moved = np.abs(x @ (stored[1] - placed).T)
+    assert np.min(moved / bounds[2]) > 1.0, np.min(moved / bounds[2])
+    worst = np.abs(x).sum(axis=1)[:, None] * steps[None, :] / 2
+    assert np.all(moved <= worst)
+
+
+def test_a_model_too_large_for_the_weights_bound_is_refused_saying_what_would_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file's weights cannot shrink with dims=: the refusal says how many output elements
+    fit beside them."""
+    import numpy as np
+
+    from formula_check.worker import quantized_error
+    from formula_check.worker.quantized_ops import UnmodelledOpError
+
+    x = np.ones((3, 10))
+    weights = np.linspace(-1, 1, 40).reshape(4, 10)
+    ops, tensors, read, stored = _dense(x, weights, np.abs(weights).max(axis=1) / 127)
+    monkeypatch.setattr(quantized_error, "MOST_JACOBIAN", 400)  # 40 weights, 12 outputs
+    with pytest.raises(UnmodelledOpError) as raised:
+        quantized_error._graph(ops, tensors, read, stored, [2])
+    assert "(480)" in str(raised.value) and "at most 10 here" in str(raised.value)
+    monkeypatch.setattr(quantized_error, "MOST_JACOBIAN", 480)
+    _, bounds = quantized_error._graph(ops, tensors, read, stored, [2])
+    assert bounds[2].shape == (3, 4)
