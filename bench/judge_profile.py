@@ -92,7 +92,8 @@ def capture(site: Path, out: Path) -> None:
         finally:
             plugin.on_shutdown()
     answers.sort(key=lambda answer: answer.spec.block_id)
-    kept = [dataclasses.astuple(answer) for answer in answers]  # readable by any script
+    # plain tuples, readable by any script (astuple would turn the spec into tuples too)
+    kept = [(answer.spec, answer.reply, answer.arrays, answer.env) for answer in answers]
     out.write_bytes(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
     print(f"{len(answers)} answered checks written to {out}")
 
