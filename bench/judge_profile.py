@@ -205,14 +205,23 @@ def untimed(answer: Answer) -> Answer:
     return Answer(dataclasses.replace(spec, timing=timing), reply, answer.arrays, answer.env)
 
 
+def _faults() -> int:
+    """Minor page faults of this thread so far (a fresh big array faults in page by page)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
 def replay_once(answers: list[Answer], root: str) -> tuple[float, float, list[str]]:
-    """Plan and judge every answer once: thread CPU seconds of each, and the verdicts."""
+    """Plan and judge every answer once: thread CPU seconds of each, and the verdicts; the
+    page faults of both, together, are added to ``spent`` (see :func:`steps`)."""
     from formula_check.engine import ONE_BLAS_THREAD
     from formula_check.judge import evaluate
     from formula_check.planning import plan_check
 
     planning = judging = 0.0
     verdicts = []
+    faults = _faults()
     with ONE_BLAS_THREAD.held():
         for answer in answers:
             cpu = time.thread_time()
@@ -222,7 +231,11 @@ def replay_once(answers: list[Answer], root: str) -> tuple[float, float, list[st
             result = evaluate(plan, answer.reply, answer.arrays, answer.env)
             judging += time.thread_time() - cpu
             verdicts.append(described(result))
+    steps()[FAULTS] += _faults() - faults
     return planning, judging, verdicts
+
+
+FAULTS = "minor page faults (planning and judging)"
 
 
 def described(result: Any) -> str:
@@ -279,7 +292,10 @@ def report(measured: Rounds, blocks: int) -> Iterator[str]:
     names = sorted({name for step in measured.steps for name in step})
     for name in sorted(names, key=lambda n: -_median(tuple(s.get(n, 0.0) for s in measured.steps))):
         seconds = _median(tuple(step.get(name, 0.0) for step in measured.steps))
-        yield f"    {name:<41}{seconds:7.3f}  {seconds / blocks * 1e3:6.1f} ms/block"
+        if name != FAULTS:
+            yield f"    {name:<41}{seconds:7.3f}  {seconds / blocks * 1e3:6.1f} ms/block"
+    faults = _median(tuple(step.get(FAULTS, 0.0) for step in measured.steps))
+    yield f"  {FAULTS:<43}{faults:7.0f}"
 
 
 def profiled(answers: list[Answer], root: str, top: int) -> str:
