@@ -13,6 +13,7 @@ TensorFlow and no noise from the workers.
     python bench/judge_profile.py --replay answers.pickle --rounds 5
     python bench/judge_profile.py --replay answers.pickle --profile 30    # cProfile, top 30
     python bench/judge_profile.py --replay answers.pickle --no-timing     # timing: false
+    python bench/judge_profile.py --replay answers.pickle --site SITE     # its own oracles
     python bench/judge_profile.py --build WORKLOAD/ours --profile 40      # every thread
 
 Replay prints the thread CPU seconds of planning and of judging, summed over the blocks
@@ -321,6 +322,9 @@ def main() -> None:
     parser.add_argument("--no-timing", action="store_true", help="judge as with timing: false")
     parser.add_argument("--verdicts", type=Path, metavar="OUT", help="write the verdicts")
     parser.add_argument("--build", type=Path, metavar="SITE", help="profile a whole cold build")
+    parser.add_argument(
+        "--site", type=Path, metavar="SITE", help="replay: the captured site, for its oracles"
+    )
     args = parser.parse_args()
     if args.build is not None:
         print(profile_build(args.build, args.profile or 40))
@@ -330,10 +334,16 @@ def main() -> None:
         return
     if args.replay is None:
         parser.error("give --capture SITE or --replay ANSWERS")
+    root = str(Path.cwd())
+    if args.site is not None:  # the project's own oracles (``oracles:``), as its build has
+        from formula_check.project import load_project
+
+        project = load_project(args.site / "mkdocs.yml")
+        project.load_oracles()
+        root = str(project.root)
     answers = load(args.replay)
     if args.no_timing:
         answers = [untimed(answer) for answer in answers]
-    root = str(Path.cwd())
     if args.profile:
         print(profiled(answers, root, args.profile))
         return

@@ -22,8 +22,9 @@ from formula_check.judge import evaluate
 from formula_check.messages import CheckReply
 from formula_check.model import Array, Environment, Verdict
 from formula_check.planning import Plan, plan_check
-from formula_check.tolerance import Singles, _equal, _same, rounding_samples
+from formula_check.tolerance import Derivation, Pair, Singles, _equal, _same, rounding_samples
 from support import spec_for
+from test_judge_cpu import plain_derive
 
 FFN_DIMS = {"b": 2, "n": 3, "d_model": 8, "d_ff": 16}
 
@@ -267,3 +268,21 @@ def test_an_array_is_equal_to_itself_unless_it_holds_a_nan() -> None:
     assert not _same({"a": plain}, {"b": plain})
     for one, other in ((plain, plain), (holed, holed), (plain, plain.copy())):
         assert _equal(one, other) == np.array_equal(one, other)
+
+
+# -- the derived tolerance of one number ------------------------------------------------------
+
+
+@pytest.mark.parametrize("draws", [1, 2, 3, 4])
+def test_one_number_gets_the_plain_tolerance_from_any_count_of_draws(draws: int) -> None:
+    exact = np.float64(0.3)
+    samples: list[Pair] = [
+        ({"output": np.float64(0.3 + 1e-9 * k)}, {"output": np.float32(0.3 + 1e-7 * k)})
+        for k in range(draws)
+    ]
+    for bound in (True, False):
+        got = Derivation("output", exact).tolerance(samples, bound=bound)
+        plain = plain_derive("output", exact, samples, bound=bound)
+        assert got is not None and plain is not None
+        assert np.ndim(got.allowed) == 0
+        assert _bits(np.float64(got.allowed)) == _bits(np.float64(plain)), (draws, bound)

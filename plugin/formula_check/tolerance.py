@@ -42,6 +42,7 @@ the card says why. A block's own ``atol=`` or ``rtol=`` always wins.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -236,19 +237,14 @@ class Derivation:
                 scale /= 4
                 allowed = np.divide(first.value, 2, out=np.empty(magnitude.shape))  # its own
             else:
-                # the root mean square over the draws, summed draw after draw as a mean over
-                # their stack sums them: no stack of every draw's squares is made
-                allowed = np.array(errors[0].squared, dtype=np.float64, copy=True)
-                for error in errors[1:]:
-                    np.add(allowed, error.squared, out=allowed)
-                np.divide(allowed, len(errors), out=allowed)
-                np.sqrt(allowed, out=allowed)
+                allowed = _root_mean_square(errors)
                 # draws at one and the same point (an oracle of sizes alone: only its
                 # formulations differ) say little of any one element: lean on its row, twice
                 # its scale
                 moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
-                row = _row_scale(allowed, magnitude, known.sums)
-                scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
+                squares = np.square(allowed, out=np.empty(allowed.shape))
+                row = _row_scale(allowed, magnitude, known.sums, squares)
+                scale = np.multiply(row, magnitude, out=squares)  # the squares are summed
                 scale *= 0.5 if moved else 2.0
             np.maximum(allowed, scale, out=scale)  # the element's own scale, or its row's
             np.multiply(scale, SPREAD, out=allowed)
@@ -328,11 +324,14 @@ def _all_finite(size: Array) -> bool:
 
 @dataclass(frozen=True)
 class _Error:
-    """``|float32 run - float64 run|`` of one draw, elementwise, with its square."""
+    """``|float32 run - float64 run|`` of one draw, elementwise; its square when asked."""
 
     value: Array
-    squared: Array
     finite: bool
+
+    @functools.cached_property
+    def squared(self) -> Array:
+        return np.square(self.value)
 
     @staticmethod
     def of(single: Array, reference: Array) -> _Error:
@@ -341,7 +340,29 @@ class _Error:
             # as astype(float64) widens it, without the widened copy
             value = np.subtract(single, reference, out=np.empty(reference.shape))
             np.abs(value, out=value)
-            return _Error(value, np.square(value), _all_finite(value))
+            return _Error(value, _all_finite(value))
+
+
+def _root_mean_square(errors: Sequence[_Error]) -> Array:
+    """Each element's root mean square over the draws, as ``sqrt(mean(stack(squares),
+    axis=0))`` gives it, to the bit: that mean adds the draws' squares one after another
+    (the first two in either order: a sum of two does not depend on it), then divides by
+    their count. Neither the stack nor each draw's square is kept: the second draw's is
+    made in place of the sum, the others' in one spare array."""
+    first = errors[0]
+    total = np.empty(np.shape(first.value))  # an array, also for a single number
+    if len(errors) > 1:
+        np.square(errors[1].value, out=total)
+        total += first.squared
+    else:
+        total[...] = first.squared
+    spare = np.empty(total.shape) if len(errors) > 2 else None
+    for error in errors[2:]:
+        assert spare is not None
+        total += np.square(error.value, out=spare)
+    total /= len(errors)
+    np.sqrt(total, out=total)
+    return total
 
 
 def _magnitude(exact: Array, size: Array | None = None) -> Array:
