@@ -13,6 +13,7 @@ TensorFlow and no noise from the workers.
     python bench/judge_profile.py --replay answers.pickle --rounds 5
     python bench/judge_profile.py --replay answers.pickle --profile 30    # cProfile, top 30
     python bench/judge_profile.py --replay answers.pickle --no-timing     # timing: false
+    python bench/judge_profile.py --replay answers.pickle --site SITE     # its own oracles
     python bench/judge_profile.py --build WORKLOAD/ours --profile 40      # every thread
 
 Replay prints the thread CPU seconds of planning and of judging, summed over the blocks
@@ -92,7 +93,8 @@ def capture(site: Path, out: Path) -> None:
         finally:
             plugin.on_shutdown()
     answers.sort(key=lambda answer: answer.spec.block_id)
-    kept = [dataclasses.astuple(answer) for answer in answers]  # readable by any script
+    # plain tuples, readable by any script (astuple would turn the spec into tuples too)
+    kept = [(answer.spec, answer.reply, answer.arrays, answer.env) for answer in answers]
     out.write_bytes(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
     print(f"{len(answers)} answered checks written to {out}")
 
@@ -204,14 +206,23 @@ def untimed(answer: Answer) -> Answer:
     return Answer(dataclasses.replace(spec, timing=timing), reply, answer.arrays, answer.env)
 
 
+def _faults() -> int:
+    """Minor page faults of this thread so far (a fresh big array faults in page by page)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
 def replay_once(answers: list[Answer], root: str) -> tuple[float, float, list[str]]:
-    """Plan and judge every answer once: thread CPU seconds of each, and the verdicts."""
+    """Plan and judge every answer once: thread CPU seconds of each, and the verdicts; the
+    page faults of both, together, are added to ``spent`` (see :func:`steps`)."""
     from formula_check.engine import ONE_BLAS_THREAD
     from formula_check.judge import evaluate
     from formula_check.planning import plan_check
 
     planning = judging = 0.0
     verdicts = []
+    faults = _faults()
     with ONE_BLAS_THREAD.held():
         for answer in answers:
             cpu = time.thread_time()
@@ -221,7 +232,11 @@ def replay_once(answers: list[Answer], root: str) -> tuple[float, float, list[st
             result = evaluate(plan, answer.reply, answer.arrays, answer.env)
             judging += time.thread_time() - cpu
             verdicts.append(described(result))
+    steps()[FAULTS] += _faults() - faults
     return planning, judging, verdicts
+
+
+FAULTS = "minor page faults (planning and judging)"
 
 
 def described(result: Any) -> str:
@@ -278,7 +293,10 @@ def report(measured: Rounds, blocks: int) -> Iterator[str]:
     names = sorted({name for step in measured.steps for name in step})
     for name in sorted(names, key=lambda n: -_median(tuple(s.get(n, 0.0) for s in measured.steps))):
         seconds = _median(tuple(step.get(name, 0.0) for step in measured.steps))
-        yield f"    {name:<41}{seconds:7.3f}  {seconds / blocks * 1e3:6.1f} ms/block"
+        if name != FAULTS:
+            yield f"    {name:<41}{seconds:7.3f}  {seconds / blocks * 1e3:6.1f} ms/block"
+    faults = _median(tuple(step.get(FAULTS, 0.0) for step in measured.steps))
+    yield f"  {FAULTS:<43}{faults:7.0f}"
 
 
 def profiled(answers: list[Answer], root: str, top: int) -> str:
@@ -304,6 +322,9 @@ def main() -> None:
     parser.add_argument("--no-timing", action="store_true", help="judge as with timing: false")
     parser.add_argument("--verdicts", type=Path, metavar="OUT", help="write the verdicts")
     parser.add_argument("--build", type=Path, metavar="SITE", help="profile a whole cold build")
+    parser.add_argument(
+        "--site", type=Path, metavar="SITE", help="replay: the captured site, for its oracles"
+    )
     args = parser.parse_args()
     if args.build is not None:
         print(profile_build(args.build, args.profile or 40))
@@ -313,10 +334,16 @@ def main() -> None:
         return
     if args.replay is None:
         parser.error("give --capture SITE or --replay ANSWERS")
+    root = str(Path.cwd())
+    if args.site is not None:  # the project's own oracles (``oracles:``), as its build has
+        from formula_check.project import load_project
+
+        project = load_project(args.site / "mkdocs.yml")
+        project.load_oracles()
+        root = str(project.root)
     answers = load(args.replay)
     if args.no_timing:
         answers = [untimed(answer) for answer in answers]
-    root = str(Path.cwd())
     if args.profile:
         print(profiled(answers, root, args.profile))
         return

@@ -57,23 +57,27 @@ class _Measured:
     """``|actual - expected|``, infinite where either side is NaN or Inf."""
     magnitude: Array
     """``|expected|``."""
-    unjudged: Array
-    """True where either side is NaN or Inf: such an element never passes."""
-    infinite: Array
-    """True where ``delta`` is infinite."""
+    unjudged: Array | None
+    """True where either side is NaN or Inf: such an element never passes. None when every
+    value on both sides is finite (then so is every ``delta``)."""
+    infinite: Array | None
+    """True where ``delta`` is infinite; None where none is."""
     nonfinite: int
     expected_nonfinite: int
     largest: tuple[int, ...]
     max_abs: float
     max_rel: float
+    scratch: Array
+    """Room for one float64 array of the shape, which each judgement writes over."""
 
 
 @dataclass(frozen=True)
 class Difference:
-    """What comparing ``actual`` with ``expected`` finds before any tolerance: the arrays as
-    float64, ``|Δ|``, where either side is not finite. Judging an output against its one-draw
-    bound and then against its full tolerance measures it once (the far positions of an
-    encoding are two million elements)."""
+    """What comparing ``actual`` with ``expected`` finds before any tolerance: the arrays
+    (``expected`` as float64; ``actual`` as float64, or as the float32 it came as, whose every
+    value float64 holds exactly), ``|Δ|``, where either side is not finite. Judging an output
+    against its one-draw bound and then against its full tolerance measures it once (the far
+    positions of an encoding are two million elements)."""
 
     actual: Array
     expected: Array
@@ -87,32 +91,43 @@ class Difference:
         expected = np.asarray(expected, dtype=np.float64)
         if actual.dtype.kind not in "biuf" or actual.shape != expected.shape:
             return Difference(actual, expected, None)
-        actual64 = actual.astype(np.float64)
+        # float32 is widened exactly where it meets float64, value by value: no widened copy
+        wide = actual if actual.dtype == np.float32 else np.asarray(actual, dtype=np.float64)
         # NaN and Inf are judged here, element by element, and said in the verdict: NumPy's
         # RuntimeWarnings about them (inf - inf, inf / inf, overflow) would only add noise,
         # with our own source lines, to the build log.
         with np.errstate(all="ignore"):
-            finite, expected_finite = np.isfinite(actual64), np.isfinite(expected)
-            delta = np.subtract(actual64, expected, out=np.empty(expected.shape))
+            delta = np.subtract(wide, expected, out=np.empty(expected.shape))
             np.abs(delta, out=delta)
-            np.copyto(delta, np.inf, where=~np.isfinite(delta))  # NaN: infinitely far off
+            unjudged = infinite = None
+            nonfinite = expected_nonfinite = 0
+            if delta.size and not np.max(delta) < np.inf:  # a NaN or an Inf somewhere
+                finite, expected_finite = np.isfinite(wide), np.isfinite(expected)
+                np.copyto(delta, np.inf, where=~np.isfinite(delta))  # NaN: infinitely far off
+                unjudged = ~(finite & expected_finite)
+                infinite = np.isinf(delta)
+                nonfinite = delta.size - int(np.count_nonzero(finite))
+                expected_nonfinite = delta.size - int(np.count_nonzero(expected_finite))
             magnitude = np.abs(expected)
             # a relative error says nothing where the expected value is 0
-            rel = np.divide(delta, magnitude, out=np.zeros_like(delta), where=magnitude > 0)
+            scratch = np.empty(expected.shape)
+            scratch.fill(0.0)
+            rel = np.divide(delta, magnitude, out=scratch, where=magnitude > 0)
             largest_rel = float(rel.max()) if rel.size else 0.0
         largest = largest_index(delta)
         measured = _Measured(
             delta,
             magnitude,
-            ~(finite & expected_finite),
-            np.isinf(delta),
-            delta.size - int(np.count_nonzero(finite)),
-            delta.size - int(np.count_nonzero(expected_finite)),
+            unjudged,
+            infinite,
+            nonfinite,
+            expected_nonfinite,
             largest,
             float(delta[largest]) if delta.size else 0.0,
             np.inf if np.isnan(largest_rel) else largest_rel,  # inf / inf: infinitely far off
+            scratch,
         )
-        return Difference(actual64, expected, measured)
+        return Difference(wide, expected, measured)
 
     def judged(
         self,
@@ -143,15 +158,16 @@ class Difference:
             return verdict(ok=False, problem=_shape_problem(dims, expected.shape, actual.shape))
         delta = measured.delta
         with np.errstate(all="ignore"):
-            # rtol * |expected| is +0 everywhere when rtol is 0 and every expected value finite
-            relative = rtol * measured.magnitude if rtol or measured.expected_nonfinite else 0.0
-            allowed = np.broadcast_to(atol, expected.shape) + relative
-            bad = ~(delta <= allowed) | measured.unjudged
-            excess = np.maximum(allowed, 1e-300, out=np.empty(expected.shape))
+            allowed, plus = _allowed(atol, rtol, measured, expected.shape)
+            within = np.less_equal(delta, allowed, out=np.empty(expected.shape, dtype=bool))
+            if measured.unjudged is not None:
+                np.logical_and(within, ~measured.unjudged, out=within)
+            excess = np.maximum(allowed, 1e-300, out=measured.scratch)
             np.divide(delta, excess, out=excess)
-            np.copyto(excess, np.inf, where=measured.infinite)
+            if measured.infinite is not None:
+                np.copyto(excess, np.inf, where=measured.infinite)
         worst = largest_index(excess)
-        n_bad = int(np.count_nonzero(bad))
+        n_bad = int(delta.size - np.count_nonzero(within))
         some = delta.size > 0
         return verdict(
             ok=n_bad == 0,
@@ -161,13 +177,28 @@ class Difference:
             max_index=measured.largest,
             worst_expected=float(expected[worst]) if some else 0.0,
             worst_actual=float(actual[worst]) if some else 0.0,
-            worst_allowed=float(allowed[worst]) if some else 0.0,
+            worst_allowed=float(allowed[worst] + plus) if some else 0.0,
             used=float(excess[worst]) if some else 0.0,
             n_bad=n_bad,
             n_total=int(delta.size),
             nonfinite=measured.nonfinite,
             problem=_nonfinite_problem(measured.nonfinite, measured.expected_nonfinite),
         )
+
+
+def _allowed(
+    atol: float | Array, rtol: float, measured: _Measured, shape: tuple[int, ...]
+) -> tuple[Array, float]:
+    """``atol + rtol * |expected|``, broadcast to ``shape``, and what is still to be added to
+    any one of its values. Where ``rtol * |expected|`` is +0 everywhere (``rtol`` 0, every
+    expected value finite) and ``atol`` a float64 number or array, that sum is ``atol`` but
+    for the sign of a zero, which no comparison sees: ``atol`` serves uncopied, and the one
+    value the verdict reads gets its +0 added (``-0.0 + 0.0`` is ``0.0``)."""
+    if not rtol and not measured.expected_nonfinite and np.asarray(atol).dtype == np.float64:
+        return np.broadcast_to(atol, shape), 0.0
+    relative = rtol * measured.magnitude if rtol or measured.expected_nonfinite else 0.0
+    added: Array = np.broadcast_to(atol, shape) + relative
+    return added, -0.0  # x + -0.0 is x, to the bit
 
 
 def _finite_or_inf(values: Array) -> Array:

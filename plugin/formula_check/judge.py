@@ -39,7 +39,7 @@ from .result_notes import (
     untraced,
 )
 from .timing_stats import oracle_timing, sweep_points, timing_stats
-from .tolerance import SAMPLES, Derivation, Pair, Tolerance, fixed, rounding_samples
+from .tolerance import SAMPLES, Derivation, Pair, Singles, Tolerance, fixed, rounding_samples
 
 _PHASES = {
     "call": "",
@@ -399,8 +399,11 @@ def _judge_outputs(
     oracle's outputs on those arrays."""
     weights, oracle_arrays, params, expected = oracle_side
     widened = [arrays.get(f"tol/out/{i}") for i in range(len(names))]
+    # the regimes mostly keep the block's weights: each cast to float32 once for all of
+    # them, for an oracle of ours (which never writes into its arrays)
+    singles: Singles | None = {} if plan.oracle.source == "builtin" else None
     verdicts, shown = _verdicts(
-        plan, names, outputs, expected, oracle_arrays, params, widened=widened
+        plan, names, outputs, expected, oracle_arrays, params, widened=widened, singles=singles
     )
     pictured: Pictured = (shown, expected)
     for regime in plan.regimes:
@@ -414,7 +417,14 @@ def _judge_outputs(
         got = _values(plan, arrays, regime.prefix, positional)
         wanted = _expected(plan, inputs, sizes)
         more, seen = _verdicts(
-            plan, names, [g for g in got if g is not None], wanted, inputs, sizes, regime.name
+            plan,
+            names,
+            [g for g in got if g is not None],
+            wanted,
+            inputs,
+            sizes,
+            regime.name,
+            singles=singles,
         )
         if dict(regime.sizes) != dict(plan.sizes) and any(
             v.actual_shape != v.expected_shape for v in more
@@ -581,9 +591,11 @@ def _verdicts(
     params: Mapping[str, Any],
     regime: str = "",
     widened: Sequence[Array | None] = (),
+    singles: Singles | None = None,
 ) -> tuple[list[Verdict], dict[str, Array]]:
     """Each output against the oracle's; ``widened``: what the artifact's own rounding
-    explains of each output (an int8 model's), added to its tolerance."""
+    explains of each output (an int8 model's), added to its tolerance; ``singles``: the
+    float32 casts the block's rounding draws share (see :func:`.tolerance.rounding_samples`)."""
     spec, oracle = plan.spec, plan.oracle
     stated = spec.atol is not None or spec.rtol is not None or oracle.tolerance is not None
     draws: dict[int, list[Pair]] = {}
@@ -595,7 +607,14 @@ def _verdicts(
         if count not in draws:
             taken = draws.get(1)  # the first draw, if the bound already took it
             draws[count] = rounding_samples(
-                oracle.compute, arrays, params, expected, spec.seed, count, *(taken or [])[:1]
+                oracle.compute,
+                arrays,
+                params,
+                expected,
+                spec.seed,
+                count,
+                *(taken or [])[:1],
+                singles=singles,
             )
         return draws[count]
 
@@ -612,7 +631,9 @@ def _verdicts(
         dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
         got = unfolded(squeeze_leading(np.asarray(actual), np.ndim(want)), want, dims)
         # measured once, judged against one tolerance or two
-        difference, derivation = Difference.of(got, want), Derivation(name, want)
+        difference = Difference.of(got, want)
+        size = difference.measured.magnitude if difference.measured is not None else None
+        derivation = Derivation(name, want, size)  # |oracle|: measured once, for both
         # the full tolerance takes four float32 runs of the oracle and their references; the
         # bound from the first is never above it, and enough for code within it
         verdict = None

@@ -134,13 +134,14 @@ def _planned(
             left = MAX_NUMBERS - numbers
             numbers += _numbers(spec, oracle, oracle.resolve_dims(dims, params), label, left)
     rng = np.random.default_rng(spec.seed)
-    inputs = _round32(oracle.make_inputs(sizes, rng, params))
-    weights = _round32(oracle.make_weights(sizes, rng))
+    singles: Singles = {}
+    inputs = _round32(oracle.make_inputs(sizes, rng, params), singles)
+    weights = _round32(oracle.make_weights(sizes, rng), singles)
     keep = _keep_mask(spec, oracle, sizes, rng)
     notes = _inputs_the_call_passes(spec, oracle, inputs, has_mask=keep is not None)
-    arrays = _check_arrays(spec, oracle, inputs, weights, keep)
-    regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep)
-    arrays.update(_regime_arrays(regimes, weights))
+    arrays = _check_arrays(spec, oracle, inputs, weights, keep, singles)
+    regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep, singles)
+    arrays.update(_regime_arrays(regimes, weights, singles))
     timing = None
     if timed:
         timing, timing_arrays = _timing_runs(spec, oracle, params, sizes, has_mask=keep is not None)
@@ -266,17 +267,18 @@ def _check_arrays(
     inputs: Mapping[str, Array],
     weights: Mapping[str, Array],
     keep: Array | None,
+    singles: Singles,
 ) -> dict[str, Array]:
     """The check's own arrays as the code gets them: float32, and the mask as it asks."""
-    arrays = {f"in/{k}": v.astype(np.float32) for k, v in inputs.items()}
-    arrays.update({f"wt/{k}": v.astype(np.float32) for k, v in weights.items()})
+    arrays = {f"in/{k}": _single(v, singles) for k, v in inputs.items()}
+    arrays.update({f"wt/{k}": _single(v, singles) for k, v in weights.items()})
     if keep is not None:
         arrays["in/mask"] = _snippet_mask(spec, oracle, keep)
     return arrays
 
 
 def _regime_arrays(
-    regimes: tuple[PlannedRegime, ...], weights: Mapping[str, Array]
+    regimes: tuple[PlannedRegime, ...], weights: Mapping[str, Array], singles: Singles
 ) -> dict[str, Array]:
     """Each regime's inputs under its prefix, and its weights where it scales them."""
     arrays: dict[str, Array] = {}
@@ -289,7 +291,7 @@ def _regime_arrays(
                 }
             )
         arrays.update(
-            {f"{regime.prefix}in/{k}": v.astype(np.float32) for k, v in regime.inputs.items()}
+            {f"{regime.prefix}in/{k}": _single(v, singles) for k, v in regime.inputs.items()}
         )
     return arrays
 
@@ -355,6 +357,7 @@ def _regimes(
     inputs: Mapping[str, Array],
     numbers: int,
     keep: Array | None,
+    singles: Singles,
 ) -> tuple[PlannedRegime, ...]:
     """The oracle's input regimes for this block, each seeded from the block's seed and its
     place: the same spec always gives the same inputs."""
@@ -383,7 +386,12 @@ def _regimes(
             made = dict(inputs)
         planned.append(
             PlannedRegime(
-                regime.name, regime.says, resized, _round32(made), f"r{index}/", regime.weight_scale
+                regime.name,
+                regime.says,
+                resized,
+                _round32(made, singles),
+                f"r{index}/",
+                regime.weight_scale,
             )
         )
     return tuple(planned)
@@ -436,9 +444,29 @@ def _filename(spec: CheckSpec) -> str:
     return f"<snippet {spec.snippet.location.path}:{spec.snippet.location.line}>"
 
 
-def _round32(arrays: Mapping[str, Array]) -> dict[str, Array]:
-    """The oracle sees exactly the float32 values the code sees, so rounding is not error."""
-    return {k: np.asarray(v, dtype=np.float32).astype(np.float64) for k, v in arrays.items()}
+Singles = dict[int, tuple[Array, Array]]
+"""The float32 arrays a plan's float64 ones were made from, by the float64 one's ``id``
+(the float64 one kept with it, so that the id cannot be another array's)."""
+
+
+def _round32(arrays: Mapping[str, Array], singles: Singles) -> dict[str, Array]:
+    """The oracle sees exactly the float32 values the code sees, so rounding is not error.
+    Each float32 array is kept in ``singles``: the code is sent it, not a second cast."""
+    rounded = {}
+    for name, value in arrays.items():
+        single = np.asarray(value, dtype=np.float32)
+        rounded[name] = single.astype(np.float64)
+        singles[id(rounded[name])] = (rounded[name], single)
+    return rounded
+
+
+def _single(value: Array, singles: Singles) -> Array:
+    """``value.astype(np.float32)``: the float32 array it was made from, when it was."""
+    found = singles.get(id(value))
+    if found is not None and found[0] is value:
+        return found[1]
+    single: Array = value.astype(np.float32)
+    return single
 
 
 def _keep_mask(

@@ -42,6 +42,7 @@ the card says why. A block's own ``atol=`` or ``rtol=`` always wins.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,11 +102,15 @@ def rounding_samples(
     seed: int,
     count: int = SAMPLES,
     first: Pair | None = None,
+    *,
+    singles: Singles | None = None,
 ) -> list[Pair]:
     """Up to ``count`` rounding samples of the oracle on ``arrays`` (float32-exact float64
     arrays), the first on those very arrays (``first``, when already taken: it draws nothing
     from the generator, so the others are the same either way); none where its float32 run
-    raises."""
+    raises. ``singles``: the float32 casts of the first draw's arrays, kept by the caller
+    for its next calls with some of the same arrays (the weights of each input regime of a
+    block); only for an oracle known never to write into what it is given."""
     rng = np.random.default_rng([seed, 32])
     samples: list[Pair] = [first] if first is not None else []
     for index in range(len(samples), count):
@@ -116,7 +121,7 @@ def rounding_samples(
             moved = {name: _moved(value, rng) for name, value in arrays.items()}
             if any(moved[n] is not arrays[n] for n in arrays):  # else: the same reference
                 exact = _run(compute, moved, drawn, np.float64)
-        single = _run(compute, moved, drawn, np.float32)
+        single = _run(compute, moved, drawn, np.float32, singles if not index else None)
         if exact is None or single is None:
             break
         if index and _same(single, samples[0][1]) and all(moved[n] is arrays[n] for n in arrays):
@@ -126,9 +131,15 @@ def rounding_samples(
 
 
 def _same(one: Mapping[str, Array], other: Mapping[str, Array]) -> bool:
-    return one.keys() == other.keys() and all(
-        np.array_equal(np.asarray(one[k]), np.asarray(other[k])) for k in one
-    )
+    return one.keys() == other.keys() and all(_equal(one[k], other[k]) for k in one)
+
+
+def _equal(one: Array, other: Array) -> bool:
+    """``np.array_equal``: an array is equal to itself unless it holds a NaN, which the
+    largest value of a float array is when it holds one; no array of flags is made."""
+    if one is other and isinstance(one, np.ndarray) and one.dtype.kind == "f":
+        return not one.size or not np.isnan(np.max(one))
+    return np.array_equal(np.asarray(one), np.asarray(other))
 
 
 def _moved(value: Array, rng: np.random.Generator) -> Array:
@@ -140,17 +151,36 @@ def _moved(value: Array, rng: np.random.Generator) -> Array:
     return result
 
 
+Singles = dict[int, tuple[Array, Array]]
+"""Float32 casts of float64 arrays, by the float64 array's ``id`` (kept with it, so that the
+id cannot be another array's)."""
+
+
 def _run(
-    compute: Any, arrays: Mapping[str, Array], params: Mapping[str, Any], dtype: type
+    compute: Any,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+    dtype: type,
+    singles: Singles | None = None,
 ) -> Mapping[str, Array] | None:
-    cast = {
-        name: (value.astype(dtype) if _is_float(value) else value) for name, value in arrays.items()
-    }
+    cast = {name: _cast(value, dtype, singles) for name, value in arrays.items()}
     try:
         with np.errstate(all="ignore"):
             return dict(compute(cast, {**params, DTYPE_PARAM: dtype}))
     except Exception:  # the reference itself ran; a failure here only loses a sample
         return None
+
+
+def _cast(value: Any, dtype: type, singles: Singles | None) -> Any:
+    """A float array in ``dtype`` (anything else as it is): cast once into ``singles``."""
+    if not _is_float(value):
+        return value
+    if singles is None:
+        return value.astype(dtype)
+    found = singles.get(id(value))
+    if found is None or found[0] is not value:
+        found = singles[id(value)] = (value, value.astype(dtype))
+    return found[1]
 
 
 def derive(
@@ -177,11 +207,13 @@ class Derivation:
     values, their magnitudes, each draw's errors) is computed once. The numbers are those of
     :func:`derive`, to the bit: each is the same operations on the same arrays."""
 
-    def __init__(self, name: str, expected: Array) -> None:
+    def __init__(self, name: str, expected: Array, size: Array | None = None) -> None:
+        """``size``: ``|expected|``, when the caller has it already (the comparison's)."""
         self.name = name
         self.exact = np.asarray(expected, dtype=np.float64)
+        self._size = size
         self._errors: list[tuple[Pair, _Error | None]] = []
-        self._reference: tuple[Array, Array, Array] | None = None
+        self._reference: _Reference | None = None
 
     def tolerance(self, samples: Sequence[Pair], *, bound: bool = False) -> Tolerance | None:
         """The tolerance from ``samples`` (see :func:`derive`)."""
@@ -193,29 +225,30 @@ class Derivation:
             errors.append(error)
         if not errors:
             return None
-        parts = self._finite_reference()
-        if parts is None or not all(error.finite for error in errors):
+        known = self._finite_reference()
+        if known is None or not all(error.finite for error in errors):
             return None
-        magnitude, squared, rounding = parts
+        magnitude = known.magnitude
         with np.errstate(all="ignore"):
             if bound:
                 first = errors[0]
-                own = first.value / 2
-                row = _row_scale(first.value, magnitude, squared, first.squared)
+                row = _row_scale(first.value, magnitude, known.sums, first.squared)
                 scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
                 scale /= 4
+                allowed = np.divide(first.value, 2, out=np.empty(magnitude.shape))  # its own
             else:
-                own = np.sqrt(np.mean(np.stack([error.squared for error in errors]), axis=0))
+                allowed = _root_mean_square(errors)
                 # draws at one and the same point (an oracle of sizes alone: only its
                 # formulations differ) say little of any one element: lean on its row, twice
                 # its scale
                 moved = any(not _same(reference, samples[0][0]) for reference, _ in samples[1:])
-                row = _row_scale(own, magnitude, squared)
-                scale = np.multiply(row, magnitude, out=np.empty(magnitude.shape))
+                squares = np.square(allowed, out=np.empty(allowed.shape))
+                row = _row_scale(allowed, magnitude, known.sums, squares)
+                scale = np.multiply(row, magnitude, out=squares)  # the squares are summed
                 scale *= 0.5 if moved else 2.0
-            np.maximum(own, scale, out=scale)
-            allowed = SPREAD * scale
-            allowed += rounding
+            np.maximum(allowed, scale, out=scale)  # the element's own scale, or its row's
+            np.multiply(scale, SPREAD, out=allowed)
+            allowed += known.rounding
         low, high = float(np.min(scale)), float(np.max(scale))
         spread = f"{low:.2g}" if np.isclose(low, high, rtol=0.5) else f"{low:.2g} to {high:.2g}"
         runs = (
@@ -224,7 +257,7 @@ class Derivation:
             else f"measured on {len(errors)} float32 runs of the oracle"
         )
         how = f"derived: {SPREAD:g} × float32 rounding ({spread}, {runs}) + float32 ulp"
-        return Tolerance(allowed, 0.0, how, derived=True)
+        return Tolerance(allowed[()] if allowed.ndim == 0 else allowed, 0.0, how, derived=True)
 
     def _error(self, pair: Pair) -> _Error | None:
         """The error of one draw's float32 run; None when it has no float32 value of this
@@ -241,70 +274,128 @@ class Derivation:
         self._errors.append((pair, error))
         return error
 
-    def _finite_reference(self) -> tuple[Array, Array, Array] | None:
-        """Each element's magnitude (:func:`_magnitude`) and its square, and the rounding
-        of the output itself (``EPS32 * (|y| + mean |y|)``); None when the oracle's values
-        are not all finite."""
+    def _finite_reference(self) -> _Reference | None:
+        """Each element's magnitude (:func:`_magnitude`), the sums of its square, and the
+        rounding of the output itself (``EPS32 * (|y| + mean |y|)``); None when the oracle's
+        values are not all finite."""
         if self._reference is None:
             exact = self.exact
             with np.errstate(all="ignore"):
-                if not np.all(np.isfinite(exact)):
+                size = np.abs(exact) if self._size is None else self._size
+                if not _all_finite(size):
                     return None
-                magnitude = _magnitude(exact)
-                size = np.abs(exact)
-                rounding = EPS32 * (size + np.mean(size))
-                self._reference = (magnitude, magnitude**2, rounding)
+                magnitude = _magnitude(exact, size)
+                rounding = np.add(size, np.mean(size), out=np.empty(size.shape))
+                rounding *= EPS32
+                self._reference = _Reference(magnitude, _Sums.of(np.square(magnitude)), rounding)
         return self._reference
 
 
 @dataclass(frozen=True)
+class _Sums:
+    """The sums :func:`_row_scale` takes of squares: over the whole array, and row by row."""
+
+    whole: Array
+    rows: Array
+
+    @staticmethod
+    def of(squares: Array) -> _Sums:
+        if squares.ndim == 0:
+            return _Sums(squares, squares)
+        return _Sums(np.sum(squares), np.sum(squares, axis=-1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """What every tolerance of one output takes from the oracle's values alone."""
+
+    magnitude: Array
+    sums: _Sums
+    """Of the magnitudes' squares."""
+    rounding: Array
+
+
+def _all_finite(size: Array) -> bool:
+    """Whether every element of ``size`` (``|y|``, never negative) is finite: its largest is
+    below infinity (NaN, the largest of any array holding one, is not), with no array of
+    flags made."""
+    return not size.size or bool(np.max(size) < np.inf)
+
+
+@dataclass(frozen=True)
 class _Error:
-    """``|float32 run - float64 run|`` of one draw, elementwise, with its square."""
+    """``|float32 run - float64 run|`` of one draw, elementwise; its square when asked."""
 
     value: Array
-    squared: Array
     finite: bool
+
+    @functools.cached_property
+    def squared(self) -> Array:
+        return np.square(self.value)
 
     @staticmethod
     def of(single: Array, reference: Array) -> _Error:
         with np.errstate(all="ignore"):
-            value = np.subtract(single.astype(np.float64), reference, out=np.empty(reference.shape))
+            # float32 - float64 is computed in float64, each float32 value widened exactly,
+            # as astype(float64) widens it, without the widened copy
+            value = np.subtract(single, reference, out=np.empty(reference.shape))
             np.abs(value, out=value)
-            finite = bool(np.all(np.isfinite(value)))
-            return _Error(value, value**2, finite)
+            return _Error(value, _all_finite(value))
 
 
-def _magnitude(exact: Array) -> Array:
+def _root_mean_square(errors: Sequence[_Error]) -> Array:
+    """Each element's root mean square over the draws, as ``sqrt(mean(stack(squares),
+    axis=0))`` gives it, to the bit: that mean adds the draws' squares one after another
+    (the first two in either order: a sum of two does not depend on it), then divides by
+    their count. Neither the stack nor each draw's square is kept: the second draw's is
+    made in place of the sum, the others' in one spare array."""
+    first = errors[0]
+    total = np.empty(np.shape(first.value))  # an array, also for a single number
+    if len(errors) > 1:
+        np.square(errors[1].value, out=total)
+        total += first.squared
+    else:
+        total[...] = first.squared
+    spare = np.empty(total.shape) if len(errors) > 2 else None
+    for error in errors[2:]:
+        assert spare is not None
+        total += np.square(error.value, out=spare)
+    total /= len(errors)
+    np.sqrt(total, out=total)
+    return total
+
+
+def _magnitude(exact: Array, size: Array | None = None) -> Array:
     """How large each element is against its row: ``|y| + mean |y|`` over the last axis. The
     rounding of an element grows with it (the error of an attention weight is the weight
-    times that of its logit), and with the row (a sum that cancels keeps its terms' error)."""
-    size = np.abs(exact)
+    times that of its logit), and with the row (a sum that cancels keeps its terms' error).
+    ``size``: ``|y|``, when already known."""
+    size = np.abs(exact) if size is None else size
     if exact.ndim == 0:
         return size
-    result: Array = size + np.mean(size, axis=-1, keepdims=True)
+    result: Array = np.add(size, np.mean(size, axis=-1, keepdims=True), out=np.empty(size.shape))
     return result
 
 
 def _row_scale(
     error: Array,
     magnitude: Array,
-    magnitudes2: Array | None = None,
+    magnitudes: _Sums | None = None,
     errors2: Array | None = None,
 ) -> Array:
     """The relative rounding of each row: the root mean square of its errors over that of
     its magnitudes (so the many negligible weights of a nearly one-hot softmax row do not
     dilute the error of the few that matter), at least half the whole array's; broadcastable
-    to ``error``'s shape. ``magnitudes2`` and ``errors2``: the squares, when already known."""
+    to ``error``'s shape. ``magnitudes``: the sums of the magnitudes' squares, and
+    ``errors2`` the errors' squares, when already known."""
     with np.errstate(all="ignore"):
         if error.ndim == 0:
             single: Array = np.nan_to_num(error / magnitude, nan=0.0, posinf=0.0)
             return single
-        errors2 = error**2 if errors2 is None else errors2
-        magnitudes2 = magnitude**2 if magnitudes2 is None else magnitudes2
-        whole = float(np.nan_to_num(np.sqrt(np.sum(errors2) / np.sum(magnitudes2))))
-        rows = np.sqrt(
-            np.sum(errors2, axis=-1, keepdims=True) / np.sum(magnitudes2, axis=-1, keepdims=True)
-        )
+        errors2 = np.square(error) if errors2 is None else errors2
+        sums = _Sums.of(np.square(magnitude)) if magnitudes is None else magnitudes
+        whole = float(np.nan_to_num(np.sqrt(np.sum(errors2) / sums.whole)))
+        rows = np.sqrt(np.sum(errors2, axis=-1, keepdims=True) / sums.rows)
         result: Array = np.maximum(np.nan_to_num(rows, nan=0.0, posinf=0.0), whole / 2)
         return result
 

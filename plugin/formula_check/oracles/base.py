@@ -186,8 +186,9 @@ class Oracle:
         for spec in self.weights:
             shape = spec.shape(sizes)
             if len(shape) >= 2:
-                scale = 1.0 / np.sqrt(shape[0])
-                weights[spec.name] = rng.standard_normal(shape) * scale
+                drawn = rng.standard_normal(shape)
+                drawn *= 1.0 / np.sqrt(shape[0])  # in place: the weights are large
+                weights[spec.name] = drawn
             else:
                 weights[spec.name] = spec.default + 0.1 * rng.standard_normal(shape)
         return weights
