@@ -177,12 +177,12 @@ class TimingRun:
 
 
 AUTO_REPEATS = (3, 5, 0.25)
-"""``repeats=0``: at least 3 and at most 5 timed runs. After the third, one more only while
-the runs are not :func:`steady` and add up to less than a quarter of a second: a call steady
-to within :data:`STEADY` has its median from three as well as from five, and a layer at the
-tutorial's sizes, tens of milliseconds a run, spends no more than the budget on its figure
-(the runs a call can make in it scale with the call's own duration). A stated
-``repeats=N`` is N exactly."""
+"""``repeats=0``: at least 3 and at most 5 timed runs; a 4th and a 5th only while the runs so
+far are not :func:`steady` and add up to less than a quarter of a second. Runs that agree
+give the same median from three as from five, and the card shows their spread and count; a
+call's budget buys it as many runs as its own duration allows (a fast function its five
+while they disagree, a layer of tens of milliseconds no more than the budget). A stated
+``repeats=N`` is N exactly, steady or not."""
 
 STEADY = 0.05
 """Runs are steady when their spread (half their interquartile range, as a card shows it) is
@@ -209,8 +209,8 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 
 
 def steady(samples: Sequence[float]) -> bool:
-    """Whether ``samples`` agree to within :data:`STEADY`: more runs would not change their
-    median by more than the spread the card already shows."""
+    """Whether ``samples`` agree to within :data:`STEADY` (judged as the card sums them up:
+    the spread of their quartiles, so one run slower than the rest does not decide it)."""
     median, spread = median_and_spread(samples)
     return spread <= STEADY * median
 
@@ -225,8 +225,10 @@ def enough_runs(samples: Sequence[float], fewest: int, most: int, budget: float)
 
 @dataclass(frozen=True)
 class TimingRequest:
-    """The timing runs of a check, each repeated ``repeats`` times after ``warmup``
-    (``0``: as :data:`AUTO_REPEATS` says)."""
+    """The timing runs of a check, each repeated ``repeats`` times (``0``: as
+    :data:`AUTO_REPEATS` says) after ``warmup`` untimed runs, eagerly and after the trace
+    under ``tf.function``; eagerly, a call the check itself made of the same runner counts
+    as one of them (``worker.timing_runs``)."""
 
     runs: tuple[TimingRun, ...]
     warmup: int = 1
