@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from formula_check import timing_stats
+from formula_check.messages.requests import STEADY
 from formula_check.oracles import get_oracle
 from formula_check.planning import plan_check
 from support import spec_for
@@ -22,7 +23,7 @@ def _planned_with(compute: Any) -> Any:
     )
 
 
-def test_a_slow_oracle_is_timed_the_fewest_times_a_fast_one_the_most() -> None:
+def test_a_slow_oracle_is_timed_the_fewest_times_a_fast_one_until_steady() -> None:
     calls: list[float] = []
 
     def slow(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
@@ -37,7 +38,8 @@ def test_a_slow_oracle_is_timed_the_fewest_times_a_fast_one_the_most() -> None:
     def fast(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
         return {"output": np.zeros(1)}
 
-    assert (
-        timing_stats.oracle_timing(_planned_with(fast), {}, {}).repeats
-        == (timing_stats.ORACLE_RUNS[1])
-    )
+    # far within the budget: fewer than the most only once the runs are steady
+    quick = timing_stats.oracle_timing(_planned_with(fast), {}, {})
+    fewest, most = timing_stats.ORACLE_RUNS
+    assert fewest <= quick.repeats <= most
+    assert quick.repeats == most or quick.spread <= STEADY * quick.median

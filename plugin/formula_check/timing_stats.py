@@ -7,17 +7,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from .messages import TimingResult
+from .messages.requests import enough_runs, median_and_spread
 from .model import Array, SweepPoint, TimingStats
 from .planning import Plan
 
 
 def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:
-    values = np.asarray(samples, dtype=np.float64)
-    q1, median, q3 = np.percentile(values, [25, 50, 75])
-    return TimingStats(label, float(median), float((q3 - q1) / 2), len(values), first)
+    median, spread = median_and_spread(samples)
+    return TimingStats(label, median, spread, len(samples), first)
 
 
 def timing_stats(runs: Sequence[TimingResult]) -> list[TimingStats]:
@@ -59,13 +57,15 @@ def oracle_timing(
     params: Mapping[str, Any],
     done: Sequence[float] = (),
 ) -> TimingStats:
-    """How long the float64 oracle takes on the block's inputs: the median of as many runs
-    as :data:`ORACLE_BUDGET` allows, within :data:`ORACLE_RUNS`. ``done``: the seconds of
-    runs already made of this very call (the one that gave the expected values, timed as
-    it ran), counted among them rather than made again."""
+    """How long the float64 oracle takes on the block's inputs: the median of at least the
+    fewest of :data:`ORACLE_RUNS`, more (up to the most) only while they are not steady (as
+    the code's automatic repeats: :func:`~formula_check.messages.requests.steady`) and add
+    up to less than :data:`ORACLE_BUDGET`. ``done``: the seconds of runs already made of this
+    very call (the one that gave the expected values, timed as it ran), counted among them
+    rather than made again."""
     fewest, most = ORACLE_RUNS
     samples: list[float] = list(done)[:most]
-    while len(samples) < most and (len(samples) < fewest or sum(samples) < ORACLE_BUDGET):
+    while not enough_runs(samples, fewest, most, ORACLE_BUDGET):
         start = time.perf_counter()
         plan.oracle.compute(arrays, params)
         samples.append(time.perf_counter() - start)

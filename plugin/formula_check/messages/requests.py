@@ -5,7 +5,7 @@ sends what."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,15 +177,58 @@ class TimingRun:
 
 
 AUTO_REPEATS = (3, 5, 0.25)
-"""``repeats=0``: at least 3 and at most 5 timed runs, fewer than 5 once they add up to a
-quarter of a second (a layer at the tutorial's sizes runs for tens of milliseconds, and the
-median of three is as good a figure there as of five); a stated ``repeats=N`` is N exactly."""
+"""``repeats=0``: at least 3 and at most 5 timed runs; a 4th and a 5th only while the runs so
+far are not :func:`steady` and add up to less than a quarter of a second. Runs that agree
+give the same median from three as from five, and the card shows their spread and count; a
+call's budget buys it as many runs as its own duration allows (a fast function its five
+while they disagree, a layer of tens of milliseconds no more than the budget). A stated
+``repeats=N`` is N exactly, steady or not."""
+
+STEADY = 0.05
+"""Runs are steady when their spread (half their interquartile range, as a card shows it) is
+at most this fraction of their median."""
+
+
+def median_and_spread(samples: Sequence[float]) -> tuple[float, float]:
+    """The median of ``samples`` and their spread, half the interquartile range: the figures
+    a card shows for a timed run. Quartiles interpolate linearly between the sorted samples
+    (NumPy's default ``percentile``), in plain Python: a check's process, forked afresh for
+    each check, would pay NumPy's first ``percentile`` call (milliseconds) on every check."""
+    ordered = sorted(samples)
+    if not ordered:
+        raise ValueError("no samples to sum up")
+    q1, median, q3 = (_quantile(ordered, q) for q in (0.25, 0.5, 0.75))
+    return median, (q3 - q1) / 2
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    position = (len(ordered) - 1) * q
+    below = int(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (position - below) * (ordered[above] - ordered[below])
+
+
+def steady(samples: Sequence[float]) -> bool:
+    """Whether ``samples`` agree to within :data:`STEADY` (judged as the card sums them up:
+    the spread of their quartiles, so one run slower than the rest does not decide it)."""
+    median, spread = median_and_spread(samples)
+    return spread <= STEADY * median
+
+
+def enough_runs(samples: Sequence[float], fewest: int, most: int, budget: float) -> bool:
+    """Whether an adaptive count of runs stops at ``samples``: at ``most``; else, once
+    ``fewest`` are in, when they are :func:`steady` or add up to ``budget`` seconds."""
+    if len(samples) >= most:
+        return True
+    return len(samples) >= fewest and (sum(samples) >= budget or steady(samples))
 
 
 @dataclass(frozen=True)
 class TimingRequest:
-    """The timing runs of a check, each repeated ``repeats`` times after ``warmup``
-    (``0``: as :data:`AUTO_REPEATS` says)."""
+    """The timing runs of a check, each repeated ``repeats`` times (``0``: as
+    :data:`AUTO_REPEATS` says) after ``warmup`` untimed runs, eagerly and after the trace
+    under ``tf.function``; eagerly, a call the check itself made of the same runner counts
+    as one of them (``worker.timing_runs``)."""
 
     runs: tuple[TimingRun, ...]
     warmup: int = 1

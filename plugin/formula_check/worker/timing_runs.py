@@ -9,33 +9,64 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import AUTO_REPEATS, NOT_A_TENSOR, CheckRequest, TimingRequest, TimingResult
+from ..messages import (
+    AUTO_REPEATS,
+    NOT_A_TENSOR,
+    CheckRequest,
+    TimingRequest,
+    TimingResult,
+    TimingRun,
+)
+from ..messages.requests import enough_runs
 from ..model import Array
 from .entry_call import Runner, bind
 from .snippet_failure import clean, phase
 
 
 def time_all(
-    entry: Any, kind: str, request: CheckRequest, arrays: Mapping[str, Array]
+    entry: Any,
+    kind: str,
+    request: CheckRequest,
+    arrays: Mapping[str, Array],
+    ready: Runner | None = None,
 ) -> tuple[TimingResult, ...]:
-    """Each of the request's timing runs, timed."""
+    """Each of the request's timing runs, timed. ``ready``: the check's own runner, already
+    called on the check's arrays. A run that calls the entry as the check did (its own
+    arrays, its own ``init``) times that runner, whose calls so far count as one warm-up,
+    rather than building the entry again: a new layer's first call builds its weights, a
+    cold run the warm-up would only repeat."""
     timing = request.timing
     if timing is None:
         return ()
     results = []
     for run in timing.runs:
         call = run.calls.of(kind)
-        sources = request.init_sources
-        runner = bind(entry, kind, call, arrays, run.init, prefix=run.prefix, sources=sources)
-        results.append(_time_runner(runner, run.label, timing, eager_only=run.eager_only))
+        if ready is not None and _as_checked(run, kind, request):
+            runner, warmed = ready, 1
+        else:
+            sources = request.init_sources
+            runner = bind(entry, kind, call, arrays, run.init, prefix=run.prefix, sources=sources)
+            warmed = 0
+        results.append(_time_runner(runner, run.label, timing, run.eager_only, warmed))
     return tuple(results)
 
 
+def _as_checked(run: TimingRun, kind: str, request: CheckRequest) -> bool:
+    """Whether ``run`` calls the entry exactly as the check itself did."""
+    same_call = run.calls.of(kind) == request.calls.of(kind)
+    return not run.prefix and same_call and dict(run.init) == dict(request.init)
+
+
 def _time_runner(
-    runner: Runner, label: str, spec: TimingRequest, *, eager_only: bool
+    runner: Runner, label: str, spec: TimingRequest, eager_only: bool, warmed: int
 ) -> TimingResult:
+    """Eager runs, then the trace under ``tf.function`` (timed on its own, as the card's
+    "first") and graph runs, each kind's after ``spec.warmup`` untimed runs; the ``warmed``
+    calls already made eagerly count among the eager ones. The trace does not count among
+    the graph's: the call after it still runs cold (twice as long as the next ones for a
+    small function), and would be the first timed."""
     warmup, repeats = spec.warmup, spec.repeats
-    eager = timed_runs(runner, warmup, repeats)
+    eager = timed_runs(runner, max(0, warmup - warmed), repeats)
     if eager_only:
         return TimingResult(label, eager)
     compiled = tf.function(runner.target)
@@ -54,13 +85,13 @@ def _time_runner(
 
 def timed_runs(runner: Callable[[], Any], warmup: int, repeats: int) -> tuple[float, ...]:
     """``repeats`` timed runs after ``warmup`` untimed ones; ``0``: as :data:`AUTO_REPEATS`
-    says."""
+    says (three, and up to five while they are not steady and within its budget)."""
     fewest, most, budget = AUTO_REPEATS if repeats == 0 else (repeats, repeats, 0.0)
     with phase("timing"):
         for _ in range(warmup):
             _sync(runner())
         samples: list[float] = []
-        while len(samples) < most and (len(samples) < fewest or sum(samples) < budget):
+        while not enough_runs(samples, fewest, most, budget):
             start = time.perf_counter()
             _sync(runner())
             samples.append(time.perf_counter() - start)
