@@ -41,16 +41,40 @@ class ProtocolError(Exception):
     header that does not fit its type."""
 
 
+ALIGNMENT = 64
+"""Where the arrays of a message start: the payload at a multiple of this from the message's
+first byte (the header padded with spaces, which JSON ignores), each array at a multiple of
+this within it. A message read into a buffer of its own gives arrays aligned as NumPy and
+TensorFlow's kernels want them, read in place rather than copied out (:func:`decode`)."""
+
+Buffer = bytes | bytearray | memoryview
+"""A part of an encoded message, to be written as it is (:func:`encode_parts`)."""
+
+
 def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None) -> bytes:
     """Serialise ``header`` (JSON-able) and named numeric ``arrays`` into one message."""
+    return b"".join(encode_parts(header, arrays))
+
+
+def encode_parts(
+    header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None
+) -> list[Buffer]:
+    """:func:`encode`'s message as the parts it is made of, in order: the prefix and header,
+    then each array's own bytes (a view of it, not a copy) and the padding between them.
+    Written one after the other, they are the message; nothing is copied to make it."""
     described: list[dict[str, Any]] = []
-    chunks: list[bytes] = []
+    parts: list[Buffer] = []
     offset = 0
     for name, value in (arrays or {}).items():
         array = np.asarray(value, order="C")  # ascontiguousarray would make 0-d arrays 1-d
         if array.dtype.kind not in _ALLOWED_KINDS:
             raise ProtocolError(f"array {name!r} has unsupported dtype {array.dtype}")
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        data = little.reshape(-1).view(np.uint8).data
+        if offset % ALIGNMENT:
+            pad = -offset % ALIGNMENT
+            parts.append(bytes(pad))
+            offset += pad
         described.append(
             {
                 "name": name,
@@ -60,37 +84,51 @@ def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None)
                 "size": len(data),
             }
         )
-        chunks.append(data)
+        parts.append(data)
         offset += len(data)
     head = json.dumps({"header": header, "arrays": described}, separators=(",", ":")).encode()
-    return _PREFIX.pack(MAGIC, VERSION, len(head), offset) + head + b"".join(chunks)
+    head += b" " * (-(_PREFIX.size + len(head)) % ALIGNMENT)
+    return [_PREFIX.pack(MAGIC, VERSION, len(head), offset) + head, *parts]
 
 
-def decode(message: bytes) -> tuple[dict[str, Any], dict[str, Array]]:
-    """Parse a whole message produced by :func:`encode`."""
-    head_len, payload_len = _check_prefix(message[: _PREFIX.size])
+def decode(message: Buffer) -> tuple[dict[str, Any], dict[str, Array]]:
+    """Parse a whole message produced by :func:`encode`. The arrays of a message in a
+    writable buffer (a ``bytearray``, as :func:`read_message` reads one into) are views of
+    it, not copies: each its own bytes of it, writable, and keeping the buffer alive. Those
+    of a message in ``bytes`` are copies, writable as any array the caller owns."""
+    view = memoryview(message).cast("B")
+    head_len, payload_len = _check_prefix(bytes(view[: _PREFIX.size]))
     expected = _PREFIX.size + head_len + payload_len
-    if len(message) != expected:
-        raise ProtocolError(f"message is {len(message)} bytes, expected {expected}")
-    head = message[_PREFIX.size : _PREFIX.size + head_len]
-    return _unpack(head, memoryview(message)[_PREFIX.size + head_len :])
+    if len(view) != expected:
+        raise ProtocolError(f"message is {len(view)} bytes, expected {expected}")
+    head = view[_PREFIX.size : _PREFIX.size + head_len]
+    return _unpack(bytes(head), view[_PREFIX.size + head_len :])
 
 
 def write_message(
     stream: IO[bytes], header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None
 ) -> None:
-    """Write one message and flush."""
-    stream.write(encode(header, arrays))
+    """Write one message and flush (its arrays written from where they are, not joined into
+    a copy first)."""
+    for part in encode_parts(header, arrays):
+        stream.write(part)
     stream.flush()
 
 
 def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], dict[str, Array]]:
-    """Read exactly one message; :class:`EOFError` if the stream closed before one began."""
+    """Read exactly one message; :class:`EOFError` if the stream closed before one began.
+    Its arrays are views of the one buffer it is read into (see :func:`decode`)."""
     prefix = _read_exact(stream, _PREFIX.size, allow_eof=True)
-    head_len, payload_len = _check_prefix(prefix)
-    head = _read_exact(stream, head_len)
-    payload = _read_exact(stream, payload_len)
-    return _unpack(head, memoryview(payload))
+    message = unfilled(message_length(prefix))
+    message[: _PREFIX.size] = prefix
+    _read_into(stream, message[_PREFIX.size :])
+    return decode(message)
+
+
+def unfilled(size: int) -> memoryview:
+    """A writable buffer of ``size`` bytes, not zeroed first (the read into it fills it, and
+    touches each page once)."""
+    return np.empty(size, np.uint8).data
 
 
 def message_length(prefix: bytes) -> int:
@@ -125,6 +163,23 @@ def _read_exact(stream: IO[bytes], size: int, *, allow_eof: bool = False) -> byt
     return b"".join(chunks)
 
 
+def _read_into(stream: IO[bytes], view: memoryview) -> None:
+    """Fill ``view`` from ``stream`` (read straight into it where the stream can)."""
+    readinto = getattr(stream, "readinto", None)
+    got = 0
+    while got < len(view):
+        if readinto is not None:
+            count = readinto(view[got:])
+        else:
+            chunk = stream.read(len(view) - got)
+            count = len(chunk)
+            view[got : got + count] = chunk
+        if not count:
+            missing = len(view) - got
+            raise ProtocolError(f"stream closed {missing} bytes before the end of a message")
+        got += count
+
+
 def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str, Array]]:
     try:
         meta = json.loads(head)
@@ -136,10 +191,12 @@ def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str,
         if dtype.kind not in _ALLOWED_KINDS:
             raise ProtocolError(f"array {item['name']!r} has forbidden dtype {dtype}")
         start, size = int(item["offset"]), int(item["size"])
-        if start + size > len(payload):
+        if start < 0 or size < 0 or start + size > len(payload):
             raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
         flat = np.frombuffer(payload[start : start + size], dtype=dtype)
-        arrays[item["name"]] = flat.reshape(tuple(item["shape"])).astype(dtype.newbyteorder("="))
+        array = flat.reshape(tuple(item["shape"]))
+        # In place where it can be (native byte order, a writable buffer); else a copy.
+        arrays[item["name"]] = array.astype(dtype.newbyteorder("="), copy=payload.readonly)
     header = meta.get("header")
     if not isinstance(header, dict):
         raise ProtocolError("message header is not an object")
