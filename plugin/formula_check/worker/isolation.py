@@ -43,13 +43,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from .. import wire
 from ..messages import CheckEnded, CheckReply, CheckRequest, Ending, SnippetFailed
 from ..model import Array
 from .faults import internal_error
 from .reaping import become_subreaper, die_with_parent, end_children
+from .unshared import Unshared
 
 _notes: int | None = None
 """In a check's process: where :func:`note_written` tells the warm worker what it wrote."""
@@ -160,6 +159,8 @@ class CheckProcesses:
         self.spare: _Process | None = None
         self.done: _Process | None = None
         """The last check's process: answered and killed, not yet reaped (:meth:`tidy`)."""
+        self.answers = Unshared()
+        """Where each answer is read (:mod:`.unshared`): passed on before the next is read."""
 
     def run(
         self,
@@ -195,7 +196,7 @@ class CheckProcesses:
         try:
             process.send(wire.encode(request.encode(), arrays) if encoded is None else encoded)
             self.spare = self._fork()  # the next check's, made ready while this one runs
-            message, why = _read_answer(process, time_limit, interrupts)
+            message, why = _read_answer(process, time_limit, interrupts, self.answers)
         except OSError:  # it died before it took the request
             pass
         with contextlib.suppress(OSError):
@@ -331,17 +332,20 @@ def _read_answer(
     process: _Process,
     time_limit: float | None,
     interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None,
+    room: Unshared | None = None,
 ) -> tuple[memoryview | None, str]:
     """The check's whole answer, or None and why not (``timeout``, ``cancelled`` or
     ``ended``). Ends when the message is complete, not at end of file: a process the snippet
     started may hold the pipe. Meanwhile what the check says it wrote is read as it comes.
 
-    Never read past the message, and the buffer read into is the answer passed on: an answer
-    of megabytes (weights read back) is not copied again at its end. The buffer grows as the
-    bytes come, never to the length the prefix claims: the snippet can write to the pipe
-    too, and claim any length."""
+    Never read past the message, and the buffer read into (``room``'s, kept from one answer
+    to the next; a new one without) is the answer passed on: an answer of megabytes
+    (weights read back) is not copied again at its end. The buffer grows as the bytes come,
+    never to the length the prefix claims: the snippet can write to the pipe too, and claim
+    any length."""
+    room = Unshared() if room is None else room
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    data = np.empty(wire.PREFIX_SIZE, np.uint8)  # not zeroed: only what is read is kept
+    data = room.room(wire.PREFIX_SIZE)
     got = 0
     expected = wire.PREFIX_SIZE  # until the prefix says the whole length
     watched = [process.answers, process.notes] + ([interrupts[0]] if interrupts else [])
@@ -361,19 +365,17 @@ def _read_answer(
         if process.answers not in ready:
             continue
         if got == len(data):  # twice the room, up to the whole message: no more than came
-            # In place (realloc: a large buffer's pages are moved, not copied); no view of it
-            # is held meanwhile
-            data.resize(min(expected, max(2 * got, _FIRST_READ)), refcheck=False)
-        count = os.readv(process.answers, [data[got:].data])
+            data = room.room(min(expected, max(2 * got, _FIRST_READ)), keep=got)
+        count = os.readv(process.answers, [data[got:]])
         if not count:
             return None, "ended"
         got += count
         if got == wire.PREFIX_SIZE == expected:
             try:
-                expected = wire.message_length(data.tobytes())
+                expected = wire.message_length(bytes(data))
             except wire.ProtocolError:
                 return None, "ended"
-    return data.data, ""
+    return data, ""
 
 
 _FIRST_READ = 1 << 16
