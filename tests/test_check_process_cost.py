@@ -318,3 +318,36 @@ def test_the_zygote_freezes_what_it_imported_out_of_the_collector() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "0", "True"]
+
+
+class Variable:
+    """What :func:`.layer_weights.perturb` uses of a TensorFlow variable."""
+
+    def __init__(self, value: np.ndarray[Any, Any]) -> None:
+        self.value = value
+
+    def numpy(self) -> np.ndarray[Any, Any]:
+        return self.value.copy()
+
+    def assign(self, value: np.ndarray[Any, Any]) -> None:
+        self.value = np.array(value)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_weights_are_moved_by_the_same_bits_as_before(dtype: Any) -> None:
+    """The perturbation made in one array in place is, bit for bit, ``current + 0.1 * noise``
+    as it was made with three: a check's weights, and so its verdict, are those they were."""
+    from formula_check.worker import layer_weights
+
+    start = [
+        np.random.default_rng(i).standard_normal(shape).astype(dtype)
+        for i, shape in enumerate([(64, 32), (32,), ()])
+    ]
+    variables = [Variable(value.copy()) for value in start]
+    layer_weights.perturb(variables, seed=11)
+    rng = np.random.default_rng(11 + 7919)
+    for variable, value in zip(variables, start, strict=True):
+        expected = value + 0.1 * rng.standard_normal(value.shape).astype(value.dtype)
+        assert variable.value.dtype == expected.dtype
+        assert variable.value.tobytes() == expected.tobytes()
+        assert not np.array_equal(variable.value, value)
