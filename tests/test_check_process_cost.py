@@ -133,6 +133,11 @@ def test_a_message_read_from_a_stream_arrives_whole_arrays_writable(kind: str) -
     assert header == {"n": 1}
     same(arrays, ARRAYS)
     assert all(array.flags.writeable for array in arrays.values())
+    # each read into an array of its own: keeping one keeps no other, nor the message
+    listed = list(arrays.values())
+    for index, array in enumerate(listed):
+        assert not any(np.shares_memory(array, other) for other in listed[index + 1 :])
+        assert array.base is None or array.base.nbytes == array.nbytes
     assert wire.read_message(stream) == ({"n": 2}, {})
     with pytest.raises(EOFError):
         wire.read_message(stream)
@@ -158,6 +163,41 @@ def test_a_message_cut_short_or_lying_about_its_arrays_is_refused() -> None:
             wire.decode(forged({**honest, **lie}, bytes(32)))
     with pytest.raises(wire.ProtocolError, match="forbidden dtype"):
         wire.decode(forged({**honest, "dtype": "O"}, bytes(32)))
+
+
+def laid_out(items: list[dict[str, Any]], payload: bytes) -> bytes:
+    head = json.dumps({"header": {"n": 5}, "arrays": items}).encode()
+    return struct.pack("<4sHQQ", wire.MAGIC, wire.VERSION, len(head), len(payload)) + head + payload
+
+
+def test_arrays_laid_out_in_any_order_are_read_the_same_from_a_stream() -> None:
+    """Arrays are encoded one after the other; a message that lays them out otherwise (the second
+    first, one read twice) is read whole and its arrays copied out, the same as decoded."""
+    a, b = np.arange(4, dtype="<f4"), np.arange(3, dtype="<i8") - 9
+    items = [
+        {"name": "a", "dtype": "f4", "shape": [4], "offset": 24, "size": 16},
+        {"name": "b", "dtype": "i8", "shape": [3], "offset": 0, "size": 24},
+        {"name": "again", "dtype": "f4", "shape": [2, 2], "offset": 24, "size": 16},
+    ]
+    message = laid_out(items, b.tobytes() + a.tobytes())
+    for header, arrays in (wire.read_message(io.BytesIO(message)), wire.decode(message)):
+        assert header == {"n": 5}
+        same(arrays, {"a": a, "b": b, "again": a.reshape(2, 2)})
+        arrays["a"][0] = 7.0
+        assert arrays["again"][0, 0] == 0.0  # its own copy
+
+
+@pytest.mark.parametrize(
+    "lie",
+    [{"shape": [5]}, {"shape": [-4]}, {"dtype": "U1"}, {"dtype": "no such"}, {"size": 12}],
+)
+def test_an_array_whose_shape_dtype_and_size_disagree_is_refused(lie: dict[str, Any]) -> None:
+    item = {"name": "a", "dtype": "f4", "shape": [4], "offset": 0, "size": 16, **lie}
+    message = laid_out([item], bytes(16))
+    with pytest.raises(wire.ProtocolError):
+        wire.read_message(io.BytesIO(message))
+    with pytest.raises(wire.ProtocolError):
+        wire.decode(bytearray(message))
 
 
 def test_a_room_keeps_what_was_read_as_it_grows() -> None:

@@ -15,6 +15,7 @@ from an older checker, a cache file written by one).
 from __future__ import annotations
 
 import json
+import math
 import struct
 from collections.abc import Mapping
 from typing import IO, Any
@@ -117,12 +118,29 @@ def write_message(
 
 def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], dict[str, Array]]:
     """Read exactly one message; :class:`EOFError` if the stream closed before one began.
-    Its arrays are views of the one buffer it is read into (see :func:`decode`)."""
+    Each array is read straight into an array of its own (no buffer of the whole message
+    to copy them out of, nor to keep alive while one of them is)."""
     prefix = _read_exact(stream, _PREFIX.size, allow_eof=True)
-    message = unfilled(message_length(prefix))
-    message[: _PREFIX.size] = prefix
-    _read_into(stream, message[_PREFIX.size :])
-    return decode(message)
+    head_len, payload_len = _check_prefix(prefix)
+    header, items = _parse(_read_exact(stream, head_len))
+    spans = [_span(item, payload_len) for item in items]
+    ends = [0] + [start + size for start, size in spans]
+    if any(start < end for (start, _), end in zip(spans, ends, strict=False)):
+        # Not laid out one after the other, as encode lays them out: read whole, copied out
+        payload = bytearray(payload_len)
+        _read_into(stream, memoryview(payload))
+        return header, _arrays(items, memoryview(payload), copy=True)
+    arrays: dict[str, Array] = {}
+    at = 0
+    for item, (start, size) in zip(items, spans, strict=True):
+        _read_exact(stream, start - at)  # the padding before it
+        array = np.empty(_shape(item, size), _dtype(item))
+        if size:
+            _read_into(stream, array.reshape(-1).view(np.uint8).data)
+        arrays[item["name"]] = array.astype(array.dtype.newbyteorder("="), copy=False)
+        at = start + size
+    _read_exact(stream, payload_len - at)
+    return header, arrays
 
 
 def unfilled(size: int) -> memoryview:
@@ -181,23 +199,62 @@ def _read_into(stream: IO[bytes], view: memoryview) -> None:
 
 
 def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str, Array]]:
+    header, items = _parse(head)
+    # In place where it can be (a writable buffer); else a copy.
+    return header, _arrays(items, payload, copy=payload.readonly)
+
+
+def _parse(head: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A message's header, and what it says of each array."""
     try:
         meta = json.loads(head)
     except ValueError as exc:
         raise ProtocolError(f"unreadable message header: {exc}") from exc
-    arrays: dict[str, Array] = {}
-    for item in meta.get("arrays", []):
-        dtype = np.dtype(item["dtype"]).newbyteorder("<")
-        if dtype.kind not in _ALLOWED_KINDS:
-            raise ProtocolError(f"array {item['name']!r} has forbidden dtype {dtype}")
-        start, size = int(item["offset"]), int(item["size"])
-        if start < 0 or size < 0 or start + size > len(payload):
-            raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
-        flat = np.frombuffer(payload[start : start + size], dtype=dtype)
-        array = flat.reshape(tuple(item["shape"]))
-        # In place where it can be (native byte order, a writable buffer); else a copy.
-        arrays[item["name"]] = array.astype(dtype.newbyteorder("="), copy=payload.readonly)
-    header = meta.get("header")
+    header = meta.get("header") if isinstance(meta, dict) else None
     if not isinstance(header, dict):
         raise ProtocolError("message header is not an object")
-    return header, arrays
+    items = meta.get("arrays", [])
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ProtocolError("message arrays are not a list of objects")
+    for item in items:
+        dtype = _dtype(item)
+        if dtype.kind not in _ALLOWED_KINDS:
+            raise ProtocolError(f"array {item.get('name')!r} has forbidden dtype {dtype}")
+    return header, items
+
+
+def _dtype(item: Mapping[str, Any]) -> np.dtype[Any]:
+    try:
+        dtype: np.dtype[Any] = np.dtype(item["dtype"]).newbyteorder("<")
+    except (KeyError, TypeError) as exc:
+        raise ProtocolError(f"array {item.get('name')!r} has no dtype: {exc}") from exc
+    return dtype
+
+
+def _span(item: Mapping[str, Any], payload_len: int) -> tuple[int, int]:
+    """Where the array ``item`` describes lies in a payload of ``payload_len`` bytes."""
+    start, size = int(item["offset"]), int(item["size"])
+    if start < 0 or size < 0 or start + size > payload_len:
+        raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
+    return start, size
+
+
+def _shape(item: Mapping[str, Any], size: int) -> tuple[int, ...]:
+    """The shape ``item`` says its array has, if that fills ``size`` bytes."""
+    shape = tuple(int(n) for n in item["shape"])
+    itemsize = _dtype(item).itemsize
+    if any(n < 0 for n in shape) or math.prod(shape) * itemsize != size:
+        raise ProtocolError(f"array {item['name']!r} of {size} bytes is not {shape}")
+    return shape
+
+
+def _arrays(items: list[dict[str, Any]], payload: memoryview, *, copy: bool) -> dict[str, Array]:
+    """The arrays ``items`` describe in ``payload``: views of it, or (``copy``) copies."""
+    arrays: dict[str, Array] = {}
+    for item in items:
+        start, size = _span(item, len(payload))
+        dtype = _dtype(item)
+        flat = np.frombuffer(payload[start : start + size], dtype=dtype)
+        array = flat.reshape(_shape(item, size))
+        arrays[item["name"]] = array.astype(dtype.newbyteorder("="), copy=copy)
+    return arrays
