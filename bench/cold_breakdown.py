@@ -113,7 +113,8 @@ def account_into(log: str) -> None:
     def serving(*args: Any) -> Any:
         global _ROLE  # noqa: PLW0603
         _ROLE = "zygote"  # TensorFlow and the package are imported by now
-        _record(event="imported", cpu=_cpu(), threads=_threads())
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        _record(event="imported", cpu=_cpu(), threads=_threads(), faults=faults)
         atexit.register(lambda: _record(event="exit", cpu=_cpu(), children=_children_cpu()))
         return serve_client(*args)
 
@@ -138,7 +139,8 @@ def _waiting(pid: int, options: int) -> tuple[int, int]:
     """``os.waitpid``, recording the CPU of the child it reaps."""
     got, status, usage = os.wait4(pid, options)
     if got:
-        _record(event="reaped", child=got, cpu=usage.ru_utime + usage.ru_stime)
+        cpu = usage.ru_utime + usage.ru_stime
+        _record(event="reaped", child=got, cpu=cpu, sys=usage.ru_stime, faults=usage.ru_minflt)
     return got, status
 
 
@@ -250,6 +252,7 @@ def print_account(log: Path, children_cpu: float) -> None:
     ]
     for name, cpu in rows:
         print(f"  {name:<52}{cpu:7.2f}")
+    print_faults(by, answered)
     phases: dict[str, list[float]] = collections.defaultdict(list)
     threads: dict[str, list[float]] = collections.defaultdict(list)
     most: collections.Counter[str] = collections.Counter()
@@ -277,6 +280,31 @@ def print_account(log: Path, children_cpu: float) -> None:
         print(f"  {record['role']} threads (CPU s) after {record['event']}: {busy}")
 
 
+def print_faults(by: dict[tuple[str, str], list[dict[str, Any]]], answered: set[int]) -> None:
+    """Minor page faults and system CPU of each kind of process (as its parent reaped it,
+    less what it reaped of its own): copies of inherited pages, and memory touched first."""
+    reaped = {role: {r["child"]: r for r in by[(role, "reaped")]} for role in ("zygote", "worker")}
+    checks = reaped["worker"]
+    imported = sum(r.get("faults", 0) for r in by[("zygote", "imported")])
+    print("\n  minor page faults, system CPU                      faults    sys s")
+    print(f"    {'zygote: importing':<48}{imported:10d}")
+    for pid, record in reaped["zygote"].items():
+        mine = [r for r in checks.values() if r["pid"] == pid and "faults" in r]
+        faults = record.get("faults", 0) - sum(r["faults"] for r in mine)
+        system = record.get("sys", 0.0) - sum(r.get("sys", 0.0) for r in mine)
+        print(f"    {f'warm worker {pid} (without its checks)':<48}{faults:10d}{system:9.2f}")
+    kept = [r for pid, r in checks.items() if pid in answered and "faults" in r]
+    if kept:
+        faults = sorted(r["faults"] for r in kept)
+        system = sum(r.get("sys", 0.0) for r in kept)
+        print(
+            f"    {f'check processes that answered ({len(kept)})':<48}{sum(faults):10d}"
+            f"{system:9.2f}"
+        )
+        mean = sum(faults) / len(faults)
+        print(f"      each: median {faults[len(faults) // 2]}, mean {mean:.0f}, most {faults[-1]}")
+
+
 def timed(spent: Spent, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     """``function``, adding its wall and thread-CPU seconds to ``spent[name]``."""
 
@@ -296,11 +324,12 @@ def timed(spent: Spent, name: str, function: Callable[..., Any]) -> Callable[...
 
 def instrument(spent: Spent, worker: Spent, engines: list[Any]) -> None:
     """Put the timers in place (this process only)."""
-    from formula_check import cache, engine, judge, pages
+    from formula_check import cache, engine, judge, pages, planning
     from formula_check.render import card, figure_cache
     from formula_check.worker import pool
 
-    engine.plan_check = timed(spent, "planning (inputs, weights, masks)", engine.plan_check)
+    # The engine imports these when it first checks a block: wrapped where they are defined
+    planning.plan_check = timed(spent, "planning (inputs, weights, masks)", planning.plan_check)
     pages._page_block = timed(spent, "reading blocks (fences, options)", pages._page_block)
     judge.rounding_samples = timed(
         spent, "oracle in float32 (the tolerance's samples)", judge.rounding_samples

@@ -15,6 +15,7 @@ from an older checker, a cache file written by one).
 from __future__ import annotations
 
 import json
+import math
 import struct
 from collections.abc import Mapping
 from typing import IO, Any
@@ -41,16 +42,40 @@ class ProtocolError(Exception):
     header that does not fit its type."""
 
 
+ALIGNMENT = 64
+"""Where the arrays of a message start: the payload at a multiple of this from the message's
+first byte (the header padded with spaces, which JSON ignores), each array at a multiple of
+this within it. A message read into a buffer of its own gives arrays aligned as NumPy and
+TensorFlow's kernels want them, read in place rather than copied out (:func:`decode`)."""
+
+Buffer = bytes | bytearray | memoryview
+"""A part of an encoded message, to be written as it is (:func:`encode_parts`)."""
+
+
 def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None) -> bytes:
     """Serialise ``header`` (JSON-able) and named numeric ``arrays`` into one message."""
+    return b"".join(encode_parts(header, arrays))
+
+
+def encode_parts(
+    header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None
+) -> list[Buffer]:
+    """:func:`encode`'s message as the parts it is made of, in order: the prefix and header,
+    then each array's own bytes (a view of it, not a copy) and the padding between them.
+    Written one after the other, they are the message; nothing is copied to make it."""
     described: list[dict[str, Any]] = []
-    chunks: list[bytes] = []
+    parts: list[Buffer] = []
     offset = 0
     for name, value in (arrays or {}).items():
         array = np.asarray(value, order="C")  # ascontiguousarray would make 0-d arrays 1-d
         if array.dtype.kind not in _ALLOWED_KINDS:
             raise ProtocolError(f"array {name!r} has unsupported dtype {array.dtype}")
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        data = little.reshape(-1).view(np.uint8).data
+        if offset % ALIGNMENT:
+            pad = -offset % ALIGNMENT
+            parts.append(bytes(pad))
+            offset += pad
         described.append(
             {
                 "name": name,
@@ -60,37 +85,68 @@ def encode(header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None)
                 "size": len(data),
             }
         )
-        chunks.append(data)
+        parts.append(data)
         offset += len(data)
     head = json.dumps({"header": header, "arrays": described}, separators=(",", ":")).encode()
-    return _PREFIX.pack(MAGIC, VERSION, len(head), offset) + head + b"".join(chunks)
+    head += b" " * (-(_PREFIX.size + len(head)) % ALIGNMENT)
+    return [_PREFIX.pack(MAGIC, VERSION, len(head), offset) + head, *parts]
 
 
-def decode(message: bytes) -> tuple[dict[str, Any], dict[str, Array]]:
-    """Parse a whole message produced by :func:`encode`."""
-    head_len, payload_len = _check_prefix(message[: _PREFIX.size])
+def decode(message: Buffer) -> tuple[dict[str, Any], dict[str, Array]]:
+    """Parse a whole message produced by :func:`encode`. The arrays of a message in a
+    writable buffer (a ``bytearray``, as :func:`read_message` reads one into) are views of
+    it, not copies: each its own bytes of it, writable, and keeping the buffer alive. Those
+    of a message in ``bytes`` are copies, writable as any array the caller owns."""
+    view = memoryview(message).cast("B")
+    head_len, payload_len = _check_prefix(bytes(view[: _PREFIX.size]))
     expected = _PREFIX.size + head_len + payload_len
-    if len(message) != expected:
-        raise ProtocolError(f"message is {len(message)} bytes, expected {expected}")
-    head = message[_PREFIX.size : _PREFIX.size + head_len]
-    return _unpack(head, memoryview(message)[_PREFIX.size + head_len :])
+    if len(view) != expected:
+        raise ProtocolError(f"message is {len(view)} bytes, expected {expected}")
+    head = view[_PREFIX.size : _PREFIX.size + head_len]
+    return _unpack(bytes(head), view[_PREFIX.size + head_len :])
 
 
 def write_message(
     stream: IO[bytes], header: Mapping[str, Any], arrays: Mapping[str, Array] | None = None
 ) -> None:
-    """Write one message and flush."""
-    stream.write(encode(header, arrays))
+    """Write one message and flush (its arrays written from where they are, not joined into
+    a copy first)."""
+    for part in encode_parts(header, arrays):
+        stream.write(part)
     stream.flush()
 
 
 def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], dict[str, Array]]:
-    """Read exactly one message; :class:`EOFError` if the stream closed before one began."""
+    """Read exactly one message; :class:`EOFError` if the stream closed before one began.
+    Each array is read straight into an array of its own (no buffer of the whole message
+    to copy them out of, nor to keep alive while one of them is)."""
     prefix = _read_exact(stream, _PREFIX.size, allow_eof=True)
     head_len, payload_len = _check_prefix(prefix)
-    head = _read_exact(stream, head_len)
-    payload = _read_exact(stream, payload_len)
-    return _unpack(head, memoryview(payload))
+    header, items = _parse(_read_exact(stream, head_len))
+    spans = [_span(item, payload_len) for item in items]
+    ends = [0] + [start + size for start, size in spans]
+    if any(start < end for (start, _), end in zip(spans, ends, strict=False)):
+        # Not laid out one after the other, as encode lays them out: read whole, copied out
+        payload = bytearray(payload_len)
+        _read_into(stream, memoryview(payload))
+        return header, _arrays(items, memoryview(payload), copy=True)
+    arrays: dict[str, Array] = {}
+    at = 0
+    for item, (start, size) in zip(items, spans, strict=True):
+        _read_exact(stream, start - at)  # the padding before it
+        array = np.empty(_shape(item, size), _dtype(item))
+        if size:
+            _read_into(stream, array.reshape(-1).view(np.uint8).data)
+        arrays[item["name"]] = array.astype(array.dtype.newbyteorder("="), copy=False)
+        at = start + size
+    _read_exact(stream, payload_len - at)
+    return header, arrays
+
+
+def unfilled(size: int) -> memoryview:
+    """A writable buffer of ``size`` bytes, not zeroed first (the read into it fills it, and
+    touches each page once)."""
+    return np.empty(size, np.uint8).data
 
 
 def message_length(prefix: bytes) -> int:
@@ -125,22 +181,80 @@ def _read_exact(stream: IO[bytes], size: int, *, allow_eof: bool = False) -> byt
     return b"".join(chunks)
 
 
+def _read_into(stream: IO[bytes], view: memoryview) -> None:
+    """Fill ``view`` from ``stream`` (read straight into it where the stream can)."""
+    readinto = getattr(stream, "readinto", None)
+    got = 0
+    while got < len(view):
+        if readinto is not None:
+            count = readinto(view[got:])
+        else:
+            chunk = stream.read(len(view) - got)
+            count = len(chunk)
+            view[got : got + count] = chunk
+        if not count:
+            missing = len(view) - got
+            raise ProtocolError(f"stream closed {missing} bytes before the end of a message")
+        got += count
+
+
 def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str, Array]]:
+    header, items = _parse(head)
+    # In place where it can be (a writable buffer); else a copy.
+    return header, _arrays(items, payload, copy=payload.readonly)
+
+
+def _parse(head: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A message's header, and what it says of each array."""
     try:
         meta = json.loads(head)
     except ValueError as exc:
         raise ProtocolError(f"unreadable message header: {exc}") from exc
-    arrays: dict[str, Array] = {}
-    for item in meta.get("arrays", []):
-        dtype = np.dtype(item["dtype"]).newbyteorder("<")
-        if dtype.kind not in _ALLOWED_KINDS:
-            raise ProtocolError(f"array {item['name']!r} has forbidden dtype {dtype}")
-        start, size = int(item["offset"]), int(item["size"])
-        if start + size > len(payload):
-            raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
-        flat = np.frombuffer(payload[start : start + size], dtype=dtype)
-        arrays[item["name"]] = flat.reshape(tuple(item["shape"])).astype(dtype.newbyteorder("="))
-    header = meta.get("header")
+    header = meta.get("header") if isinstance(meta, dict) else None
     if not isinstance(header, dict):
         raise ProtocolError("message header is not an object")
-    return header, arrays
+    items = meta.get("arrays", [])
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ProtocolError("message arrays are not a list of objects")
+    for item in items:
+        dtype = _dtype(item)
+        if dtype.kind not in _ALLOWED_KINDS:
+            raise ProtocolError(f"array {item.get('name')!r} has forbidden dtype {dtype}")
+    return header, items
+
+
+def _dtype(item: Mapping[str, Any]) -> np.dtype[Any]:
+    try:
+        dtype: np.dtype[Any] = np.dtype(item["dtype"]).newbyteorder("<")
+    except (KeyError, TypeError) as exc:
+        raise ProtocolError(f"array {item.get('name')!r} has no dtype: {exc}") from exc
+    return dtype
+
+
+def _span(item: Mapping[str, Any], payload_len: int) -> tuple[int, int]:
+    """Where the array ``item`` describes lies in a payload of ``payload_len`` bytes."""
+    start, size = int(item["offset"]), int(item["size"])
+    if start < 0 or size < 0 or start + size > payload_len:
+        raise ProtocolError(f"array {item['name']!r} runs past the end of the message")
+    return start, size
+
+
+def _shape(item: Mapping[str, Any], size: int) -> tuple[int, ...]:
+    """The shape ``item`` says its array has, if that fills ``size`` bytes."""
+    shape = tuple(int(n) for n in item["shape"])
+    itemsize = _dtype(item).itemsize
+    if any(n < 0 for n in shape) or math.prod(shape) * itemsize != size:
+        raise ProtocolError(f"array {item['name']!r} of {size} bytes is not {shape}")
+    return shape
+
+
+def _arrays(items: list[dict[str, Any]], payload: memoryview, *, copy: bool) -> dict[str, Array]:
+    """The arrays ``items`` describe in ``payload``: views of it, or (``copy``) copies."""
+    arrays: dict[str, Array] = {}
+    for item in items:
+        start, size = _span(item, len(payload))
+        dtype = _dtype(item)
+        flat = np.frombuffer(payload[start : start + size], dtype=dtype)
+        array = flat.reshape(_shape(item, size))
+        arrays[item["name"]] = array.astype(dtype.newbyteorder("="), copy=copy)
+    return arrays

@@ -30,6 +30,7 @@ from ..messages import Cancel, CheckRequest, Hello, RunningOn, Shutdown, decode_
 from ..model import Array
 from . import isolation
 from .faults import internal_error
+from .unshared import Unshared
 
 Answerer = Callable[[CheckRequest, dict[str, Array]], isolation.Message]
 """Answers one check request with a whole encoded message."""
@@ -137,13 +138,15 @@ def forward(
     after: Callable[[], object] = lambda: None,
 ) -> int:
     """:func:`serve`, handing ``answer`` each request also as it came, to be sent on."""
+    kept = Unshared()  # each request read into the same pages, which no check inherits
     while True:
         try:
-            encoded = read_whole(requests)
+            encoded = read_whole(requests, kept)
         except EOFError:
             return 0
-        # wire reads a bytearray as it reads bytes (slices, memoryview, JSON): no copy made
-        header, arrays = wire.decode(cast("bytes", encoded))
+        # its arrays are views of the bytearray read (wire.decode): none copied, none used
+        # here, where the request is sent on as it came
+        header, arrays = wire.decode(encoded)
         try:
             request = decode_request(header)
             if isinstance(request, Shutdown):
@@ -159,34 +162,35 @@ def forward(
         after()
 
 
-def read_whole(stream: IO[bytes]) -> bytearray:
-    """One whole message, read into one buffer of its length (a request may carry megabytes
-    of weights: read once, never joined from chunks). :class:`EOFError` if the stream closed
-    before one began; :class:`~..wire.ProtocolError` if it is not a message, or closed
-    half-way."""
+def read_whole(stream: IO[bytes], into: Unshared | None = None) -> memoryview:
+    """One whole message, read into one writable buffer of its length (a request may carry
+    megabytes of weights: read once, never joined from chunks, nor zeroed before it is read
+    into): ``into``'s, where given (overwritten by the next message read into it), else a
+    new one. :class:`EOFError` if the stream closed before one began;
+    :class:`~..wire.ProtocolError` if it is not a message, or closed half-way."""
     prefix = bytearray(wire.PREFIX_SIZE)
-    got = _fill(stream, prefix, 0)
+    got = _fill(stream, memoryview(prefix), 0)
     if got == 0:
         raise EOFError("stream closed")
     if got < len(prefix):
         raise wire.ProtocolError("truncated message prefix")
-    message = bytearray(wire.message_length(bytes(prefix)))
+    size = wire.message_length(bytes(prefix))
+    message = wire.unfilled(size) if into is None else into.room(size)
     message[:got] = prefix
     if _fill(stream, message, got) < len(message):
         raise wire.ProtocolError("stream closed before the end of a message")
     return message
 
 
-def _fill(stream: IO[bytes], buffer: bytearray, start: int) -> int:
+def _fill(stream: IO[bytes], buffer: memoryview, start: int) -> int:
     """Fill ``buffer`` from ``start`` on, until it is full or the stream ends; where it
     got to."""
     reader = cast("io.RawIOBase", stream)  # files and sockets read into a buffer
-    with memoryview(buffer) as view:
-        while start < len(buffer):
-            count = reader.readinto(view[start:])
-            if not count:
-                break
-            start += count
+    while start < len(buffer):
+        count = reader.readinto(buffer[start:])
+        if not count:
+            break
+        start += count
     return start
 
 

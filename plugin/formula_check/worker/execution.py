@@ -26,7 +26,7 @@ from . import isolation, reaping, warming
 from .one_check import check
 from .paths import SCRATCH_PREFIX
 from .snippet_failure import SnippetRaised
-from .snippet_module import WorkerState
+from .snippet_module import WorkerState, mark_modules
 
 __all__ = [
     "SnippetRaised",
@@ -66,6 +66,7 @@ def begin(root: Path, scratch: str | None = None) -> tuple[WorkerState, Hello]:
         isolation.prepare_warm_worker()
         warmed_up = warm_up(session)
     hello = describe_environment(gpu=gpu)
+    mark_modules(session)
     isolation.ready_to_fork()
     return session, dataclasses.replace(hello, warmed_up=warmed_up, scratch=scratch)
 

@@ -48,6 +48,7 @@ from ..messages import CheckEnded, CheckReply, CheckRequest, Ending, SnippetFail
 from ..model import Array
 from .faults import internal_error
 from .reaping import become_subreaper, die_with_parent, end_children
+from .unshared import Unshared
 
 _notes: int | None = None
 """In a check's process: where :func:`note_written` tells the warm worker what it wrote."""
@@ -55,7 +56,7 @@ _notes: int | None = None
 _ENDINGS: dict[str, Ending] = {"timeout": "timeout", "cancelled": "cancelled"}
 """How a check that gave no answer ended, by why :func:`_read_answer` stopped reading."""
 
-Message = bytes | bytearray
+Message = bytes | bytearray | memoryview
 """An encoded message (:mod:`..wire`), as read or to be written."""
 
 Handler = Callable[
@@ -158,6 +159,8 @@ class CheckProcesses:
         self.spare: _Process | None = None
         self.done: _Process | None = None
         """The last check's process: answered and killed, not yet reaped (:meth:`tidy`)."""
+        self.answers = Unshared()
+        """Where each answer is read (:mod:`.unshared`): passed on before the next is read."""
 
     def run(
         self,
@@ -193,7 +196,7 @@ class CheckProcesses:
         try:
             process.send(wire.encode(request.encode(), arrays) if encoded is None else encoded)
             self.spare = self._fork()  # the next check's, made ready while this one runs
-            message, why = _read_answer(process, time_limit, interrupts)
+            message, why = _read_answer(process, time_limit, interrupts, self.answers)
         except OSError:  # it died before it took the request
             pass
         with contextlib.suppress(OSError):
@@ -267,10 +270,12 @@ class CheckProcesses:
             tempfile.tempdir = folder
             try:
                 reply, out = self.handle(CheckRequest.decode(header), arrays)
-                message = wire.encode(reply.encode(), out)
+                # Its arrays written from where they are: no copy of megabytes of outputs
+                # and weights made only to be written and dropped
+                message = wire.encode_parts(reply.encode(), out)
             except Exception as exc:  # the checker's own fault: said as such
-                message = wire.encode(internal_error(exc).encode())
-            _write_all(answers, message)
+                message = wire.encode_parts(internal_error(exc).encode())
+            _write_all(answers, *message)
         except BaseException:  # nothing may unwind into the warm worker's code in this process
             code = 70
             with contextlib.suppress(BaseException):
@@ -314,10 +319,10 @@ class _Process:
         self.requests = self.answers = self.notes = -1
 
 
-def _write_all(fd: int, *parts: Message) -> None:
+def _write_all(fd: int, *parts: wire.Buffer) -> None:
     """Write ``parts`` one after the other (none joined into a copy), then close ``fd``."""
     for part in parts:
-        view = memoryview(part)
+        view = memoryview(part).cast("B")
         while view:
             view = view[os.write(fd, view) :]
     os.close(fd)
@@ -327,20 +332,24 @@ def _read_answer(
     process: _Process,
     time_limit: float | None,
     interrupts: tuple[int, Callable[[], bool], Callable[[], None]] | None,
-) -> tuple[bytearray | None, str]:
+    room: Unshared | None = None,
+) -> tuple[memoryview | None, str]:
     """The check's whole answer, or None and why not (``timeout``, ``cancelled`` or
     ``ended``). Ends when the message is complete, not at end of file: a process the snippet
     started may hold the pipe. Meanwhile what the check says it wrote is read as it comes.
 
-    Never read past the message, and the buffer read into is the answer passed on: an answer
-    of megabytes (weights read back) is not copied again at its end. The buffer grows as the
-    bytes come, never to the length the prefix claims: the snippet can write to the pipe
-    too, and claim any length."""
+    Never read past the message, and the buffer read into (``room``'s, kept from one answer
+    to the next; a new one without) is the answer passed on: an answer of megabytes
+    (weights read back) is not copied again at its end. The buffer grows as the bytes come,
+    never to the length the prefix claims: the snippet can write to the pipe too, and claim
+    any length."""
+    room = Unshared() if room is None else room
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    data = bytearray()
+    data = room.room(wire.PREFIX_SIZE)
+    got = 0
     expected = wire.PREFIX_SIZE  # until the prefix says the whole length
     watched = [process.answers, process.notes] + ([interrupts[0]] if interrupts else [])
-    while len(data) < expected:
+    while got < expected:
         wait = None if deadline is None else deadline - time.monotonic()
         if wait is not None and wait <= 0:
             return None, "timeout"
@@ -355,16 +364,22 @@ def _read_answer(
                 interrupts[2]()
         if process.answers not in ready:
             continue
-        chunk = os.read(process.answers, min(expected - len(data), 1 << 20))
-        if not chunk:
+        if got == len(data):  # twice the room, up to the whole message: no more than came
+            data = room.room(min(expected, max(2 * got, _FIRST_READ)), keep=got)
+        count = os.readv(process.answers, [data[got:]])
+        if not count:
             return None, "ended"
-        data += chunk
-        if len(data) == wire.PREFIX_SIZE == expected:
+        got += count
+        if got == wire.PREFIX_SIZE == expected:
             try:
                 expected = wire.message_length(bytes(data))
             except wire.ProtocolError:
                 return None, "ended"
     return data, ""
+
+
+_FIRST_READ = 1 << 16
+"""Room for the first read of an answer past its prefix; doubled as the answer comes."""
 
 
 def _reap(pid: int) -> int | None:

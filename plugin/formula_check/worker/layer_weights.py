@@ -56,8 +56,10 @@ def perturb(variables: list[Any], seed: int) -> None:
     rng = np.random.default_rng(seed + 7919)
     for variable in variables:
         current = np.asarray(variable.numpy())
-        noise = 0.1 * rng.standard_normal(current.shape).astype(current.dtype)
-        variable.assign(current + noise)
+        noise = rng.standard_normal(current.shape).astype(current.dtype)
+        noise *= 0.1  # in place, as 0.1 * noise and current + noise: the same bits, in
+        noise += current  # one array instead of three
+        variable.assign(noise)
 
 
 def read_weights(layer: Any, mapping: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:

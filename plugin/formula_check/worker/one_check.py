@@ -20,7 +20,7 @@ from . import artifacts, isolation, layer_weights
 from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
 from .project_reads import READS, Reads, changed, folder_state
 from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
-from .snippet_module import WorkerState, forget_local_modules, load_entry
+from .snippet_module import WorkerState, forget_local_modules, load_entry, modules_now
 from .timing_runs import outputs, reply_arrays, returned_keys, time_all
 
 Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
@@ -31,7 +31,7 @@ def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Arra
     """Answer one check request: outputs, weights, timings; or the snippet's error."""
     session.counter += 1
     stdout = io.StringIO()
-    before = set(sys.modules)
+    before = modules_now(session)
     if str(session.root) not in sys.path:  # the project's own modules are importable
         sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(request.seed)

@@ -18,6 +18,26 @@ from typing import Any
 from ..messages import CheckRequest
 from .snippet_failure import phase
 
+_MARK = "formula_check.worker.snippet_module:modules_marked"
+"""The name of the empty module :func:`mark_modules` puts last in ``sys.modules``."""
+
+
+@dataclass(frozen=True)
+class Modules:
+    """The names in ``sys.modules`` at one moment (before a check), to tell which the check
+    added (:func:`modules_added`)."""
+
+    names: frozenset[str]
+    """Every name then; or, ``marked``, those when the warm worker placed its mark."""
+    since_mark: frozenset[str] = frozenset()
+    """With ``marked``: the names after the mark then (added since it was placed)."""
+    marked: bool = False
+    """Whether the mark (:func:`mark_modules`) was in place: the modules after it are new
+    since, a handful, found without touching the thousands before it."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names or name in self.since_mark
+
 
 @dataclass
 class WorkerState:
@@ -27,7 +47,55 @@ class WorkerState:
     counter: int = 0
     sources: dict[str, str] = field(default_factory=dict)
     """The file name each loaded snippet module was compiled under (its linecache entry)."""
-    baseline_modules: set[str] = field(default_factory=lambda: set(sys.modules))
+    marked: Modules | None = None
+    """The modules when the warm worker got ready to fork (:func:`mark_modules`)."""
+
+
+def mark_modules(session: WorkerState) -> None:
+    """In the warm worker, before it forks the checks' processes: its modules' names, once,
+    and a mark after them in ``sys.modules`` (which keeps its order). A check's process then
+    finds the modules a check added by looking at those after the mark, without making a set
+    of every name itself: that would write to every name's reference count, and so copy each
+    page that holds one from the warm worker into the check's process (thousands of names,
+    a thousand pages or more)."""
+    sys.modules.pop(_MARK, None)
+    session.marked = Modules(frozenset(sys.modules), marked=True)
+    sys.modules[_MARK] = types.ModuleType(_MARK)
+
+
+def modules_now(session: WorkerState) -> Modules:
+    """The modules now, before a check: the warm worker's names, and the few after its mark,
+    where the mark is in place; else every name."""
+    if session.marked is not None:
+        since = _after_mark()
+        if since is not None:
+            return Modules(session.marked.names, frozenset(since), marked=True)
+    return Modules(frozenset(sys.modules))
+
+
+def modules_added(before: Modules) -> list[str]:
+    """The names in ``sys.modules`` now that were not ``before``."""
+    since = _after_mark() if before.marked else None
+    if since is None:  # no mark, or it is gone (the check removed it): every name
+        since = [name for name in list(sys.modules) if name != _MARK]
+    return [name for name in since if name not in before]
+
+
+def _after_mark() -> list[str] | None:
+    """The names after the mark in ``sys.modules`` (which keeps the order names came in):
+    what was imported, or put there again, since it was placed; None without a mark, or
+    where the modules changed meanwhile (a thread of the check's importing)."""
+    if _MARK not in sys.modules:
+        return None
+    names: list[str] = []
+    try:
+        for name in reversed(sys.modules):
+            if name == _MARK:
+                return names
+            names.append(name)
+    except RuntimeError:  # changed size during the walk
+        return None
+    return None
 
 
 def load_entry(session: WorkerState, request: CheckRequest) -> Any:
@@ -89,12 +157,12 @@ def _traced(value: Any) -> Any:
 _AUTOGRAPH_MODULE = "__autograph_generated_file"
 
 
-def forget_local_modules(session: WorkerState, before: set[str]) -> list[str]:
+def forget_local_modules(session: WorkerState, before: Modules) -> list[str]:
     """Report project files imported by this check, then unload them so edits are seen;
     drop the modules AutoGraph generated for it, and their temporary files."""
     root = str(session.root) + os.sep
     files = []
-    for name in set(sys.modules) - before:
+    for name in modules_added(before):
         path = getattr(sys.modules.get(name), "__file__", None) or ""
         if name.startswith(_AUTOGRAPH_MODULE):
             # The file AutoGraph wrote the converted code to (the code stays loaded). The

@@ -40,6 +40,7 @@ every worker killed and reaped, their folders removed). Only the client talks to
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -66,6 +67,10 @@ def import_tensorflow() -> ZygoteHello:
     except ImportError as exc:
         return ZygoteHello(ok=False, error=str(exc))
     warnings.simplefilter("ignore")
+    # What the import made is kept out of the collector's way in every process forked from
+    # here: a collection in a worker would otherwise write to each object's header, and so
+    # copy every page of TensorFlow's Python heap into the worker (see isolation.ready_to_fork)
+    gc.freeze()
     return ZygoteHello(ok=True)
 
 
