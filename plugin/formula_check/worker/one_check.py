@@ -108,7 +108,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         # What the code prints is shown once, from the check; the same lines again from each
         # warm-up and repeat of every timing run would only bury it.
         with contextlib.redirect_stdout(io.StringIO()):
-            timings = time_all(entry, kind, request, arrays)
+            timings = time_all(entry, kind, request, arrays, runner)
         lap("timing")
     reply = CheckReply(
         kind=kind,
