@@ -216,9 +216,12 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "timing",
         timing,
         "repeats=7 warmup=2",
-        "Time the snippet (default: on, 1 warm-up, then 3 to 5 runs: fewer than 5 once "
-        "they add up to a quarter of a second; `repeats=N` is N runs), eagerly and under "
-        "`tf.function`; `off` skips it. Under `tf.function`, AutoGraph converts the snippet's"
+        "Time the snippet (default: on, 1 untimed warm-up run, then 3 to 5 timed runs: a 4th "
+        "and a 5th only while the runs so far disagree, their spread more than 5 % of their "
+        "median, and add up to less than a quarter of a second; `repeats=N` is exactly N runs; "
+        "the card shows the median and spread of the runs made, and their count), eagerly and "
+        "under `tf.function` (whose first call, the trace, is timed on its own, before its "
+        "warm-up); `off` skips it. Under `tf.function`, AutoGraph converts the snippet's"
         " `if` and `for` on tensors, as it would in your own module; code that cannot be "
         "traced (say, it calls `.numpy()`) keeps its eager timing and the card says why. The "
         "plugin option `timing: false` (or `--no-timing`) turns timing off for the whole "
