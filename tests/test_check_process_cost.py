@@ -25,6 +25,7 @@ from formula_check import wire
 from formula_check.messages import CheckReply
 from formula_check.worker import isolation, snippet_module
 from formula_check.worker.unshared import Unshared
+from test_worker_cpu import Trickle
 
 ARRAYS = {
     "flag": np.array([True, False, True]),
@@ -95,22 +96,6 @@ def test_arrays_of_a_read_only_message_are_copies_the_caller_owns() -> None:
     np.testing.assert_array_equal(arrays["w"], ARRAYS["w"] + 1.0)
 
 
-class Pieces(io.RawIOBase):
-    """A stream that gives at most ``step`` bytes a read, as a pipe or a socket may."""
-
-    def __init__(self, data: bytes, step: int) -> None:
-        self.data, self.step, self.at = data, step, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        chunk = self.data[self.at : self.at + min(self.step, len(buffer))]
-        buffer[: len(chunk)] = chunk
-        self.at += len(chunk)
-        return len(chunk)
-
-
 class ReadOnly:
     """A stream with ``read`` alone."""
 
@@ -125,9 +110,9 @@ class ReadOnly:
 def test_a_message_read_from_a_stream_arrives_whole_arrays_writable(kind: str) -> None:
     data = wire.encode({"n": 1}, ARRAYS) + wire.encode({"n": 2})
     stream: Any = {
-        "pieces": Pieces(data, 3),
+        "pieces": Trickle(data, 3),
         "read-only": ReadOnly(data),
-        "buffered": io.BufferedReader(Pieces(data, 1 << 20)),
+        "buffered": io.BufferedReader(Trickle(data, 1 << 20)),
     }[kind]
     header, arrays = wire.read_message(stream)
     assert header == {"n": 1}
