@@ -77,10 +77,10 @@ from review20_block import TransformerBlock
 N, D = 5, 8
 
 
-def block(tuned=0.0, **options):
+def block(d=D, h=2, ff=16, tuned=0.0, edit=None, **options):
     keras.utils.set_random_seed(7)
-    b = TransformerBlock(8, 2, 16, **options)
-    b(np.zeros((1, N, D), np.float32), np.zeros((1, 1, N, N), np.float32))
+    b = TransformerBlock(d, h, ff, **options)
+    b(np.zeros((1, N, d), np.float32), np.zeros((1, 1, N, N), np.float32))
     rng = np.random.default_rng(107)
     for v in b.weights:  # "trained": biases and gains away from 0 and 1
         if "bias" in v.path or "beta" in v.path:
@@ -91,6 +91,8 @@ def block(tuned=0.0, **options):
         moved = np.random.default_rng(1)
         for v in b.weights:
             v.assign((v.numpy() * (1 + tuned * moved.standard_normal(v.shape))).astype(np.float32))
+    if edit:  # a drift made by hand on the built block
+        edit(b)
     return b
 
 

@@ -27,25 +27,6 @@ from test_int8_sizes import said
 pytestmark = pytest.mark.tf
 
 EXPORT_BREAKER = """
-def blk(d, h, ff, tuned=0.0, edit=None, **options):
-    keras.utils.set_random_seed(7)
-    b = TransformerBlock(d, h, ff, **options)
-    b(np.zeros((1, N, d), np.float32), np.zeros((1, 1, N, N), np.float32))
-    rng = np.random.default_rng(107)
-    for v in b.weights:  # "trained": biases and gains away from 0 and 1
-        if "bias" in v.path or "beta" in v.path:
-            v.assign(rng.standard_normal(v.shape).astype(np.float32) * 0.3)
-        if "gamma" in v.path:
-            v.assign((1 + 0.3 * rng.standard_normal(v.shape)).astype(np.float32))
-    if tuned:
-        moved = np.random.default_rng(1)
-        for v in b.weights:
-            v.assign((v.numpy() * (1 + tuned * moved.standard_normal(v.shape))).astype(np.float32))
-    if edit:
-        edit(b)
-    return b
-
-
 class Serve(tf.Module):
     def __init__(self, b, d):
         super().__init__()
@@ -110,21 +91,21 @@ which = sys.argv[3]
 out.mkdir(parents=True, exist_ok=True)
 if which == "d32":
     d, h, ff = 32, 4, 64
-    saved(blk(d, h, ff), out / "good", d)
-    i8(blk(d, h, ff), out / "i8_good.tflite", d)
-    saved(blk(d, h, ff, edit=coherent), out / "coherent", d)
-    i8(blk(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
-    i8(blk(d, h, ff, scale_dim=d), out / "i8_scale_d_model.tflite", d)
-    i8(blk(d, h, ff, edit=no_bias("ff2")), out / "i8_no_ff2_bias.tflite", d)
-    i8(blk(d, h, ff, edit=scaled(1.03)), out / "i8_kernels_x1.03.tflite", d)
-    i8(blk(d, h, ff, activation="gelu"), out / "i8_per_tensor_gelu.tflite", d, per_tensor=True)
+    saved(block(d, h, ff), out / "good", d)
+    i8(block(d, h, ff), out / "i8_good.tflite", d)
+    saved(block(d, h, ff, edit=coherent), out / "coherent", d)
+    i8(block(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
+    i8(block(d, h, ff, scale_dim=d), out / "i8_scale_d_model.tflite", d)
+    i8(block(d, h, ff, edit=no_bias("ff2")), out / "i8_no_ff2_bias.tflite", d)
+    i8(block(d, h, ff, edit=scaled(1.03)), out / "i8_kernels_x1.03.tflite", d)
+    i8(block(d, h, ff, activation="gelu"), out / "i8_per_tensor_gelu.tflite", d, per_tensor=True)
 if which == "wide":
     d, h, ff = 32, 4, 1024
-    saved(blk(d, h, ff), out / "good", d)
-    i8(blk(d, h, ff), out / "i8_good.tflite", d)
-    saved(blk(d, h, ff, edit=coherent), out / "coherent", d)
-    i8(blk(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
-    i8(blk(d, h, ff, activation="gelu"), out / "i8_gelu.tflite", d)
+    saved(block(d, h, ff), out / "good", d)
+    i8(block(d, h, ff), out / "i8_good.tflite", d)
+    saved(block(d, h, ff, edit=coherent), out / "coherent", d)
+    i8(block(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
+    i8(block(d, h, ff, activation="gelu"), out / "i8_gelu.tflite", d)
 """
 
 D32 = 'dims="b=2 n=5 d_model=32 h=4 depth=8 d_ff=64" formula="off" timing="off"'

@@ -28,23 +28,6 @@ class Serve(tf.Module):
                              tf.TensorSpec([None, 1, n, n], tf.float32, name="mask")])
 
 
-def blk(d=8, h=2, ff=16, tuned=0.0, **options):
-    keras.utils.set_random_seed(7)
-    b = TransformerBlock(d, h, ff, **options)
-    b(np.zeros((1, N, d), np.float32), np.zeros((1, 1, N, N), np.float32))
-    rng = np.random.default_rng(107)
-    for v in b.weights:  # "trained": biases and gains away from 0 and 1
-        if "bias" in v.path or "beta" in v.path:
-            v.assign(rng.standard_normal(v.shape).astype(np.float32) * 0.3)
-        if "gamma" in v.path:
-            v.assign((1 + 0.3 * rng.standard_normal(v.shape)).astype(np.float32))
-    if tuned:
-        moved = np.random.default_rng(1)
-        for v in b.weights:
-            v.assign((v.numpy() * (1 + tuned * moved.standard_normal(v.shape))).astype(np.float32))
-    return b
-
-
 def saved(b, folder, d):
     m = Serve(b, N, d)
     tf.saved_model.save(m, str(folder), signatures={"serving_default": m.serve})
@@ -65,19 +48,19 @@ def dynamic(b, path):
 which = set(sys.argv[3].split(","))
 out.mkdir(parents=True, exist_ok=True)
 if "small" in which:
-    saved(blk(), out / "good", 8)
-    i8(blk(tuned=0.02), out / "i8_tuned2.tflite", 8)
-    i8(blk(h=1), out / "i8_heads1.tflite", 8)
+    saved(block(), out / "good", 8)
+    i8(block(tuned=0.02), out / "i8_tuned2.tflite", 8)
+    i8(block(h=1), out / "i8_heads1.tflite", 8)
 if "more" in which:
-    ex.int8(blk(), out / "i8_cal05.tflite", 0.5)  # calibrated on inputs half the check's
+    ex.int8(block(), out / "i8_cal05.tflite", 0.5)  # calibrated on inputs half the check's
     ex.D_MODEL = 32
-    dynamic(blk(32, 4, 64), out / "L_dyn_good.tflite")
+    dynamic(block(32, 4, 64), out / "L_dyn_good.tflite")
     ex.D_MODEL = 8
 if "large" in which:
-    saved(blk(32, 4, 64), out / "L_good", 32)
-    i8(blk(32, 4, 64), out / "L_i8_good.tflite", 32)
-    i8(blk(32, 4, 64, tuned=0.05), out / "L_i8_tuned5.tflite", 32)
-    i8(blk(32, 4, 64, activation="gelu"), out / "L_i8_gelu.tflite", 32)
+    saved(block(32, 4, 64), out / "L_good", 32)
+    i8(block(32, 4, 64), out / "L_i8_good.tflite", 32)
+    i8(block(32, 4, 64, tuned=0.05), out / "L_i8_tuned5.tflite", 32)
+    i8(block(32, 4, 64, activation="gelu"), out / "L_i8_gelu.tflite", 32)
 """
 
 SMALL = drifts.DIMS
