@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ..errors import OracleError
 from ..snippets import file_digest
 from . import catalog
-from .base import Oracle
+from .base import Compute, Oracle
 
 _REGISTRY: dict[str, Oracle] = {}
 _BUILTINS_LOADED = False
@@ -80,4 +85,29 @@ def load_oracle(reference: str, project_root: Path | None = None) -> Oracle:
     _ensure_builtins()
     source = getattr(module, "__file__", None)
     digest = file_digest(Path(source)) if source else "unknown"
-    return register(dataclasses.replace(oracle, source=f"{reference}@{digest[:16]}"), replace=True)
+    own = dataclasses.replace(
+        oracle, compute=_reading_only(oracle.compute), source=f"{reference}@{digest[:16]}"
+    )
+    return register(own, replace=True)
+
+
+def _reading_only(compute: Compute) -> Compute:
+    """``compute``, handed read-only views of its arrays. The checker calls an oracle many
+    times on the same planned arrays (the code's expected values, the formula's, each
+    float32 draw of the tolerance): an oracle of one's own that wrote into its inputs
+    (``x *= 2``) would change what every later call computes from, and could make wrong
+    code agree with it. Writing into one raises instead, and the block says so."""
+
+    @functools.wraps(compute)
+    def reading(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> Mapping[str, Any]:
+        return compute({name: _read_only(value) for name, value in arrays.items()}, params)
+
+    return reading
+
+
+def _read_only(value: Any) -> Any:
+    if not isinstance(value, np.ndarray):
+        return value
+    view = value.view()
+    view.flags.writeable = False
+    return view
