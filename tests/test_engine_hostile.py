@@ -527,25 +527,29 @@ class FFN(tf.keras.layers.Layer):
 def test_a_check_that_removes_the_workers_folder_does_not_break_the_next() -> None:
     """The next check gets a folder of its own all the same, and no card names a folder of
     this machine."""
-    with Engine(PROJECT, use_cache=False) as engine:
-        vandal = (
-            "import os, shutil, tempfile\n"
-            "def f(q, k, v):\n"
-            "    shutil.rmtree(os.path.dirname(tempfile.gettempdir()))\n"
-            "    raise ValueError('done')\n"
-        )
-        assert engine.check(spec_for("attention", vandal)).status is Status.ERROR
-        after = engine.check(spec_for("attention", SDPA))
-        assert after.status is Status.VERIFIED, after.headline()
-        assert engine.check(spec_for("attention", WHERE_TEMPORARY_FILES_GO)).stdout.strip()
+    engine = shared_engine()  # the engine other tests go on using
+    vandal = (
+        "import os, shutil, tempfile\n"
+        "def f(q, k, v):\n"
+        "    shutil.rmtree(os.path.dirname(tempfile.gettempdir()))\n"
+        "    raise ValueError('done')\n"
+    )
+    assert engine.check(spec_for("attention", vandal)).status is Status.ERROR
+    after = engine.check(spec_for("attention", SDPA))
+    assert after.status is Status.VERIFIED, after.headline()
+    assert engine.check(spec_for("attention", WHERE_TEMPORARY_FILES_GO)).stdout.strip()
 
 
 def test_a_check_cannot_move_where_the_next_one_writes_its_errors() -> None:
     """The worker's error log is appended to: a check that seeks in it changes nothing for
     the tail shown on the next crashed check's card."""
-    with Engine(PROJECT, use_cache=False) as engine:
-        seeker = "import os\ndef f(q, k, v):\n    os.lseek(2, 0, os.SEEK_SET)\n    raise ValueError('x')\n"
-        assert engine.check(spec_for("attention", seeker)).status is Status.ERROR
-        crasher = "import os\ndef f(q, k, v):\n    os.write(2, b'ITS-OWN-LAST-WORDS\\n')\n    os._exit(3)\n"
-        result = engine.check(spec_for("attention", crasher))
-        assert result.status is Status.ERROR and "ITS-OWN-LAST-WORDS" in result.message
+    engine = shared_engine()
+    seeker = (
+        "import os\ndef f(q, k, v):\n    os.lseek(2, 0, os.SEEK_SET)\n    raise ValueError('x')\n"
+    )
+    assert engine.check(spec_for("attention", seeker)).status is Status.ERROR
+    crasher = (
+        "import os\ndef f(q, k, v):\n    os.write(2, b'ITS-OWN-LAST-WORDS\\n')\n    os._exit(3)\n"
+    )
+    result = engine.check(spec_for("attention", crasher))
+    assert result.status is Status.ERROR and "ITS-OWN-LAST-WORDS" in result.message

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import Engine
 from formula_check.model import Status
 from implementations import SDPA, SDPA_KEEP
-from support import PROJECT, spec_for, wait_until
+from support import shared_engine, spec_for, wait_until
 
 pytestmark = pytest.mark.tf
 
@@ -72,14 +71,14 @@ def snippet(tag: str, ending: str) -> str:
 def test_what_a_check_started_ends_with_it(ending: str) -> None:
     status, line = ENDINGS[ending]
     tag = unique_seconds()
-    with Engine(PROJECT, use_cache=False) as engine:
-        spec = spec_for("attention", snippet(tag, line), entry="checked", timeout=3)
-        result = engine.check(spec)
-        assert result.status is status, result.headline()
-        # ended once the answer is on its way, and surely before the next check begins
-        assert wait_until(lambda: sleepers(tag) == [], 10), f"left running after it {ending}"
-        assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
-        assert sleepers(tag) == []
+    engine = shared_engine()  # the next test's checks run on the worker this one used
+    spec = spec_for("attention", snippet(tag, line), entry="checked", timeout=3)
+    result = engine.check(spec)
+    assert result.status is status, result.headline()
+    # ended once the answer is on its way, and surely before the next check begins
+    assert wait_until(lambda: sleepers(tag) == [], 10), f"left running after it {ending}"
+    assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
+    assert sleepers(tag) == []
 
 
 def test_a_cancelled_check_ends_with_what_it_started_and_the_worker_stays() -> None:
@@ -88,18 +87,18 @@ def test_a_cancelled_check_ends_with_what_it_started_and_the_worker_stays() -> N
     own, goes with it."""
     tag = unique_seconds()
     stopped = threading.Event()
-    with Engine(PROJECT, use_cache=False) as engine:
-        engine.warm_up()
-        workers = engine.pool.alive_pids()
-        spec = spec_for("attention", snippet(tag, "time.sleep(60)"), entry="checked", timeout=60)
-        timer = threading.Timer(2.0, stopped.set)
-        timer.start()
-        began = time.monotonic()
-        try:
-            result = engine.check(spec, stopped)
-        finally:
-            timer.cancel()
-        assert result.status is Status.SKIPPED and time.monotonic() - began < 15
-        assert wait_until(lambda: sleepers(tag) == [], 10), "left running after the stop"
-        assert engine.pool.alive_pids() == workers, "the worker was stopped with its check"
-        assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
+    engine = shared_engine()
+    engine.warm_up()
+    workers = engine.pool.alive_pids()
+    spec = spec_for("attention", snippet(tag, "time.sleep(60)"), entry="checked", timeout=60)
+    timer = threading.Timer(2.0, stopped.set)
+    timer.start()
+    began = time.monotonic()
+    try:
+        result = engine.check(spec, stopped)
+    finally:
+        timer.cancel()
+    assert result.status is Status.SKIPPED and time.monotonic() - began < 15
+    assert wait_until(lambda: sleepers(tag) == [], 10), "left running after the stop"
+    assert engine.pool.alive_pids() == workers, "the worker was stopped with its check"
+    assert engine.check(spec_for("attention", SDPA)).status is Status.VERIFIED
