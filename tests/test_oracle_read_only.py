@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formula_check.oracles import load_oracle
+from formula_check.errors import OracleError
+from formula_check.oracles import Oracle, TensorSpec, get_oracle, load_oracle, register
 
 MODULE = """
 import numpy as np
@@ -78,3 +79,78 @@ def test_judging_names_the_oracle_that_wrote_into_its_input(tmp_path: Path) -> N
 
     with pytest.raises(OracleError, match=r"failed on these arrays: ValueError: .*read-only"):
         _expected(Plan, {"x": np.zeros((2, 3, 5))}, {})  # type: ignore[arg-type]
+
+
+# The same through register(), which a conftest or a notebook calls with an Oracle it made:
+# it used to store the very object, writable arrays and all, and to take it for a builtin.
+
+
+def _writer(arrays: dict[str, np.ndarray], params: dict[str, object]) -> dict[str, np.ndarray]:
+    x = arrays["x"]
+    x *= 2
+    return {"output": x / 2}
+
+
+def _made(name: str, compute: object, **fields: object) -> Oracle:
+    return Oracle(
+        name=name,
+        title="y = x",
+        latex=r"y = x",
+        compute=compute,  # type: ignore[arg-type]
+        inputs=(TensorSpec("x", ("n", "d")),),
+        outputs=(TensorSpec("output", ("n", "d")),),
+        dims={"n": 3, "d": 5},
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_an_oracle_registered_directly_gets_read_only_arrays_and_is_no_builtin() -> None:
+    name = f"registered_writer_{uuid.uuid4().hex[:8]}"
+    registered = register(_made(name, _writer))
+    assert get_oracle(name) is registered
+    x = np.arange(15, dtype=np.float64).reshape(3, 5)
+    with pytest.raises(ValueError, match="read-only"):
+        registered.compute({"x": x}, {})
+    np.testing.assert_array_equal(x, np.arange(15).reshape(3, 5))
+    # not a builtin: its rounding draws get float32 casts of their own, and its cache key
+    # names where its compute is defined (this file, by its digest)
+    assert registered.source.startswith(f"{__name__}._writer@")
+    assert registered.source != "builtin"
+    # a source the user gave is kept
+    assert register(_made(f"{name}_given", _writer, source="team@v2")).source == "team@v2"
+
+
+def test_registering_again_changes_nothing_and_another_oracle_needs_replace() -> None:
+    name = f"registered_twice_{uuid.uuid4().hex[:8]}"
+    made = _made(name, _writer)
+    first = register(made)
+    again = register(made)  # a notebook cell run twice
+    assert again.source == first.source
+    assert getattr(again.compute, "__wrapped__", None) is _writer  # wrapped once, not twice
+    assert register(first) is not None  # what register returned can be given back to it
+    with pytest.raises(OracleError, match="already registered"):
+        register(_made(name, lambda arrays, params: {"output": arrays["x"]}))
+    other = register(_made(name, lambda arrays, params: {"output": arrays["x"]}), replace=True)
+    assert get_oracle(name) is other
+
+
+def test_the_cache_key_of_a_registered_oracle_follows_its_code() -> None:
+    """Two computes of the same name defined where there is no file (a notebook's cells)
+    differ by their code, and so do their sources: an edit is checked again."""
+    made = []
+    for body in ("x * 2", "x * 3"):
+        scope: dict[str, object] = {}
+        exec(
+            f"def compute(arrays, params):\n    x = arrays['x']\n    return {{'output': {body}}}\n",
+            scope,
+        )
+        made.append(register(_made(f"cell_{uuid.uuid4().hex[:8]}", scope["compute"])).source)
+    assert made[0] != made[1]
+    assert all("compute@" in source for source in made)
+
+
+def test_a_builtin_is_registered_as_itself() -> None:
+    from formula_check.oracles import catalog
+
+    builtin = catalog.BUILTINS[0]
+    assert get_oracle(builtin.name) is builtin and builtin.source == "builtin"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
 import sys
 import threading
@@ -24,14 +25,62 @@ _LOCK = threading.Lock()
 
 
 def register(oracle: Oracle, *, replace: bool = False) -> Oracle:
-    """Add ``oracle`` to the catalog under its name."""
+    """Add ``oracle`` to the catalog under its name; return what was registered.
+
+    An oracle of one's own is registered as a copy of it (see :func:`_own`): its ``compute``
+    gets read-only arrays, and it is never taken for a builtin. Use the returned oracle."""
     if not isinstance(oracle, Oracle):
         raise OracleError(f"{oracle!r} is not a formula_check.oracles.Oracle")
+    if not any(oracle is builtin for builtin in catalog.BUILTINS):
+        _ensure_builtins()  # first, whenever an oracle of one's own comes: a name is theirs
+        oracle = _own(oracle)
     existing = _REGISTRY.get(oracle.name)
-    if existing is not None and existing is not oracle and not replace:
+    if existing is not None and not _same(existing, oracle) and not replace:
         raise OracleError(f"an oracle named {oracle.name!r} is already registered")
     _REGISTRY[oracle.name] = oracle
     return oracle
+
+
+def _same(existing: Oracle, oracle: Oracle) -> bool:
+    """Whether registering ``oracle`` again changes nothing (the one already registered, or
+    the same oracle of one's own, copied again)."""
+    return existing is oracle or (
+        existing.source == oracle.source
+        and getattr(existing.compute, _WRAPS, None) is getattr(oracle.compute, _WRAPS, False)
+        and dataclasses.replace(existing, compute=oracle.compute) == oracle
+    )
+
+
+_WRAPS = "__formula_check_reads__"
+"""On a ``compute`` wrapped by :func:`_reading_only`: the function it wraps."""
+
+
+def _own(oracle: Oracle) -> Oracle:
+    """An oracle of one's own as the checker runs it: ``compute`` given read-only arrays, and
+    a ``source`` that is never ``"builtin"``. A builtin's float32 casts of the inputs are
+    shared by its rounding draws, and its results are cached under the package's version;
+    one of one's own gets casts of its own, and its cache key names the file (or the code)
+    of its ``compute``, so an edit of it checks its blocks again."""
+    compute = oracle.compute
+    if getattr(compute, _WRAPS, None) is None:
+        compute = _reading_only(compute)
+    source = oracle.source if oracle.source != "builtin" else _code_source(compute)
+    return dataclasses.replace(oracle, compute=compute, source=source)
+
+
+def _code_source(compute: Compute) -> str:
+    """``module.function@digest`` of the file ``compute`` was defined in, or of its code."""
+    function = getattr(compute, _WRAPS, compute)
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    where = getattr(module, "__file__", None)
+    if where:
+        digest = file_digest(Path(where))
+    else:  # defined where there is no file (a notebook's cell, python -c)
+        code = getattr(function, "__code__", None)
+        text = repr((code.co_code, code.co_consts, code.co_names)) if code else repr(function)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    name = getattr(function, "__qualname__", type(function).__name__)
+    return f"{getattr(function, '__module__', '?')}.{name}@{digest[:16]}"
 
 
 def _ensure_builtins() -> None:
@@ -85,9 +134,7 @@ def load_oracle(reference: str, project_root: Path | None = None) -> Oracle:
     _ensure_builtins()
     source = getattr(module, "__file__", None)
     digest = file_digest(Path(source)) if source else "unknown"
-    own = dataclasses.replace(
-        oracle, compute=_reading_only(oracle.compute), source=f"{reference}@{digest[:16]}"
-    )
+    own = dataclasses.replace(oracle, source=f"{reference}@{digest[:16]}")
     return register(own, replace=True)
 
 
@@ -102,6 +149,7 @@ def _reading_only(compute: Compute) -> Compute:
     def reading(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> Mapping[str, Any]:
         return compute({name: _read_only(value) for name, value in arrays.items()}, params)
 
+    setattr(reading, _WRAPS, compute)
     return reading
 
 
