@@ -117,3 +117,15 @@ def dequantized(value: Array, detail: Mapping[str, Any]) -> Array:
         real: Array = (value.astype(np.float32) - zero) * np.float32(scale)
         return real
     return value
+
+
+def clipped_share(share: float) -> str:
+    """The share of a tensor's elements clipped, as a card says it: never "0%" for a tensor
+    that did clip (a few values of thousands), never "100%" unless every one did."""
+    if share >= 1.0:
+        return "100%"
+    if share >= 0.01:
+        return f"{min(share, 0.99):.0%}"
+    if share >= 0.0001:
+        return f"{share:.2%}"
+    return "under 0.01%"

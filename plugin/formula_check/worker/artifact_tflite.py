@@ -21,7 +21,16 @@ import tensorflow as tf
 from ..messages import FLOAT16_WEIGHTS, Call
 from ..model import Array
 from . import float16_outputs, quantized_error, quantized_graph
-from .artifact_calls import ArtifactError, Loaded, array, bare, dequantized, named, quantized
+from .artifact_calls import (
+    ArtifactError,
+    Loaded,
+    array,
+    bare,
+    clipped_share,
+    dequantized,
+    named,
+    quantized,
+)
 from .artifact_weights import public_names
 from .quantized_ops import UnmodelledOpError
 from .snippet_failure import phase
@@ -159,7 +168,9 @@ class TFLite(Loaded):
                 f"{measured:.2g}; each op within {found.largest_steps:.2g} step of its float "
                 f"definition) and its weights' rounding bounded (up to {weights:.2g})"
             ),
-            "saturated": "; ".join(f"{name} {share:.0%}" for name, share in found.saturated[:3])
+            "saturated": "; ".join(
+                f"{name} {clipped_share(share)}" for name, share in found.saturated[:3]
+            )
             + (f"; {len(found.saturated) - 3} more" if len(found.saturated) > 3 else ""),
         }
         return arrays, said
