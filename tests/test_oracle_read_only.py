@@ -4,6 +4,7 @@ each float32 draw of the tolerance), and could make wrong code agree with it."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from formula_check.errors import OracleError
 from formula_check.oracles import Oracle, TensorSpec, get_oracle, load_oracle, register
+from formula_check.oracles.registry import UNKEYED
 
 MODULE = """
 import numpy as np
@@ -134,19 +136,92 @@ def test_registering_again_changes_nothing_and_another_oracle_needs_replace() ->
     assert get_oracle(name) is other
 
 
-def test_the_cache_key_of_a_registered_oracle_follows_its_code() -> None:
-    """Two computes of the same name defined where there is no file (a notebook's cells)
-    differ by their code, and so do their sources: an edit is checked again."""
-    made = []
-    for body in ("x * 2", "x * 3"):
-        scope: dict[str, object] = {}
-        exec(
-            f"def compute(arrays, params):\n    x = arrays['x']\n    return {{'output': {body}}}\n",
-            scope,
-        )
-        made.append(register(_made(f"cell_{uuid.uuid4().hex[:8]}", scope["compute"])).source)
-    assert made[0] != made[1]
-    assert all("compute@" in source for source in made)
+_SCALE = 3.0
+
+
+def _scaled_by(scale: float) -> object:
+    def compute(arrays: dict[str, np.ndarray], params: dict[str, object]) -> dict[str, object]:
+        return {"output": scale * arrays["x"]}
+
+    return compute
+
+
+class _Scaler:
+    def __call__(self, arrays: dict[str, np.ndarray], params: object) -> dict[str, object]:
+        return {"output": _SCALE * arrays["x"]}
+
+
+def _source_of(compute: object) -> str:
+    return register(_made(f"keyed_{uuid.uuid4().hex[:8]}", compute)).source
+
+
+def test_a_registered_oracle_is_cached_only_under_a_name_for_what_it_computes() -> None:
+    """A plain function of a file: keyed by the file's digest, and by the numbers it closes
+    over. What cannot be named (a function with no file, whose globals another notebook cell
+    may change; a partial; an object with ``__call__``; a closure over an object) is never
+    read from the cache or written to it."""
+    from formula_check.cache import cacheable
+    from support import spec_for
+
+    assert _source_of(_scaled_by(2.0)) != _source_of(_scaled_by(3.0))
+    assert _source_of(_scaled_by(2.0)) == _source_of(_scaled_by(2.0))  # no address in it
+    scope: dict[str, object] = {}
+    exec("def compute(arrays, params):\n    return {'output': SCALE * arrays['x']}\n", scope)
+    unnamed = [
+        scope["compute"],
+        functools.partial(_scaled_by(1.0)),
+        _Scaler(),
+        _scaled_by(np.float64(2.0)),  # type: ignore[arg-type]
+    ]
+    for compute in unnamed:
+        registered = register(_made(f"unkeyed_{uuid.uuid4().hex[:8]}", compute))
+        assert registered.source.startswith(UNKEYED), registered.source
+        assert not cacheable(spec_for(registered.name, "def f(x):\n    return x\n"))
+    assert cacheable(spec_for("softmax", "def f(x):\n    return x\n"))
+
+
+def test_a_users_decorator_around_a_registered_compute_is_wrapped_too() -> None:
+    """``functools.wraps`` copies a wrapper's attributes: a decorator of one's own around a
+    compute that register() returned must not pass for one of ours, and get writable arrays."""
+    base = register(_made(f"base_{uuid.uuid4().hex[:8]}", _scaled_by(2.0)))
+
+    @functools.wraps(base.compute)
+    def halving_first(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
+        x = arrays["x"]
+        x /= 2
+        return base.compute(arrays, params)
+
+    derived = register(_made(f"derived_{uuid.uuid4().hex[:8]}", halving_first))
+    x = np.ones((3, 5))
+    with pytest.raises(ValueError, match="read-only"):
+        derived.compute({"x": x}, {})
+    np.testing.assert_array_equal(x, np.ones((3, 5)))
+
+
+def test_each_call_gets_the_parameters_as_planned() -> None:
+    """An oracle that takes a parameter out of ``params`` (``pop``) takes it out of its own
+    call's copy: the next call (a rounding draw, another regime) sees it again."""
+
+    def popping(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
+        scale = float(params.pop("scale", 1.0))  # type: ignore[arg-type]
+        return {"output": scale * arrays["x"]}
+
+    registered = register(_made(f"pops_{uuid.uuid4().hex[:8]}", popping))
+    params = {"scale": 3.0, "weights": [1, 2]}
+    x = np.ones((3, 5))
+    first = registered.compute({"x": x}, params)["output"]
+    second = registered.compute({"x": x}, params)["output"]
+    np.testing.assert_array_equal(first, second)
+    assert params == {"scale": 3.0, "weights": [1, 2]}
+
+
+def test_an_oracle_with_arrays_in_its_params_registers_again_with_replace() -> None:
+    name = f"array_params_{uuid.uuid4().hex[:8]}"
+    made = _made(name, _writer, params={"table": np.arange(3.0)})
+    register(made)
+    assert register(made, replace=True).name == name
+    with pytest.raises(OracleError, match="already registered"):
+        register(_made(name, _writer, params={"table": np.arange(4.0)}))
 
 
 def test_a_builtin_is_registered_as_itself() -> None:
@@ -154,3 +229,41 @@ def test_a_builtin_is_registered_as_itself() -> None:
 
     builtin = catalog.BUILTINS[0]
     assert get_oracle(builtin.name) is builtin and builtin.source == "builtin"
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("how", ["a decorator of one's own", "a parameter taken out"])
+def test_wrong_code_is_not_verified_against_an_oracle_that_changes_what_it_is_given(
+    how: str,
+) -> None:
+    """End to end, the two ways an adversarial review made wrong code pass: ``0.5 * x``
+    against an oracle of ``2 x`` that halved its input first, through a decorator around a
+    registered compute; ``x`` against one of ``3 x`` that popped its scale."""
+    from formula_check.model import Status
+    from support import shared_engine, spec_for
+
+    name = f"changes_{uuid.uuid4().hex[:8]}"
+    if how == "a parameter taken out":
+
+        def popping(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
+            return {"output": float(params.pop("scale", 1.0)) * arrays["x"]}  # type: ignore[arg-type]
+
+        register(_made(name, popping, params={"scale": 3.0}, regimes=()))
+        wrong, right = "1.0 * x", "3.0 * x"
+    else:
+        base = register(_made(f"{name}_base", _scaled_by(2.0), regimes=()))
+
+        @functools.wraps(base.compute)
+        def halving_first(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
+            x = arrays["x"]
+            x /= 2
+            return base.compute(arrays, params)
+
+        register(_made(name, halving_first, regimes=()))
+        wrong, right = "0.5 * x", None
+    engine = shared_engine()
+    (result,) = engine.check_many([spec_for(name, f"def f(x):\n    return {wrong}\n")])
+    assert result.status is not Status.VERIFIED, result.headline()
+    if right is not None:
+        verified = engine.check(spec_for(name, f"def f(x):\n    return {right}\n"))
+        assert verified.status is Status.VERIFIED, verified.headline()

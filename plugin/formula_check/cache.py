@@ -50,6 +50,7 @@ from .model import (
     to_plain,
 )
 from .oracles import get_oracle
+from .oracles.registry import UNKEYED
 from .sealed import SealedFiles
 from .snippets import file_digest
 from .version import __version__
@@ -115,6 +116,13 @@ def _file_digest(path: str, *identity: int) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     except OSError:
         return ""
+
+
+def cacheable(spec: CheckSpec) -> bool:
+    """Whether a check's result may be read from the cache and written to it: not when its
+    oracle's code cannot be named (an oracle registered from a notebook's cell, see
+    :data:`.oracles.registry.UNKEYED`), whose edits no key would follow."""
+    return not get_oracle(spec.oracle).source.startswith(UNKEYED)
 
 
 def cache_key(spec: CheckSpec, tf_version: str, env_digest: str = "") -> str:

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import MemoryResults, ResultCache, cache_key, tensorflow_version
+from .cache import MemoryResults, ResultCache, cache_key, cacheable, tensorflow_version
 from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError, WorkerError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
@@ -180,7 +180,7 @@ class Engine:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
         key = cache_key(spec, self.tf_version, self.env_digest)
-        if self.use_cache:
+        if self.use_cache and cacheable(spec):
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
@@ -210,7 +210,7 @@ class Engine:
         # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
         # and waiting for one to be free is not the block's either.
         result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
-        if self.use_cache and _deterministic(result):
+        if self.use_cache and _deterministic(result) and cacheable(spec):
             self.cache.put(key, result, local_files, spec)
         if any(note.startswith(WROTE) for note in result.notes):
             self.wrote.put(key, result, local_files, spec)
