@@ -141,6 +141,8 @@ def evaluate(
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
     formula = judge_formula(spec, oracle_arrays, params, known=(oracle, expected))
+    if oracle.source != "builtin":  # every call above, and then the same as the first?
+        _still_computes(plan, oracle_arrays, params, expected)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     notes = (
@@ -506,6 +508,37 @@ def _expected(
             f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}",
             plan.spec.location,
         ) from exc
+
+
+def _still_computes(
+    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], first: Mapping[str, Array]
+) -> None:
+    """An oracle of one's own, called twice more on the block's arrays after every other call
+    judging made, must give what its first call gave each time. One that keeps state between
+    calls (a counter, a cache, a list it appends to) computes another function on each: its
+    rounding draws would then disagree by what the state changed, and the tolerance derived
+    from them would grow until wrong code fits (an adversarial review made ``3 x`` pass an
+    oracle of ``2 x`` that alternated between two scales). Two calls in a row catch any
+    state that flips or grows; an oracle written to hide a longer cycle is not looked for
+    (it is the project's own code)."""
+    calls = (_expected(plan, arrays, params), _expected(plan, arrays, params))
+    for name, value in first.items():
+        others = [again.get(name) for again in calls]
+        if any(o is None or not _identical(np.asarray(value), np.asarray(o)) for o in others):
+            raise OracleError(
+                f"oracle {plan.oracle.name!r} computes another {name!r} when called again on "
+                "the same arrays: it keeps state between calls (a counter, a cache, a global "
+                "it changes), and an oracle must compute from its arguments alone",
+                plan.spec.location,
+            )
+
+
+def _identical(first: Array, second: Array) -> bool:
+    if first.shape != second.shape or first.dtype != second.dtype:
+        return False
+    if first.dtype.kind in "fc":
+        return bool(np.array_equal(first, second, equal_nan=True))
+    return bool(np.array_equal(first, second))
 
 
 def _tolerance(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import hashlib
 import importlib
+import re
 import sys
 import threading
 import types
@@ -76,33 +76,102 @@ def _original(compute: Compute) -> Compute:
 
 
 def _own(oracle: Oracle) -> Oracle:
-    """An oracle of one's own as the checker runs it: ``compute`` given read-only arrays and
-    a copy of the parameters on each call, and a ``source`` that is never ``"builtin"``. A
-    builtin's float32 casts of the inputs are shared by its rounding draws, and its results
-    are cached under the package's version; one of one's own gets casts of its own, and its
-    cache key names the file its ``compute`` is defined in (or it is not cached at all)."""
-    compute = oracle.compute if oracle.compute in _WRAPPED else _reading_only(oracle.compute)
-    source = oracle.source if oracle.source != "builtin" else _code_source(_original(compute))
+    """An oracle of one's own as the checker runs it: ``compute`` given copies of its own of
+    the arrays (read-only) and parameters on each call, and a ``source`` that is never
+    ``"builtin"``. A builtin's float32 casts of the inputs are shared by its rounding draws,
+    and its results are cached under the package's version; one of one's own gets casts of
+    its own, and its cache key names its code and every other field (its ``params``, sizes,
+    tolerances), or it is not cached at all (:data:`UNKEYED`)."""
+    ours = oracle.compute in _WRAPPED  # one register() returned, perhaps with fields changed
+    compute = oracle.compute if ours else _reading_only(oracle.compute)
+    named = oracle.source if oracle.source != "builtin" else _code_source(_original(compute))
+    if ours and _FIELDS_DIGEST.search(named):
+        named = named[: -len("+0123456789abcdef")]  # its fields are digested again below
+    fields = {
+        field.name: getattr(oracle, field.name)
+        for field in dataclasses.fields(oracle)
+        if field.name not in {"compute", "source", "name"}  # the name is in the key apart
+    }
+    data = _stable(fields)
+    if named.startswith(UNKEYED) or data is None:
+        source = named if named.startswith(UNKEYED) else f"{UNKEYED}{named}"
+    else:
+        source = f"{named}+{_digest(data)}"
     return dataclasses.replace(oracle, compute=compute, source=source)
 
 
-_FIXED = (type(None), bool, int, float, complex, str, bytes)
+_FIELDS_DIGEST = re.compile(r"\+[0-9a-f]{16}\Z")
+"""How an oracle's ``source`` made by :func:`_own` ends: the digest of its other fields."""
+_FIXED = (type(None), type(...), bool, int, float, complex, str, bytes)
+_DEEPEST = 24
+"""How deep :func:`_stable` follows containers, closures and code before it gives up."""
 
 
-def _fixed(value: object) -> bool:
-    """Whether ``value``'s ``repr`` says all of it (a number, a string, a tuple of them)."""
-    if isinstance(value, tuple):
-        return all(_fixed(item) for item in value)
-    return type(value) in _FIXED
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def _code_source(function: Compute) -> str:
-    """``module.function@digest``: the digest of the file a plain function is defined in,
-    with the values it closes over and its defaults, when their ``repr`` says all of them.
-    Anything else (a function defined where there is no file, such as a notebook's cell, whose
-    globals may change in another cell; a ``functools.partial``; an object with ``__call__``;
-    a closure over an object) is :data:`UNKEYED`: what it computes cannot be named, so no
-    result of it is ever taken from the cache."""
+def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one per kind)
+    """A text that names ``value`` alike in every process (no address, no hash order), or
+    None when there is none: an object the checker cannot see into, or a function it cannot
+    name (:func:`_code_source`)."""
+    if depth > _DEEPEST:
+        return None
+    deeper = functools.partial(_stable, depth=depth + 1)
+    if type(value) in _FIXED:
+        return repr(value)
+    if isinstance(value, np.ndarray):
+        content = np.ascontiguousarray(value).tobytes()
+        return f"array({value.dtype.str}, {value.shape}, {hashlib.sha256(content).hexdigest()})"
+    if isinstance(value, np.generic):
+        return f"{value.dtype.str}({value.item()!r})"
+    if isinstance(value, list | tuple):
+        items = [deeper(item) for item in value]
+        return None if None in items else f"{type(value).__name__}({', '.join(items)})"  # type: ignore[arg-type]
+    if isinstance(value, set | frozenset):
+        items = [deeper(item) for item in value]
+        return None if None in items else f"set({', '.join(sorted(items))})"  # type: ignore[arg-type]
+    if isinstance(value, Mapping):
+        pairs = [(deeper(key), deeper(item)) for key, item in value.items()]
+        if any(None in pair for pair in pairs):
+            return None
+        return "{" + ", ".join(sorted(f"{key}: {item}" for key, item in pairs)) + "}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        held = deeper(fields)
+        return (
+            None if held is None else f"{type(value).__module__}.{type(value).__qualname__}{held}"
+        )
+    if callable(value):
+        source = _code_source(value, depth + 1)
+        return None if source.startswith(UNKEYED) else source
+    return None
+
+
+def _code_text(code: types.CodeType, depth: int) -> str | None:
+    """A code object's instructions, names and constants (nested code by its own text)."""
+    if depth > _DEEPEST:
+        return None
+    constants = []
+    for constant in code.co_consts:
+        text = (
+            _code_text(constant, depth + 1)
+            if isinstance(constant, types.CodeType)
+            else _stable(constant, depth + 1)
+        )
+        if text is None:
+            return None
+        constants.append(text)
+    return f"{code.co_name}|{code.co_code.hex()}|{code.co_names}|{code.co_varnames}|{constants}"
+
+
+def _code_source(function: object, depth: int = 0) -> str:
+    """``module.function@digest`` for a plain function defined in a file: the digest of the
+    file (its module-level names), of the function's own code, and of the values it closes
+    over and its defaults. Anything else (a function defined where there is no file, such as
+    a notebook's cell, whose globals another cell may change; a ``functools.partial``; an
+    object with ``__call__``; a closure over an object the checker cannot see into) is
+    :data:`UNKEYED`: what it computes cannot be named, so no result of it is cached."""
     module_name = str(getattr(function, "__module__", None) or "?")
     name = f"{module_name}.{getattr(function, '__qualname__', type(function).__name__)}"
     module = sys.modules.get(module_name)
@@ -110,11 +179,11 @@ def _code_source(function: Compute) -> str:
     if not isinstance(function, types.FunctionType) or not where:
         return f"{UNKEYED}{name}"
     cells = tuple(cell.cell_contents for cell in function.__closure__ or ())
-    held = (cells, function.__defaults__, tuple(sorted((function.__kwdefaults__ or {}).items())))
-    if not _fixed(held):
+    held = _stable((cells, function.__defaults__, function.__kwdefaults__ or {}), depth + 1)
+    code = _code_text(function.__code__, depth + 1)
+    if held is None or code is None:
         return f"{UNKEYED}{name}"
-    digest = hashlib.sha256(f"{file_digest(Path(where))}\n{held!r}".encode()).hexdigest()
-    return f"{name}@{digest[:16]}"
+    return f"{name}@{_digest(f'{file_digest(Path(where))}|{code}|{held}')}"
 
 
 def _ensure_builtins() -> None:
@@ -184,15 +253,36 @@ def _reading_only(compute: Compute) -> Compute:
     @functools.wraps(compute)
     def reading(arrays: Mapping[str, Any], params: Mapping[str, Any]) -> Mapping[str, Any]:
         own = {name: _read_only(value) for name, value in arrays.items()}
-        return compute(own, copy.deepcopy(dict(params)))
+        results = compute(own, _own_copy(params))
+        if not isinstance(results, Mapping):
+            return results  # said where its outputs are read
+        return {name: _own_copy(value) for name, value in results.items()}
 
     _WRAPPED[reading] = compute
     return reading
 
 
 def _read_only(value: Any) -> Any:
+    """A read-only copy of an array (other values as they are): a copy of its own, so that
+    turning ``writeable`` back on, or writing through ``.base``, reaches no other call."""
     if not isinstance(value, np.ndarray):
         return value
-    view = value.view()
-    view.flags.writeable = False
-    return view
+    owned = np.array(value, copy=True)
+    owned.flags.writeable = False
+    return owned
+
+
+def _own_copy(value: Any) -> Any:
+    """``value`` with its containers and arrays copied, so that nothing a call changes in
+    them reaches another call; other objects (a module, a lock) are passed as they are."""
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    if isinstance(value, Mapping):
+        return {key: _own_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_own_copy(item) for item in value]
+    if isinstance(value, tuple) and type(value) is tuple:
+        return tuple(_own_copy(item) for item in value)
+    if isinstance(value, set):
+        return {_own_copy(item) for item in value}
+    return value
