@@ -4,6 +4,7 @@ each float32 draw of the tolerance), and could make wrong code agree with it."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import threading
@@ -368,3 +369,28 @@ def test_two_computes_of_one_name_and_file_or_other_params_are_other_keys() -> N
     first = register(_made(name, _scaled_by(1.0), params={"scale": 2.0})).source
     second = register(_made(name, _scaled_by(1.0), params={"scale": 3.0}), replace=True).source
     assert first != second
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [float("nan"), np.array([np.nan, None], dtype=object), [np.ones(3), np.ones(2)], "a note"],
+    ids=["nan", "objects", "ragged", "text"],
+)
+def test_an_honest_oracle_returning_extras_is_not_said_to_keep_state(extra: object) -> None:
+    """What an oracle returns beside its arrays of numbers (a NaN made afresh on each call,
+    objects, a ragged list, text) is nothing a check compares: no false alarm, no crash."""
+    from formula_check.judge import _still_computes
+
+    def with_extras(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
+        return {"output": 2 * arrays["x"], "extra": copy.deepcopy(extra)}
+
+    registered = register(_made(f"extras_{uuid.uuid4().hex[:8]}", with_extras))
+
+    class Plan:
+        oracle = registered
+
+        class spec:  # noqa: N801  (the one attribute judging reads of a spec here)
+            location = None
+
+    arrays = {"x": np.ones((3, 5))}
+    _still_computes(Plan, arrays, {}, dict(registered.compute(arrays, {})))  # type: ignore[arg-type]

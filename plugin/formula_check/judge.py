@@ -523,14 +523,28 @@ def _still_computes(
     (it is the project's own code)."""
     calls = (_expected(plan, arrays, params), _expected(plan, arrays, params))
     for name, value in first.items():
-        others = [again.get(name) for again in calls]
-        if any(o is None or not _identical(np.asarray(value), np.asarray(o)) for o in others):
+        numbers = _numbers(value)
+        if numbers is None:  # not an array of numbers: nothing a check compares or draws
+            continue
+        others = [_numbers(again.get(name)) for again in calls]
+        if any(other is None or not _identical(numbers, other) for other in others):
             raise OracleError(
                 f"oracle {plan.oracle.name!r} computes another {name!r} when called again on "
                 "the same arrays: it keeps state between calls (a counter, a cache, a global "
                 "it changes), and an oracle must compute from its arguments alone",
                 plan.spec.location,
             )
+
+
+def _numbers(value: object) -> Array | None:
+    """``value`` as an array of numbers, or None (an object, a ragged list, nothing)."""
+    if value is None:
+        return None
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    return array if array.dtype.kind in "biufc" else None
 
 
 def _identical(first: Array, second: Array) -> bool:
