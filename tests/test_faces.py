@@ -283,5 +283,28 @@ def test_pytest_plugin_without_its_switch_collects_no_page(pytester: pytest.Pyte
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
-def test_no_face_test_here_started_tensorflow() -> None:
-    assert "tensorflow" not in sys.modules
+FACES_ALONE = """
+import os, sys
+sys.path[:0] = [{tests!r}]
+from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1
+from formula_check import cli, markdown_ext, pytest_plugin  # every face, loaded
+from pathlib import Path
+build_with_fake_engine(Path({site!r}), FakeMaker(drift_on_axis_1))
+os.chdir({site!r})
+code = cli.main(["check"], make_engine=FakeMaker(drift_on_axis_1))
+print("FACES", code, "tensorflow" in sys.modules, "numpy" in sys.modules)
+"""
+
+
+def test_the_faces_never_import_tensorflow_into_their_process(site: Path) -> None:
+    """The plugin's build and the CLI's check, with their checks answered by the fake engine,
+    in a process of their own: TensorFlow stays out of it. (Asked in this test process, the
+    answer would depend on which other tests xdist ran there before.)"""
+    import subprocess
+
+    code = FACES_ALONE.format(tests=str(Path(__file__).parent), site=str(site))
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
+    said = [line.split() for line in run.stdout.splitlines() if line.startswith("FACES ")]
+    assert said == [["FACES", "1", "False", "True"]], run.stdout + run.stderr[-3000:]
