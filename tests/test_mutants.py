@@ -21,10 +21,6 @@ import pytest
 
 from formula_check.oracles.catalog import BUILTINS
 
-# One xdist worker takes every test here: the checker run they share (``checked``) is made
-# once, not once per worker that draws one of them (``--dist loadgroup``, pyproject.toml).
-pytestmark = pytest.mark.xdist_group("mutants")
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
