@@ -10,6 +10,8 @@ import functools
 import threading
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,20 +72,21 @@ def test_an_oracle_reading_its_input_computes_as_before(tmp_path: Path) -> None:
     assert out["output"].flags.writeable
 
 
+def _plan_of(oracle: object) -> Any:
+    """What judging reads of a plan here: its oracle, and its spec's location."""
+    return SimpleNamespace(oracle=oracle, spec=SimpleNamespace(location=None))
+
+
 def test_judging_names_the_oracle_that_wrote_into_its_input(tmp_path: Path) -> None:
     from formula_check.errors import OracleError
     from formula_check.judge import _expected
 
     loaded, _ = _loaded(tmp_path, "judged", 'x += 1\n    return {"output": x}')
 
-    class Plan:
-        oracle = loaded
-
-        class spec:  # noqa: N801  (the one attribute judging reads of a spec here)
-            location = None
+    plan = _plan_of(loaded)
 
     with pytest.raises(OracleError, match=r"failed on these arrays: ValueError: .*read-only"):
-        _expected(Plan, {"x": np.zeros((2, 3, 5))}, {})  # type: ignore[arg-type]
+        _expected(plan, {"x": np.zeros((2, 3, 5))}, {})
 
 
 # The same through register(), which a conftest or a notebook calls with an Oracle it made:
@@ -318,16 +321,12 @@ def test_an_oracle_keeping_state_between_calls_is_named_so() -> None:
 
     registered = register(_made(f"counts_{uuid.uuid4().hex[:8]}", _counts_its_calls))
 
-    class Plan:
-        oracle = registered
-
-        class spec:  # noqa: N801  (the one attribute judging reads of a spec here)
-            location = None
+    plan = _plan_of(registered)
 
     arrays = {"x": np.ones((3, 5))}
     first = dict(registered.compute(arrays, {}))
     with pytest.raises(OracleError, match="keeps state between calls"):
-        _still_computes(Plan, arrays, {}, first)  # type: ignore[arg-type]
+        _still_computes(plan, arrays, {}, first)
 
 
 def test_outputs_are_the_checkers_own_and_params_need_not_copy() -> None:
@@ -386,11 +385,7 @@ def test_an_honest_oracle_returning_extras_is_not_said_to_keep_state(extra: obje
 
     registered = register(_made(f"extras_{uuid.uuid4().hex[:8]}", with_extras))
 
-    class Plan:
-        oracle = registered
-
-        class spec:  # noqa: N801  (the one attribute judging reads of a spec here)
-            location = None
+    plan = _plan_of(registered)
 
     arrays = {"x": np.ones((3, 5))}
-    _still_computes(Plan, arrays, {}, dict(registered.compute(arrays, {})))  # type: ignore[arg-type]
+    _still_computes(plan, arrays, {}, dict(registered.compute(arrays, {})))
