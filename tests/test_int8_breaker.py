@@ -87,24 +87,26 @@ def coherent(b, f=0.45):
     v.assign(np.where(np.abs(w) == top, w, (q + f * sign) * s).astype(np.float32))
 
 
-which = sys.argv[3]
-out.mkdir(parents=True, exist_ok=True)
-if which == "d32":
-    d, h, ff = 32, 4, 64
+def good_and_coherent(d, h, ff):
+    # the correct model, as trained and coherently rounded: a SavedModel and int8 of each
     saved(block(d, h, ff), out / "good", d)
     i8(block(d, h, ff), out / "i8_good.tflite", d)
     saved(block(d, h, ff, edit=coherent), out / "coherent", d)
     i8(block(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
+
+
+which = sys.argv[3]
+out.mkdir(parents=True, exist_ok=True)
+if which == "d32":
+    d, h, ff = 32, 4, 64
+    good_and_coherent(d, h, ff)
     i8(block(d, h, ff, scale_dim=d), out / "i8_scale_d_model.tflite", d)
     i8(block(d, h, ff, edit=no_bias("ff2")), out / "i8_no_ff2_bias.tflite", d)
     i8(block(d, h, ff, edit=scaled(1.03)), out / "i8_kernels_x1.03.tflite", d)
     i8(block(d, h, ff, activation="gelu"), out / "i8_per_tensor_gelu.tflite", d, per_tensor=True)
 if which == "wide":
     d, h, ff = 32, 4, 1024
-    saved(block(d, h, ff), out / "good", d)
-    i8(block(d, h, ff), out / "i8_good.tflite", d)
-    saved(block(d, h, ff, edit=coherent), out / "coherent", d)
-    i8(block(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
+    good_and_coherent(d, h, ff)
     i8(block(d, h, ff, activation="gelu"), out / "i8_gelu.tflite", d)
 """
 

@@ -141,7 +141,7 @@ def evaluate(
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     verdicts += [verdict for verdict, _ in checked if verdict is not None]
     formula = judge_formula(spec, oracle_arrays, params, known=(oracle, expected))
-    if oracle.source != "builtin":  # every call above, and then the same as the first?
+    if not oracle.builtin:  # every call above, and then the same as the first?
         _still_computes(plan, oracle_arrays, params, expected)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
@@ -403,7 +403,7 @@ def _judge_outputs(
     widened = [arrays.get(f"tol/out/{i}") for i in range(len(names))]
     # the regimes mostly keep the block's weights: each cast to float32 once for all of
     # them, for an oracle of ours (which never writes into its arrays)
-    singles: Singles | None = {} if plan.oracle.source == "builtin" else None
+    singles: Singles | None = {} if plan.oracle.builtin else None
     verdicts, shown = _verdicts(
         plan, names, outputs, expected, oracle_arrays, params, widened=widened, singles=singles
     )

@@ -78,7 +78,7 @@ def plan_check(spec: CheckSpec, root: str, with_timing: bool = True) -> Plan:
     except FormulaCheckError:
         raise
     except Exception as exc:
-        if oracle.source == "builtin":
+        if oracle.builtin:
             raise
         raise OracleError(
             f"oracle {oracle.name!r} failed to make this block's sizes or inputs: "

@@ -143,6 +143,13 @@ class Oracle:
     on it), when code written for one value at a time is natural: how to write it for the
     whole array the check passes (a learning-rate schedule, which Keras calls step by step)."""
 
+    @property
+    def builtin(self) -> bool:
+        """One of the package's own: trusted to compute from its arguments alone, and to
+        write into none of them. The registry gives every other oracle a ``source`` of its
+        own (:func:`.registry.register`)."""
+        return self.source == "builtin"
+
     def input_regimes(self) -> tuple[Regime, ...]:
         """The regimes a block of this oracle is checked on besides the standard inputs."""
         if self.regimes is not None:

@@ -84,7 +84,7 @@ def _own(oracle: Oracle) -> Oracle:
     tolerances), or it is not cached at all (:data:`UNKEYED`)."""
     ours = oracle.compute in _WRAPPED  # one register() returned, perhaps with fields changed
     compute = oracle.compute if ours else _reading_only(oracle.compute)
-    named = oracle.source if oracle.source != "builtin" else _code_source(_original(compute))
+    named = oracle.source if not oracle.builtin else _code_source(_original(compute))
     if ours and _FIELDS_DIGEST.search(named):
         named = named[: -len("+0123456789abcdef")]  # its fields are digested again below
     fields = {
