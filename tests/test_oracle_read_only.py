@@ -4,6 +4,7 @@ each float32 draw of the tolerance), and could make wrong code agree with it."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import functools
@@ -126,7 +127,7 @@ def test_an_oracle_registered_directly_gets_read_only_arrays_and_is_no_builtin()
     assert registered.source != "builtin"
     # a source the user gave is kept, and followed by its fields' digest (its params...)
     given = register(_made(f"{name}_given", _writer, source="team@v2")).source
-    assert given.startswith("team@v2+")
+    assert given.startswith("team@v2 ")
 
 
 def test_registering_again_changes_nothing_and_another_oracle_needs_replace() -> None:
@@ -389,3 +390,53 @@ def test_an_honest_oracle_returning_extras_is_not_said_to_keep_state(extra: obje
 
     arrays = {"x": np.ones((3, 5))}
     _still_computes(plan, arrays, {}, dict(registered.compute(arrays, {})))
+
+
+def test_a_given_source_does_not_stand_for_the_code() -> None:
+    """The same name and ``source`` with another compute is another key: a verdict cached for
+    ``3 x`` must not answer for ``2 x``. Registering the returned oracle again keeps its key."""
+    name = f"given_{uuid.uuid4().hex[:8]}"
+    three = register(_made(name, _scaled_by(3.0), source="team@v1"))
+    two = register(_made(name, _scaled_by(2.0), source="team@v1"), replace=True)
+    assert three.source.startswith("team@v1 ") and two.source.startswith("team@v1 ")
+    assert three.source != two.source
+    assert register(two).source == two.source
+    unnamed = register(_made(f"{name}_cell", functools.partial(_writer), source="team@v1"))
+    assert unnamed.source.startswith(UNKEYED)
+
+
+class _Scales(list):  # type: ignore[type-arg]
+    def first(self) -> float:
+        return float(self[0])
+
+
+def test_params_keep_their_types() -> None:
+    """Each call's copy of ``params`` is of the same types: a ``defaultdict`` still gives its
+    default, a list of one's own class keeps its methods."""
+
+    def reads(arrays: dict[str, np.ndarray], params: dict[str, Any]) -> object:
+        return {"output": params["scales"].first() * arrays["x"] + params["table"]["missing"]}
+
+    registered = register(_made(f"types_{uuid.uuid4().hex[:8]}", reads))
+    params = {"scales": _Scales([2.0]), "table": collections.defaultdict(float)}
+    out = registered.compute({"x": np.ones((3, 5))}, params)["output"]
+    np.testing.assert_array_equal(out, np.full((3, 5), 2.0))
+
+
+def test_an_oracle_drawing_its_own_noise_is_fine_with_a_stated_tolerance() -> None:
+    """Nothing is derived from the runs of an oracle whose block states its tolerance, so its
+    own randomness is not taken for state; without one, it is named."""
+    from formula_check.judge import _stated, _still_computes
+
+    def noisy(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
+        return {"output": 2 * arrays["x"] + 1e-9 * np.random.default_rng().random()}
+
+    registered = register(_made(f"noisy_{uuid.uuid4().hex[:8]}", noisy))
+    plan = _plan_of(registered)
+    plan.spec.atol = plan.spec.rtol = None
+    assert not _stated(plan)
+    arrays = {"x": np.ones((3, 5))}
+    with pytest.raises(OracleError, match="draws random numbers of its own"):
+        _still_computes(plan, arrays, {}, dict(registered.compute(arrays, {})))
+    plan.spec.atol = 1e-6
+    assert _stated(plan)

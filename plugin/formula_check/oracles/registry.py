@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -84,24 +85,26 @@ def _own(oracle: Oracle) -> Oracle:
     tolerances), or it is not cached at all (:data:`UNKEYED`)."""
     ours = oracle.compute in _WRAPPED  # one register() returned, perhaps with fields changed
     compute = oracle.compute if ours else _reading_only(oracle.compute)
-    named = oracle.source if not oracle.builtin else _code_source(_original(compute))
-    if ours and _FIELDS_DIGEST.search(named):
-        named = named[: -len("+0123456789abcdef")]  # its fields are digested again below
+    given = "" if oracle.builtin else oracle.source  # a source of the user's (load_oracle's)
+    if ours:  # what _own added to it before is made again below
+        given = "" if given.startswith(UNKEYED) else _OURS.sub("", given)
+    code = _code_source(_original(compute))  # always: a given source need not follow the code
     fields = {
         field.name: getattr(oracle, field.name)
         for field in dataclasses.fields(oracle)
         if field.name not in {"compute", "source", "name"}  # the name is in the key apart
     }
     data = _stable(fields)
-    if named.startswith(UNKEYED) or data is None:
-        source = named if named.startswith(UNKEYED) else f"{UNKEYED}{named}"
+    if code.startswith(UNKEYED) or data is None:
+        source = " ".join(filter(None, (UNKEYED, given, code.removeprefix(UNKEYED))))
     else:
-        source = f"{named}+{_digest(data)}"
+        source = " ".join(filter(None, (given, f"{code}+{_digest(data)}")))
     return dataclasses.replace(oracle, compute=compute, source=source)
 
 
-_FIELDS_DIGEST = re.compile(r"\+[0-9a-f]{16}\Z")
-"""How an oracle's ``source`` made by :func:`_own` ends: the digest of its other fields."""
+_OURS = re.compile(r"(?:\A| )\S+@[0-9a-f]{16}\+[0-9a-f]{16}\Z")
+"""How an oracle's ``source`` made by :func:`_own` ends: its code's name and digest, then the
+digest of its other fields."""
 _FIXED = (type(None), type(...), bool, int, float, complex, str, bytes)
 _DEEPEST = 24
 """How deep :func:`_stable` follows containers, closures and code before it gives up."""
@@ -273,16 +276,14 @@ def _read_only(value: Any) -> Any:
 
 
 def _own_copy(value: Any) -> Any:
-    """``value`` with its containers and arrays copied, so that nothing a call changes in
-    them reaches another call; other objects (a module, a lock) are passed as they are."""
-    if isinstance(value, np.ndarray):
-        return np.array(value, copy=True)
-    if isinstance(value, Mapping):
-        return {key: _own_copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_own_copy(item) for item in value]
-    if isinstance(value, tuple) and type(value) is tuple:
-        return tuple(_own_copy(item) for item in value)
-    if isinstance(value, set):
-        return {_own_copy(item) for item in value}
-    return value
+    """A deep copy of ``value``, so that nothing a call changes in it reaches another call;
+    where something in it cannot be copied (a module, a lock), the plain containers around
+    it are copied and it is passed as it is."""
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        if type(value) is dict:
+            return {key: _own_copy(item) for key, item in value.items()}
+        if type(value) in {list, tuple}:
+            return type(value)(_own_copy(item) for item in value)
+        return value
