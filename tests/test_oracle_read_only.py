@@ -8,6 +8,8 @@ import collections
 import copy
 import dataclasses
 import functools
+import importlib
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -175,6 +177,9 @@ def test_a_registered_oracle_is_cached_only_under_a_name_for_what_it_computes() 
 
     assert _source_of(_scaled_by(2.0)) != _source_of(_scaled_by(3.0))
     assert _source_of(_scaled_by(2.0)) == _source_of(_scaled_by(2.0))  # no address in it
+    two, three = np.array(2.0), np.array(3.0)
+    assert _source_of(_scaled_by(two)) != _source_of(_scaled_by(three))  # type: ignore[arg-type]
+    assert _source_of(_scaled_by(two)) == _source_of(_scaled_by(two.copy()))  # type: ignore[arg-type]
     scope: dict[str, object] = {}
     exec("def compute(arrays, params):\n    return {'output': SCALE * arrays['x']}\n", scope)
     unnamed = [
@@ -182,6 +187,7 @@ def test_a_registered_oracle_is_cached_only_under_a_name_for_what_it_computes() 
         functools.partial(_scaled_by(1.0)),
         _Scaler(),
         _scaled_by(object()),  # type: ignore[arg-type]
+        _scaled_by(np.array([1.0, None], dtype=object)),  # type: ignore[arg-type]
     ]
     for compute in unnamed:
         registered = register(_made(f"unkeyed_{uuid.uuid4().hex[:8]}", compute))
@@ -440,3 +446,120 @@ def test_an_oracle_drawing_its_own_noise_is_fine_with_a_stated_tolerance() -> No
         _still_computes(plan, arrays, {}, dict(registered.compute(arrays, {})))
     plan.spec.atol = 1e-6
     assert _stated(plan)
+
+
+@pytest.mark.tf
+def test_a_check_that_wrote_is_not_answered_again_for_an_oracle_whose_code_has_no_name(
+    tmp_path: Path,
+) -> None:
+    """A check whose code wrote into the project is remembered for the rest of the run (so
+    that ``mkdocs serve`` does not check it again on the rebuild its own write caused). An
+    oracle with no name for its code (here: defined where there is no file, as in a notebook's
+    cell) has the same key after it is redefined: the second check must run, not be answered
+    by the first one's result."""
+    from formula_check.engine import Engine
+    from formula_check.model import Status
+    from support import spec_for
+
+    name = f"unnamed_{uuid.uuid4().hex[:8]}"
+    source = "def compute(arrays, params):\n    return {'output': SCALE * arrays['x']}\n"
+    twice: dict[str, object] = {"SCALE": 2.0}
+    thrice: dict[str, object] = {"SCALE": 3.0}
+    exec(source, twice)
+    exec(source, thrice)
+    code = 'def f(x):\n    open("out.txt", "w").write("x")\n    return 2.0 * x\n'
+    with Engine(tmp_path, use_cache=False) as engine:
+        first = register(_made(name, twice["compute"], regimes=()))
+        assert first.source.startswith(UNKEYED)
+        (result,) = engine.check_many([spec_for(name, code)])
+        assert result.status is Status.VERIFIED, result.headline()
+        assert any("wrote into the project: out.txt" in note for note in result.notes)
+        register(_made(name, thrice["compute"], regimes=()), replace=True)
+        (again,) = engine.check_many([spec_for(name, code)])
+    assert again.status is Status.MISMATCH, again.headline()
+
+
+PARTIAL_MODULE = """
+import functools
+
+from formula_check.oracles import Oracle, TensorSpec
+
+
+def scaled(arrays, params, *, scale):
+    return {{"output": scale * arrays["x"]}}
+
+
+oracle = Oracle(
+    name="{name}",
+    title="y = 2 x",
+    latex=r"y = 2 x",
+    compute=functools.partial(scaled, scale=2.0),
+    inputs=(TensorSpec("x", ("n", "d")),),
+    outputs=(TensorSpec("output", ("n", "d")),),
+    dims={{"n": 3, "d": 5}},
+    regimes=(),
+)
+"""
+
+
+@pytest.mark.tf
+def test_a_check_that_wrote_is_remembered_for_an_oracle_loaded_from_its_file(
+    tmp_path: Path,
+) -> None:
+    """An oracle loaded from a module with code that has no name (a partial) is not cached,
+    but a check of it that wrote into the project is remembered for the run while the
+    module's file is the same: under ``mkdocs serve``, which loads the module again on each
+    rebuild, it would otherwise rebuild forever. Its file edited, the check runs again."""
+    from formula_check.engine import Engine
+    from formula_check.model import Status
+    from formula_check.oracles.registry import loaded
+    from support import spec_for
+
+    module = f"partial_oracle_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{module}.py"
+    path.write_text(PARTIAL_MODULE.format(name=module))
+    writes = spec_for(module, 'def f(x):\n    open("out.txt", "w").write("x")\n    return 2 * x\n')
+    with Engine(tmp_path) as engine:
+        first = load_oracle(f"{module}:oracle", tmp_path)
+        assert first.source.startswith(UNKEYED) and loaded(first)
+        assert not loaded(dataclasses.replace(first, name=f"{module}_copy"))  # not from a file
+        (wrote,) = engine.check_many([writes])
+        ran = engine.executed
+        load_oracle(f"{module}:oracle", tmp_path)  # as every rebuild of mkdocs serve does
+        (remembered,) = engine.check_many([writes])
+        assert engine.executed == ran, "the check that wrote ran again"
+        path.write_text(PARTIAL_MODULE.format(name=module).replace("scale=2.0", "scale=3.0"))
+        importlib.invalidate_caches()
+        sys.modules.pop(module, None)
+        load_oracle(f"{module}:oracle", tmp_path)
+        (edited,) = engine.check_many([writes])
+    assert wrote.status is remembered.status is Status.VERIFIED, remembered.headline()
+    assert edited.status is Status.MISMATCH, edited.headline()
+
+
+class _Subclass(np.ndarray):  # type: ignore[type-arg]
+    """An array type of one's own (as ``np.matrix``, whose ``*`` is a matrix product)."""
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([(1.0, 2.0)], dtype=[("a", "<f8"), ("b", "<f8")]),
+        np.ma.masked_array([1.0, 2.0], mask=[False, True]),
+        np.arange(3.0).view(_Subclass),
+        np.array([1.5], dtype=np.longdouble),
+        np.array([1.0, None], dtype=object),
+    ],
+    ids=["record", "masked", "subclass", "long double", "objects"],
+)
+def test_an_array_its_bytes_do_not_name_leaves_its_oracle_unkeyed(array: np.ndarray) -> None:
+    """Record field names, a mask, a subclass's own operators, a long double's padding (whatever the
+    memory held) and objects are not in an array's dtype, shape and bytes."""
+    assert _source_of(_scaled_by(array)).startswith(UNKEYED)  # type: ignore[arg-type]
+
+
+def test_plain_arrays_of_numbers_times_and_text_are_named_by_their_values() -> None:
+    for array in (np.arange(3), np.array(["a", "b"]), np.array(["2026-12-02"], "M8[D]")):
+        source = _source_of(_scaled_by(array))  # type: ignore[arg-type]
+        assert not source.startswith(UNKEYED), source
+        assert source == _source_of(_scaled_by(array.copy()))  # type: ignore[arg-type]

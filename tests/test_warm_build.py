@@ -258,10 +258,7 @@ def test_a_cached_build_loads_no_planning_and_no_worker_client(site: Site) -> No
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the core (model, masks, tolerance, oracles, wire) imports NumPy at its top, and a "
-    "cached entry's arrays are decoded into NumPy arrays (issue 19)",
-)
 def test_a_cached_build_does_not_import_numpy(site: Site) -> None:
+    """Its results' arrays stay the stored bytes (their figures are found by those bytes), and
+    the core names NumPy through :mod:`formula_check.lazy` (60 to 90 ms of import saved)."""
     assert loaded(probe(site.project)["modules"], "numpy") == []

@@ -218,7 +218,7 @@ class ResultCache:
     @staticmethod
     def _decode(message: bytes, root: Path) -> tuple[CheckResult, dict[str, str]] | None:
         try:
-            header, arrays = wire.decode(message)
+            header, arrays = wire.decode_stored(message)
             result = result_from_json(localised(header["result"], root), arrays)
             return result, dict(header["depends"])
         except (wire.ProtocolError, KeyError, TypeError, ValueError):
@@ -359,7 +359,7 @@ def result_from_json(data: Mapping[str, Any], arrays: Mapping[str, Any]) -> Chec
         ),
         timings=tuple(TimingStats(**t) for t in data["timings"]),
         environment=Environment(**data["environment"]),
-        arrays=frozen_map(arrays),
+        arrays=arrays if isinstance(arrays, wire.StoredArrays) else frozen_map(arrays),
         sweep=tuple(SweepPoint(**p) for p in data["sweep"]),
         notes=tuple(data["notes"]),
         stdout=data["stdout"],

@@ -16,6 +16,8 @@ from .cache import MemoryResults, ResultCache, cache_key, cacheable, tensorflow_
 from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError, WorkerError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
+from .oracles import Oracle, get_oracle
+from .oracles.registry import loaded
 from .worker.environment import settings_digest
 
 # What only a check that runs needs (planning, the worker client, the messages, BLAS
@@ -134,6 +136,8 @@ class Engine:
         """Results of checks that wrote into the project, kept while their inputs are the
         same, whatever the cache: under ``mkdocs serve`` a block that writes into the docs
         folder would otherwise trigger a rebuild, which runs it again, which writes again."""
+        self._unkeyed: dict[int, Oracle] = {}
+        """The oracles whose code has no name that :attr:`wrote` holds results of, by ``id``."""
         self.tf_version = tensorflow_version()
         self.executed = 0
         self._startup = 0.0
@@ -180,7 +184,8 @@ class Engine:
             return _bare(spec, Status.SKIPPED, spec.skip)
         started = time.perf_counter()
         key = cache_key(spec, self.tf_version, self.env_digest)
-        if self.use_cache and cacheable(spec):
+        keyed = cacheable(spec)  # else no result on disk may answer it
+        if self.use_cache and keyed:
             cached = self.cache.get(key, spec)
             if cached is not None:
                 return cached
@@ -191,30 +196,28 @@ class Engine:
                 return _bare(spec, Status.SKIPPED, CANCELLED)
             if earlier == "ran":  # the same check just ran for another block: its result may do
                 return self.check(spec, stopped, order)
-            wrote = self.wrote.get(key, spec)
+            # Results of checks that wrote are remembered under their key, which names the
+            # oracle's code (keyed) or its module's file (``loaded``: under mkdocs serve it is
+            # loaded again on each rebuild, the same while the file is). An oracle registered
+            # from Python with code that has no name has neither: registered again (a notebook
+            # cell run again) it has the same key, so the registered object tells it apart.
+            oracle = get_oracle(spec.oracle)
+            remembered = key if keyed or loaded(oracle) else f"{key} {id(oracle)}"
+            wrote = self.wrote.get(remembered, spec)
             if wrote is not None:
                 return wrote
             result, local_files, waited = self._run(spec, stopped, order)
-            return self._keep(
-                key, spec, result, local_files, time.perf_counter() - started - waited
-            )
-
-    def _keep(
-        self,
-        key: str,
-        spec: CheckSpec,
-        result: CheckResult,
-        local_files: list[str],
-        elapsed: float,
-    ) -> CheckResult:
-        # The block's own cost: starting a worker (the TensorFlow import) is counted apart,
-        # and waiting for one to be free is not the block's either.
-        result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
-        if self.use_cache and _deterministic(result) and cacheable(spec):
-            self.cache.put(key, result, local_files, spec)
-        if any(note.startswith(WROTE) for note in result.notes):
-            self.wrote.put(key, result, local_files, spec)
-        return result
+            # The block's own cost: starting a worker (the TensorFlow import) is counted
+            # apart, and waiting for one to be free is not the block's either.
+            elapsed = time.perf_counter() - started - waited
+            result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
+            if self.use_cache and keyed and _deterministic(result):
+                self.cache.put(key, result, local_files, spec)
+            if any(note.startswith(WROTE) for note in result.notes):
+                if remembered != key:  # kept alive while remembered: its id names no other
+                    self._unkeyed[id(oracle)] = oracle
+                self.wrote.put(remembered, result, local_files, spec)
+            return result
 
     @contextlib.contextmanager
     def _alone(self, key: str, stopped: threading.Event | None) -> Iterator[str]:

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SpecError
-from .masks import CONVENTIONS
-from .model import Location
+from .model import MASK_CONVENTIONS, Location
 from .option_values import (
     Validator,
     assignments,
@@ -134,7 +133,7 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "mask_convention",
-        choice(*CONVENTIONS),
+        choice(*MASK_CONVENTIONS),
         "keep",
         "How the mask is encoded: `additive` (default), `keep`, `keep-float`, `neg-inf`, "
         "`neg-large` or `lengths` (valid lengths). See [Masks](#masks).",

@@ -26,10 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import SpecError
+from .model import MASK_CONVENTIONS as CONVENTIONS
 from .model import Array, MaskKind
-
-CONVENTIONS = ("additive", "keep", "keep-float", "neg-inf", "neg-large", "lengths")
-"""Every encoding a block's ``mask_convention`` may ask for."""
 
 LARGE_NEGATIVE = -1e9
 """The hidden keys' value under ``neg-large``."""

@@ -5,15 +5,20 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
-Array = npt.NDArray[Any]
+    Array = npt.NDArray[Any]
+else:
+    # NumPy is not imported here: a build whose every check is cached never needs it (the
+    # name is only ever an annotation).
+    Array = Any
 Scalar = int | float | bool | str
 
 
@@ -72,6 +77,8 @@ class Status(str, enum.Enum):
 
 MaskKind = Literal["none", "padding", "causal", "both"]
 MaskConvention = Literal["additive", "keep", "keep-float"]
+MASK_CONVENTIONS = ("additive", "keep", "keep-float", "neg-inf", "neg-large", "lengths")
+"""Every encoding a block's ``mask_convention`` may ask for (made by :mod:`.masks`)."""
 EntryKind = Literal["auto", "function", "layer", "factory", "builder"]
 Expectation = Literal["verified", "mismatch", "error", "timeout", "fail"]
 
@@ -288,6 +295,8 @@ def largest_index(values: Array) -> tuple[int, ...]:
     """The index of the largest value (the first, among equals); ``()`` when empty."""
     if not values.size:
         return ()
+    import numpy as np
+
     flat = int(np.argmax(values))
     return tuple(int(i) for i in np.unravel_index(flat, values.shape))
 
@@ -506,6 +515,9 @@ def to_plain(value: Any) -> Any:
         return [to_plain(v) for v in value]
     if isinstance(value, enum.Enum):
         return value.value
-    if isinstance(value, np.generic):
-        return value.item()
+    if "numpy" in sys.modules:  # else no value can be a NumPy scalar
+        import numpy  # (waits for another thread still importing it)
+
+        if isinstance(value, numpy.generic):
+            return value.item()
     return value

@@ -45,14 +45,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a build whose checks are all cached needs no NumPy
+    from .lazy import numpy as np
 
 from .model import BOUND_WORDS, Array
 
-EPS32 = float(np.finfo(np.float32).eps)
-"""The float32 machine epsilon, 2^-23: twice the largest relative rounding of one result."""
+EPS32 = 2.0**-23
+"""The float32 machine epsilon (``np.finfo(np.float32).eps``, 2^-23): twice the largest
+relative rounding of one result."""
 
 SPREAD = 64.0
 """How many rounding scales correct code may be off by; see the module's text for how it is

@@ -14,15 +14,20 @@ from an older checker, a cache file written by one).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
-from collections.abc import Mapping
-from typing import IO, Any
-
-import numpy as np
+import sys
+from collections.abc import Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 from .model import Array
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a cached result's arrays are only read to draw a figure
+    from .lazy import numpy as np
 
 MAGIC = b"FCK1"
 VERSION = 4
@@ -33,6 +38,8 @@ lists or tuples of arguments (``items``); a check request's and a reply's ``arti
 exported SavedModel, ``.keras`` or ``.tflite`` file checked instead of code)."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
+MAX_DIMENSIONS = 32
+"""The most dimensions an array of a message may have (NumPy 1 makes no more)."""
 PREFIX_SIZE = _PREFIX.size
 """Bytes of a message before its header: enough for :func:`message_length`."""
 
@@ -97,13 +104,115 @@ def decode(message: Buffer) -> tuple[dict[str, Any], dict[str, Array]]:
     writable buffer (a ``bytearray``, as :func:`read_message` reads one into) are views of
     it, not copies: each its own bytes of it, writable, and keeping the buffer alive. Those
     of a message in ``bytes`` are copies, writable as any array the caller owns."""
+    header, items, payload = _split(message)
+    return header, _arrays(items, payload, copy=payload.readonly)
+
+
+def decode_stored(message: Buffer) -> tuple[dict[str, Any], Mapping[str, Array]]:
+    """:func:`decode` for a stored message (a cache file): the same arrays, each made when it
+    is first asked for (:class:`StoredArrays`). A build whose results all come from the cache
+    reads their arrays only to draw a figure no earlier build drew."""
+    header, items, payload = _split(message)
+    if not all(_plain_code(item) for item in items):  # a dtype this module does not name
+        return header, _arrays(items, payload, copy=payload.readonly)
+    return header, StoredArrays(items, payload)
+
+
+def _split(message: Buffer) -> tuple[dict[str, Any], list[dict[str, Any]], memoryview]:
+    """A whole message's header, what it says of each array, and the bytes they lie in."""
     view = memoryview(message).cast("B")
     head_len, payload_len = _check_prefix(bytes(view[: _PREFIX.size]))
     expected = _PREFIX.size + head_len + payload_len
     if len(view) != expected:
         raise ProtocolError(f"message is {len(view)} bytes, expected {expected}")
-    head = view[_PREFIX.size : _PREFIX.size + head_len]
-    return _unpack(bytes(head), view[_PREFIX.size + head_len :])
+    header, items = _parse(bytes(view[_PREFIX.size : _PREFIX.size + head_len]))
+    payload = view[_PREFIX.size + head_len :]
+    for item in items:  # every array fits where the header says it lies
+        _shape(item, _span(item, len(payload))[1])
+    return header, items, payload
+
+
+_CODES = frozenset(f"{kind}{size}" for kind in "iu" for size in (1, 2, 4, 8)) | {
+    "b1",
+    "f2",
+    "f4",
+    "f8",
+}
+"""The dtypes :func:`encode` writes for NumPy's bool, integer and float arrays, by code."""
+
+
+def _described(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` names its array and gives its offset, size and shape in integers:
+    read further, nothing of it raises anything but a :class:`ProtocolError`."""
+    numbers = [item.get("offset"), item.get("size")]
+    shape = item.get("shape")
+    return (
+        isinstance(item.get("name"), str)
+        and isinstance(shape, list)
+        and all(isinstance(n, int) for n in [*numbers, *shape])
+    )
+
+
+def _plain_code(item: Mapping[str, Any]) -> bool:
+    code = item.get("dtype")
+    return isinstance(code, str) and code in _CODES
+
+
+class StoredArrays(Mapping[str, Array]):
+    """The arrays of a stored message by name, each made a NumPy array (as :func:`decode`
+    makes it) the first time it is asked for. :func:`fingerprint` needs none of them made."""
+
+    def __init__(self, items: list[dict[str, Any]], payload: memoryview) -> None:
+        self._items = {item["name"]: item for item in items}
+        self._payload = payload
+        self._made: dict[str, Array] = {}
+
+    def __getitem__(self, name: str) -> Array:
+        made = self._made.get(name)
+        if made is None:
+            item = self._items[name]
+            made = _arrays([item], self._payload, copy=self._payload.readonly)[name]
+            self._made[name] = made
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def data(self, name: str) -> bytes:
+        """The stored bytes of the array ``name`` (little-endian), without making it."""
+        return bytes(self.fingerprint(name)[2])
+
+    def fingerprint(self, name: str) -> tuple[str, tuple[int, ...], memoryview]:
+        """What :func:`fingerprint` reads of the array ``name``, from its stored bytes."""
+        item = self._items[name]
+        start, size = _span(item, len(self._payload))
+        shape = tuple(int(n) for n in item["shape"])
+        return _order_code(item["dtype"]), shape, self._payload[start : start + size]
+
+
+def _order_code(code: str) -> str:
+    """NumPy's ``dtype.str`` of a little-endian array of dtype ``code`` (``<f4``, ``|b1``)."""
+    return ("|" if code[1:] == "1" else "<") + code  # one byte has no byte order
+
+
+def fingerprint(arrays: Mapping[str, Array]) -> bytes:
+    """A digest of named arrays by content: each one's name, dtype, shape and little-endian
+    bytes. The same whether the arrays are NumPy's or stored ones not yet decoded."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        if isinstance(arrays, StoredArrays):
+            order, shape, data = arrays.fingerprint(name)
+        else:
+            array = np.asarray(arrays[name], order="C")
+            little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+            order, shape = little.dtype.str, tuple(little.shape)
+            data = little.reshape(-1).view(np.uint8).data
+        digest.update(f"{name}:{order}:{shape}".encode())
+        digest.update(data)  # its bytes, hashed where they lie (no copy)
+    return digest.digest()
 
 
 def write_message(
@@ -198,12 +307,6 @@ def _read_into(stream: IO[bytes], view: memoryview) -> None:
         got += count
 
 
-def _unpack(head: bytes, payload: memoryview) -> tuple[dict[str, Any], dict[str, Array]]:
-    header, items = _parse(head)
-    # In place where it can be (a writable buffer); else a copy.
-    return header, _arrays(items, payload, copy=payload.readonly)
-
-
 def _parse(head: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A message's header, and what it says of each array."""
     try:
@@ -217,6 +320,10 @@ def _parse(head: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise ProtocolError("message arrays are not a list of objects")
     for item in items:
+        if not _described(item):
+            raise ProtocolError(f"array {item.get('name')!r} is not described as encode does")
+        if _plain_code(item):  # one encode writes, named without asking NumPy
+            continue
         dtype = _dtype(item)
         if dtype.kind not in _ALLOWED_KINDS:
             raise ProtocolError(f"array {item.get('name')!r} has forbidden dtype {dtype}")
@@ -242,9 +349,14 @@ def _span(item: Mapping[str, Any], payload_len: int) -> tuple[int, int]:
 def _shape(item: Mapping[str, Any], size: int) -> tuple[int, ...]:
     """The shape ``item`` says its array has, if that fills ``size`` bytes."""
     shape = tuple(int(n) for n in item["shape"])
-    itemsize = _dtype(item).itemsize
+    itemsize = int(item["dtype"][1:]) if _plain_code(item) else _dtype(item).itemsize
     if any(n < 0 for n in shape) or math.prod(shape) * itemsize != size:
         raise ProtocolError(f"array {item['name']!r} of {size} bytes is not {shape}")
+    # What NumPy could not make is refused here, not when the array is first asked for
+    # (:class:`StoredArrays`): at most 32 dimensions (NumPy 1's limit), and a size that fits
+    # even with the zero-length dimensions left out.
+    if len(shape) > MAX_DIMENSIONS or math.prod(max(n, 1) for n in shape) * itemsize > sys.maxsize:
+        raise ProtocolError(f"array {item['name']!r} has a shape NumPy cannot make: {shape}")
     return shape
 
 

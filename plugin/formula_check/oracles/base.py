@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a build whose checks are all cached needs no NumPy
+    from ..lazy import numpy as np
 
 from ..model import Array, Scalar, frozen_map
 
@@ -19,9 +22,11 @@ scalar parameters and every dim size. The result holds every declared output and
 intermediate worth a heatmap (e.g. FFN ``hidden``).
 """
 
-Generator = Callable[[Mapping[str, int], np.random.Generator, Mapping[str, Any]], dict[str, Array]]
+Generator = Callable[
+    [Mapping[str, int], "np.random.Generator", Mapping[str, Any]], "dict[str, Array]"
+]
 Reshape = Callable[
-    [Mapping[str, Array], Mapping[str, int], np.random.Generator, Mapping[str, Any]],
+    [Mapping[str, Array], Mapping[str, int], "np.random.Generator", Mapping[str, Any]],
     "dict[str, Array] | None",
 ]
 

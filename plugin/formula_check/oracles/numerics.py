@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a build whose checks are all cached needs no NumPy
+    from ..lazy import numpy as np
 
 from ..model import Array
 from ..tolerance import DRAW_PARAM
@@ -67,7 +70,7 @@ def positional_encoding(
     n: int,
     d_model: int,
     base: float = 10000.0,
-    dtype: type[np.floating[Any]] = np.float64,
+    dtype: type[np.floating[Any]] | None = None,
     *,
     through_exp: bool = False,
     layout: str = "interleaved",
@@ -75,7 +78,9 @@ def positional_encoding(
     """Sinusoidal encoding computed in ``dtype``: sines in even columns and cosines in odd
     ones (``interleaved``, the paper's), or every sine first and every cosine after
     (``halves``, the TensorFlow tutorial's); the frequencies as powers of ``base``, or (as
-    code also writes them) through ``exp`` of a log."""
+    code also writes them) through ``exp`` of a log. ``dtype`` None: float64."""
+    if dtype is None:
+        dtype = np.float64
     positions = np.arange(n, dtype=dtype)[:, np.newaxis]
     two_i = np.arange(0, d_model, 2, dtype=dtype)[np.newaxis, :]
     if through_exp:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a build whose checks are all cached needs no NumPy
+    from ..lazy import numpy as np
 
 from ..model import Array
 from .base import KEEP_PARAM, Regime, scaled

@@ -14,10 +14,14 @@ import types
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a build whose checks are all cached needs no NumPy
+    from ..lazy import numpy as np
 
+from .. import wire
 from ..errors import OracleError
 from ..snippets import file_digest
 from . import catalog
@@ -123,9 +127,8 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
     deeper = functools.partial(_stable, depth=depth + 1)
     if type(value) in _FIXED:
         return repr(value)
-    if isinstance(value, np.ndarray):
-        content = np.ascontiguousarray(value).tobytes()
-        return f"array({value.dtype.str}, {value.shape}, {hashlib.sha256(content).hexdigest()})"
+    if isinstance(value, np.ndarray):  # by dtype, shape and bytes, where those say it all
+        return f"array({wire.fingerprint({'': value}).hex()})" if _named(value) else None
     if isinstance(value, np.generic):
         return f"{value.dtype.str}({value.item()!r})"
     if isinstance(value, list | tuple):
@@ -149,6 +152,28 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
         source = _code_source(value, depth + 1)
         return None if source.startswith(UNKEYED) else source
     return None
+
+
+def _named(array: np.ndarray) -> bool:
+    """Whether an array's dtype, shape and bytes name what it holds: a plain array (not a
+    matrix or a masked one, which compute otherwise), of numbers, times or fixed-width text
+    with no padding bytes (whose content is whatever the memory held: a long double's, an
+    aligned record's), and no objects or record fields (whose names the bytes leave out)."""
+    dtype = array.dtype
+    if type(array) is not np.ndarray or dtype.names is not None or dtype.kind not in "biufcmMSU":
+        return False
+    return dtype.kind not in "fc" or dtype.itemsize <= (8 if dtype.kind == "f" else 16)
+
+
+_FROM_FILES: weakref.WeakValueDictionary[int, Oracle] = weakref.WeakValueDictionary()
+"""The oracles :func:`load_oracle` registered, by ``id``: each is named by its module's file
+(a copy of one, ``dataclasses.replace``-d, is another object, and is not)."""
+
+
+def loaded(oracle: Oracle) -> bool:
+    """Whether ``oracle`` is one :func:`load_oracle` registered (the ``oracles`` option, under
+    ``mkdocs serve`` imported again on every rebuild): its source names its module's file."""
+    return _FROM_FILES.get(id(oracle)) is oracle
 
 
 def _code_text(code: types.CodeType, depth: int) -> str | None:
@@ -241,7 +266,9 @@ def load_oracle(reference: str, project_root: Path | None = None) -> Oracle:
     source = getattr(module, "__file__", None)
     digest = file_digest(Path(source)) if source else "unknown"
     own = dataclasses.replace(oracle, source=f"{reference}@{digest[:16]}")
-    return register(own, replace=True)
+    registered = register(own, replace=True)
+    _FROM_FILES[id(registered)] = registered
+    return registered
 
 
 def _reading_only(compute: Compute) -> Compute:

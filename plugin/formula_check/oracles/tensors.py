@@ -4,9 +4,12 @@ were given, the block's mask, choices among named values, positive sizes."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a build whose checks are all cached needs no NumPy
+    from ..lazy import numpy as np
 
 from ..errors import OracleError
 from ..model import Array

@@ -27,14 +27,8 @@ def figure_key(
     # converting them to JSON (this runs for every card of every rebuild).
     meta = (heatmaps, labels.language, sweep_dim, result.shapes, result.verdicts, result.sweep)
     digest.update(repr(meta).encode())
-    if result.arrays:  # NumPy is loaded when there are arrays: a result without any needs none
-        import numpy as np
-
-        for name in sorted(result.arrays):
-            array = np.asarray(result.arrays[name])
-            digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
-            flat = np.ascontiguousarray(array).reshape(-1)
-            digest.update(flat.view(np.uint8).data)  # its bytes, hashed where they lie (no copy)
+    # A cached result's arrays are read from their stored bytes, not decoded (no NumPy)
+    digest.update(wire.fingerprint(result.arrays))
     return digest.hexdigest()
 
 
@@ -72,13 +66,15 @@ class FigureCache:
         if self.files is None or message is None:
             return None
         try:
-            header, arrays = wire.decode(message)
+            header, arrays = wire.decode_stored(message)
+            if not isinstance(arrays, wire.StoredArrays):  # not bytes, as figures are stored
+                raise wire.ProtocolError("a figure's data is not bytes")
             return [
                 Figure(
                     item["name"],
                     item["title"],
                     item["alt"],
-                    arrays[f"data/{i}"].tobytes(),
+                    arrays.data(f"data/{i}"),
                     int(item["width"]),
                     int(item["height"]),
                     str(item["media_type"]),
