@@ -12,15 +12,19 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formula_check import wire
 from formula_check.cache import ResultCache
 from formula_check.model import CheckResult, Location, ShapeInfo, Status, frozen_map
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache, figure_key
+from formula_check.sealed import read_sealed, write_sealed
 from implementations import SDPA
 from support import spec_for
 
@@ -169,3 +173,51 @@ def test_another_keys_figures_are_never_shown(tmp_path: Path) -> None:
     shutil.copyfile(two, one)
     later = FigureCache(tmp_path)
     assert later(entry_result(0), None, labels) == first and later.drawn == 1
+
+
+def _sealed_again(path: Path, key: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """The entry at ``path`` with its header changed by ``change``, sealed as the cache seals
+    one: what a writer of the cache (or another checker's bug) could leave there."""
+    header, arrays = wire.decode(read_sealed(path, key) or b"")
+    change(header)
+    write_sealed(path, key, wire.encode(header, arrays))
+
+
+WRONG_TYPES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "a verdict that is a number": lambda h: h["result"].update(verdicts=[1]),
+    "a failure that is a list": lambda h: h["result"].update(failure=[1]),
+    "depends that is a list": lambda h: h.update(depends=[[1, "x"]]),
+    "a digest that is a number": lambda h: h.update(depends={"docs/page.md": 1}),
+    "a shape that is a number": lambda h: h["result"].update(shapes=[5]),
+    "notes that are a number": lambda h: h["result"].update(notes=5),
+}
+
+
+@pytest.mark.parametrize("change", sorted(WRONG_TYPES))
+def test_a_sealed_entry_with_fields_of_the_wrong_type_is_no_entry(
+    tmp_path: Path, change: str
+) -> None:
+    key = KEYS[0]
+    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), [])
+    [path] = (tmp_path / "cache").rglob(f"{key}*")
+    _sealed_again(path, key, WRONG_TYPES[change])
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    assert cache.get(key, SPEC) is None and cache.misses == 1
+    assert not path.exists(), "discarded, to be computed afresh"
+
+
+@pytest.mark.parametrize(
+    "field",
+    [("width", 1e999), ("height", "tall"), ("name", 5), ("title", None), ("alt", [1])],
+    ids=lambda field: str(field[0]),
+)
+def test_a_sealed_figure_entry_with_a_field_of_the_wrong_type_is_drawn_again(
+    tmp_path: Path, field: tuple[str, object]
+) -> None:
+    labels = labels_for("en")
+    drawn = FigureCache(tmp_path)(entry_result(0), None, labels)
+    key = figure_key(entry_result(0), None, labels, "n")
+    path = tmp_path / key[:2] / f"{key}.fcf"
+    _sealed_again(path, key, lambda h: h["figures"][0].update([field]))
+    again = FigureCache(tmp_path)
+    assert again(entry_result(0), None, labels) == drawn and again.drawn == 1

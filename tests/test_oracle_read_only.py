@@ -563,3 +563,14 @@ def test_plain_arrays_of_numbers_times_and_text_are_named_by_their_values() -> N
         source = _source_of(_scaled_by(array))  # type: ignore[arg-type]
         assert not source.startswith(UNKEYED), source
         assert source == _source_of(_scaled_by(array.copy()))  # type: ignore[arg-type]
+
+
+def test_a_record_scalar_leaves_its_oracle_unkeyed_and_a_plain_one_is_named() -> None:
+    """Two records of the same bytes under other field names read other values."""
+    ab = np.array([(1.0, 2.0)], dtype=[("a", "<f8"), ("b", "<f8")])[0]
+    ba = np.array([(1.0, 2.0)], dtype=[("b", "<f8"), ("a", "<f8")])[0]
+    assert ab["a"] != ba["a"] and ab.tobytes() == ba.tobytes()
+    for record in (ab, ba):
+        assert _source_of(_scaled_by(record)).startswith(UNKEYED)  # type: ignore[arg-type]
+    one, two = (_source_of(_scaled_by(np.float32(v))) for v in (1.0, 2.0))  # type: ignore[arg-type]
+    assert not one.startswith(UNKEYED) and one != two

@@ -220,8 +220,13 @@ class ResultCache:
         try:
             header, arrays = wire.decode_stored(message)
             result = result_from_json(localised(header["result"], root), arrays)
-            return result, dict(header["depends"])
-        except (wire.ProtocolError, KeyError, TypeError, ValueError):
+            depends = header["depends"]
+            if not isinstance(depends, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in depends.items()
+            ):
+                raise TypeError("depends is not a mapping of file names to digests")
+            return result, depends
+        except wire.MALFORMED:
             return None
 
 

@@ -38,8 +38,10 @@ lists or tuples of arguments (``items``); a check request's and a reply's ``arti
 exported SavedModel, ``.keras`` or ``.tflite`` file checked instead of code)."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
-MAX_DIMENSIONS = 32
-"""The most dimensions an array of a message may have (NumPy 1 makes no more)."""
+MAX_DIMENSIONS = 64
+"""The most dimensions an array of a message may have: NumPy 2 makes no more (NumPy 1, 32).
+A message is read by the NumPy that wrote it: the worker is of the same environment, and a
+cache entry's key holds NumPy's version (:func:`formula_check.cache.numerics_versions`)."""
 PREFIX_SIZE = _PREFIX.size
 """Bytes of a message before its header: enough for :func:`message_length`."""
 
@@ -47,6 +49,13 @@ PREFIX_SIZE = _PREFIX.size
 class ProtocolError(Exception):
     """A message is truncated, from another version, describes a forbidden array, or has a
     header that does not fit its type."""
+
+
+MALFORMED = (ProtocolError, KeyError, TypeError, ValueError, AttributeError, OverflowError)
+"""What reading a message whose header does not hold the fields or types its reader wrote
+raises. The caches take an entry that raises one for no entry: sealed files are only damaged
+so by someone who writes the cache, who could write any verdict (:mod:`formula_check.sealed`),
+and this keeps such an entry from stopping a build."""
 
 
 ALIGNMENT = 64
@@ -353,7 +362,7 @@ def _shape(item: Mapping[str, Any], size: int) -> tuple[int, ...]:
     if any(n < 0 for n in shape) or math.prod(shape) * itemsize != size:
         raise ProtocolError(f"array {item['name']!r} of {size} bytes is not {shape}")
     # What NumPy could not make is refused here, not when the array is first asked for
-    # (:class:`StoredArrays`): at most 32 dimensions (NumPy 1's limit), and a size that fits
+    # (:class:`StoredArrays`): at most MAX_DIMENSIONS, and a size that fits
     # even with the zero-length dimensions left out.
     if len(shape) > MAX_DIMENSIONS or math.prod(max(n, 1) for n in shape) * itemsize > sys.maxsize:
         raise ProtocolError(f"array {item['name']!r} has a shape NumPy cannot make: {shape}")

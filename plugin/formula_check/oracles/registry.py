@@ -129,8 +129,8 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
         return repr(value)
     if isinstance(value, np.ndarray):  # by dtype, shape and bytes, where those say it all
         return f"array({wire.fingerprint({'': value}).hex()})" if _named(value) else None
-    if isinstance(value, np.generic):
-        return f"{value.dtype.str}({value.item()!r})"
+    if isinstance(value, np.generic):  # a record's field names are not in its item
+        return None if value.dtype.names else f"{value.dtype.str}({value.item()!r})"
     if isinstance(value, list | tuple):
         items = [deeper(item) for item in value]
         return None if None in items else f"{type(value).__name__}({', '.join(items)})"  # type: ignore[arg-type]

@@ -71,9 +71,9 @@ class FigureCache:
                 raise wire.ProtocolError("a figure's data is not bytes")
             return [
                 Figure(
-                    item["name"],
-                    item["title"],
-                    item["alt"],
+                    _text(item["name"]),
+                    _text(item["title"]),
+                    _text(item["alt"]),
                     arrays.data(f"data/{i}"),
                     int(item["width"]),
                     int(item["height"]),
@@ -81,7 +81,7 @@ class FigureCache:
                 )
                 for i, item in enumerate(header["figures"])
             ]
-        except (wire.ProtocolError, KeyError, TypeError, ValueError):
+        except wire.MALFORMED:
             self.files.discard(key)  # damaged: draw again
             return None
 
@@ -105,3 +105,10 @@ class FigureCache:
 
         arrays = {f"data/{i}": np.frombuffer(f.data, dtype=np.uint8) for i, f in enumerate(figures)}
         self.files.write(key, wire.encode(header, arrays))
+
+
+def _text(value: object) -> str:
+    """``value``, a text of a stored figure, or TypeError (a damaged entry)."""
+    if not isinstance(value, str):
+        raise TypeError(f"a figure's text is {type(value).__name__}")
+    return value
