@@ -474,7 +474,8 @@ def serve(args: argparse.Namespace) -> None:
     for name, executed, (cached, total), latency in steps:
         print(f"{name:<16}{executed:>13}{f'{cached}/{total}':>14}{latency:>9.2f}s")
     print(
-        f"worker pids seen in the ledger: {sorted(pids)} (one pid = TensorFlow stayed loaded); "
+        f"warm workers that forked the checks, by the ledger: {sorted(pids)} (no more than the"
+        " workers: TensorFlow stayed loaded); "
         f"alive while serving: {alive_while_serving}; gone after Ctrl-C: {gone_after_stop}"
     )
     block_latency, prose_latency, slow_latency, floor = (

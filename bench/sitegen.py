@@ -189,7 +189,9 @@ class Block:
         if ledger:
             head += [
                 f'with open(os.environ["{LEDGER_ENV}"], "a", encoding="utf-8") as ledger:',
-                f'    ledger.write(f"{{os.getpid()}} {self.block_id}\\n")',
+                # the warm worker that forked this check's process: one per worker while
+                # TensorFlow stays loaded (each check's own process ends with it)
+                f'    ledger.write(f"{{os.getppid()}} {self.block_id}\\n")',
                 "",
             ]
         return "\n".join(head) + "\n" + textwrap.dedent(self.recipe.snippet).strip() + "\n"
