@@ -10,19 +10,15 @@ The standard library's ``importlib.util.LazyLoader`` does the same for a module 
 ``sys.modules``, but on Python before 3.12 two threads touching such a module at once may see
 it half loaded, and a build reads the cache in one thread while pages render in another.
 Here every attribute is fetched from the real module, which a plain ``import`` (under the
-import system's own lock) has finished loading. For type checkers the name is NumPy itself::
-
-    if TYPE_CHECKING:
-        import numpy as np
-    else:
-        from ..lazy import numpy as np
+import system's own lock) has finished loading. A module writes ``from .lazy import numpy as
+np``; type checkers see NumPy itself under that name.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class OnFirstUse(ModuleType):
@@ -39,5 +35,8 @@ class OnFirstUse(ModuleType):
         return dir(importlib.import_module(self.__name__))
 
 
-numpy = OnFirstUse("numpy")
-"""NumPy, imported when a computation first needs it."""
+if TYPE_CHECKING:
+    import numpy as numpy  # noqa: PLC0414  (the "as" re-exports it to type checkers)
+else:
+    numpy = OnFirstUse("numpy")
+    """NumPy, imported when a computation first needs it."""

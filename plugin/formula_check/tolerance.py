@@ -45,13 +45,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a build whose checks are all cached needs no NumPy
-    from .lazy import numpy as np
-
+from .lazy import numpy as np  # imported on first use
 from .model import BOUND_WORDS, Array
 
 EPS32 = 2.0**-23

@@ -20,14 +20,10 @@ import math
 import struct
 import sys
 from collections.abc import Iterator, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
+from .lazy import numpy as np  # imported on first use
 from .model import Array
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a cached result's arrays are only read to draw a figure
-    from .lazy import numpy as np
 
 MAGIC = b"FCK1"
 VERSION = 4

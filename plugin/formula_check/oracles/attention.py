@@ -4,14 +4,10 @@ self-attention."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a build whose checks are all cached needs no NumPy
-    from ..lazy import numpy as np
+from typing import Any
 
 from ..errors import OracleError
+from ..lazy import numpy as np  # imported on first use
 from ..model import Array
 from .base import Oracle
 from .numerics import scaled_dot_product, second_way

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a build whose checks are all cached needs no NumPy
-    from ..lazy import numpy as np
-
+from ..lazy import numpy as np  # imported on first use
 from ..model import Array, Scalar, frozen_map
 
 Compute = Callable[[Mapping[str, Array], Mapping[str, Any]], Mapping[str, Array]]

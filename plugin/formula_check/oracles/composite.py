@@ -9,13 +9,9 @@ tolerance is measured on its parts' own float32 rounding.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a build whose checks are all cached needs no NumPy
-    from ..lazy import numpy as np
-
+from ..lazy import numpy as np  # imported on first use
 from ..model import Array
 from .attention import MULTIHEAD
 from .base import Regime, scaled

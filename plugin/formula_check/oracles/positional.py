@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a build whose checks are all cached needs no NumPy
-    from ..lazy import numpy as np
+from typing import Any
 
 from ..errors import OracleError
+from ..lazy import numpy as np  # imported on first use
 from ..model import Array
 from ..tolerance import DTYPE_PARAM
 from .base import Oracle, Regime

@@ -14,15 +14,11 @@ import types
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use: a build whose checks are all cached needs no NumPy
-    from ..lazy import numpy as np
+from typing import Any
 
 from .. import wire
 from ..errors import OracleError
+from ..lazy import numpy as np  # imported on first use
 from ..snippets import file_digest
 from . import catalog
 from .base import Compute, Oracle
