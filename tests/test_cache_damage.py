@@ -8,7 +8,9 @@ that nothing raises.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -20,8 +22,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formula_check import wire
-from formula_check.cache import ResultCache
-from formula_check.model import CheckResult, Location, ShapeInfo, Status, frozen_map
+from formula_check.cache import ResultCache, result_from_json, result_to_json
+from formula_check.model import (
+    CheckResult,
+    FormulaVerdict,
+    Location,
+    ShapeInfo,
+    SnippetFailure,
+    Status,
+    SweepPoint,
+    TimingStats,
+    Verdict,
+    frozen_map,
+    to_plain,
+    well_typed,
+)
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache, figure_key
 from formula_check.sealed import read_sealed, write_sealed
@@ -183,6 +198,10 @@ def _sealed_again(path: Path, key: str, change: Callable[[dict[str, Any]], None]
     write_sealed(path, key, wire.encode(header, arrays))
 
 
+_VERDICT_TEXT = {**to_plain(Verdict("output", True, ("n",), (4,), (4,))), "max_abs": "big"}
+_FORMULA_BOGUS = {"state": "bogus", "compiled": "", "max_abs": 0.0, "message": ""}
+
+
 WRONG_TYPES: dict[str, Callable[[dict[str, Any]], None]] = {
     "a verdict that is a number": lambda h: h["result"].update(verdicts=[1]),
     "a failure that is a list": lambda h: h["result"].update(failure=[1]),
@@ -190,6 +209,16 @@ WRONG_TYPES: dict[str, Callable[[dict[str, Any]], None]] = {
     "a digest that is a number": lambda h: h.update(depends={"docs/page.md": 1}),
     "a shape that is a number": lambda h: h["result"].update(shapes=[5]),
     "notes that are a number": lambda h: h["result"].update(notes=5),
+    # read without complaint before, then failing where a card, a headline or the report
+    # used them: each field is now checked against its own type
+    "a note that is a number": lambda h: h["result"].update(notes=[1]),
+    "a message that is a number": lambda h: h["result"].update(message=5),
+    "a shape's dims that are numbers": lambda h: h["result"]["shapes"][0].update(dims=[1, 2, 3]),
+    "a line that is text": lambda h: h["result"]["location"].update(line="3"),
+    "a verdict's size that is text": lambda h: h["result"].update(verdicts=[_VERDICT_TEXT]),
+    "a formula state no card knows": lambda h: h["result"].update(formula=_FORMULA_BOGUS),
+    "an elapsed time that is not a number": lambda h: h["result"].update(elapsed=float("nan")),
+    "a file name no file can have": lambda h: h.update(depends={"docs/a\0b.md": "0" * 64}),
 }
 
 
@@ -221,3 +250,32 @@ def test_a_sealed_figure_entry_with_a_field_of_the_wrong_type_is_drawn_again(
     _sealed_again(path, key, lambda h: h["figures"][0].update([field]))
     again = FigureCache(tmp_path)
     assert again(entry_result(0), None, labels) == drawn and again.drawn == 1
+
+
+def test_a_sealed_entry_nested_deeper_than_json_reads_is_no_entry(tmp_path: Path) -> None:
+    """A header of 100,000 opened lists: the JSON reader's RecursionError is no entry too."""
+    key = KEYS[0]
+    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), [])
+    [path] = (tmp_path / "cache").rglob(f"{key}*")
+    head = b"[" * 100_000
+    write_sealed(path, key, struct.pack("<4sHQQ", wire.MAGIC, wire.VERSION, len(head), 0) + head)
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    assert cache.get(key, SPEC) is None and not path.exists()
+
+
+def test_every_result_the_checker_makes_reads_back_well_typed() -> None:
+    """The type check refuses nothing the cache writes: a result with every field set."""
+    result = dataclasses.replace(
+        entry_result(1),
+        verdicts=(Verdict("output", False, ("n",), (4,), (4,), max_abs=float("nan"), n_bad=2),),
+        failure=SnippetFailure("ValueError", "bad", Location("<inline>", 2), "Traceback"),
+        timings=(TimingStats("eager", 0.5, 0.01, 3, 1.0),),
+        sweep=(SweepPoint(8, 0.2, 0.01),),
+        formula=FormulaVerdict("differs", "x * 2", 0.5, "off"),
+        notes=("a note",),
+        imports=("helpers.py",),
+    )
+    assert well_typed(result)
+    assert well_typed(result_from_json(result_to_json(result), dict(result.arrays)))
+    assert not well_typed(dataclasses.replace(result, expect="maybe"))  # type: ignore[arg-type]
+    assert not well_typed(dataclasses.replace(result, elapsed=True))

@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping
 from importlib import metadata
@@ -48,6 +49,7 @@ from .model import (
     Verdict,
     frozen_map,
     to_plain,
+    well_typed,
 )
 from .oracles import get_oracle
 from .oracles.registry import UNKEYED
@@ -220,9 +222,11 @@ class ResultCache:
         try:
             header, arrays = wire.decode_stored(message)
             result = result_from_json(localised(header["result"], root), arrays)
+            if not well_typed(result) or not math.isfinite(result.elapsed):
+                raise TypeError("a field of the result is not of its type")
             depends = header["depends"]
             if not isinstance(depends, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in depends.items()
+                _file_name(k) and isinstance(v, str) for k, v in depends.items()
             ):
                 raise TypeError("depends is not a mapping of file names to digests")
             return result, depends
@@ -296,6 +300,17 @@ class MemoryResults:
             del self._entries[key]
             return None
         return _relocated(entry[0], spec, entry[1])
+
+
+def _file_name(name: object) -> bool:
+    """Whether ``name`` is text the system takes for a file's name (no NUL, encodable)."""
+    if not isinstance(name, str) or "\0" in name:
+        return False
+    try:
+        os.fsencode(name)
+    except UnicodeError:
+        return False
+    return True
 
 
 def _unchanged(root: Path, depends: Mapping[str, str]) -> bool:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 import sys
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -521,3 +524,42 @@ def to_plain(value: Any) -> Any:
         if isinstance(value, numpy.generic):
             return value.item()
     return value
+
+
+def well_typed(value: object) -> bool:
+    """Whether a dataclass of this module holds, field by field, the types its annotations
+    name: tuples item by item, ``X | None``, literals, enums and the dataclasses within. A
+    result read back from a file is checked so before anything shows it."""
+    return _conforms(value, type(value))
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _conforms(value: object, hint: Any) -> bool:  # noqa: PLR0911  (one return per kind)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin is Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin in (types.UnionType, typing.Union):
+        return any(_conforms(value, arg) for arg in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(item, args[0]) for item in value)
+        return len(value) == len(args) and all(map(_conforms, value, args))
+    if origin is not None:  # a Mapping of arrays, say: the container, not its items
+        return isinstance(value, origin)
+    if hint in (int, float):  # JSON's numbers; a bool is an int to Python, not here
+        return isinstance(value, int if hint is int else int | float) and type(value) is not bool
+    if dataclasses.is_dataclass(hint):
+        fields = _hints(hint)  # type: ignore[arg-type]
+        return type(value) is hint and all(
+            _conforms(getattr(value, field.name), fields[field.name])
+            for field in dataclasses.fields(hint)
+        )
+    return isinstance(value, hint)

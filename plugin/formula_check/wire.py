@@ -47,7 +47,15 @@ class ProtocolError(Exception):
     header that does not fit its type."""
 
 
-MALFORMED = (ProtocolError, KeyError, TypeError, ValueError, AttributeError, OverflowError)
+MALFORMED = (
+    ProtocolError,
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    OverflowError,
+    RecursionError,  # a header nested deeper than the JSON reader goes
+)
 """What reading a message whose header does not hold the fields or types its reader wrote
 raises. The caches take an entry that raises one for no entry: sealed files are only damaged
 so by someone who writes the cache, who could write any verdict (:mod:`formula_check.sealed`),
