@@ -574,3 +574,24 @@ def test_a_record_scalar_leaves_its_oracle_unkeyed_and_a_plain_one_is_named() ->
         assert _source_of(_scaled_by(record)).startswith(UNKEYED)  # type: ignore[arg-type]
     one, two = (_source_of(_scaled_by(np.float32(v))) for v in (1.0, 2.0))  # type: ignore[arg-type]
     assert not one.startswith(UNKEYED) and one != two
+
+
+_Pair = collections.namedtuple("_Pair", "scale shift")
+_Swapped = collections.namedtuple("_Pair", "shift scale")  # type: ignore[name-match]
+
+
+def test_what_code_can_tell_apart_in_a_container_is_in_the_key() -> None:
+    """A dict's order (code iterating over it sees it) and a named tuple's field names
+    (``pair.scale``) name other values; a defaultdict's factory (what a missing key reads)
+    is named too, or leaves the oracle unkeyed: never one key for two factories."""
+    for one, other in [({"a": 2.0, "b": 3.0}, {"b": 3.0, "a": 2.0}), (_Pair(2, 3), _Swapped(2, 3))]:
+        assert one == other
+        ours, theirs = (_source_of(_scaled_by(v)) for v in (one, other))  # type: ignore[arg-type]
+        assert not ours.startswith(UNKEYED) and ours != theirs, (one, other)
+        assert ours == _source_of(_scaled_by(copy.deepcopy(one)))  # type: ignore[arg-type]
+    factories = [float, int, lambda: 2.0, lambda: 3.0]
+    sources = [_source_of(_scaled_by(collections.defaultdict(f))) for f in factories]  # type: ignore[arg-type]
+    named = [source for source in sources if not source.startswith(UNKEYED)]
+    assert len(set(named)) == len(named), sources
+    plain = _source_of(_scaled_by(collections.defaultdict(None, {"a": 2.0})))  # type: ignore[arg-type]
+    assert not plain.startswith(UNKEYED) and plain != _source_of(_scaled_by({"a": 2.0}))  # type: ignore[arg-type]

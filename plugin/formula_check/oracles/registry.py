@@ -129,15 +129,20 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
         return None if value.dtype.names else f"{value.dtype.str}({value.item()!r})"
     if isinstance(value, list | tuple):
         items = [deeper(item) for item in value]
-        return None if None in items else f"{type(value).__name__}({', '.join(items)})"  # type: ignore[arg-type]
+        return None if None in items else f"{_kind(value)}({', '.join(items)})"  # type: ignore[arg-type]
     if isinstance(value, set | frozenset):
         items = [deeper(item) for item in value]
         return None if None in items else f"set({', '.join(sorted(items))})"  # type: ignore[arg-type]
     if isinstance(value, Mapping):
+        # In order: a mapping's order is the one code iterating over it sees (a dict's is the
+        # order of its insertion, alike in every process), and a defaultdict's factory is
+        # what it reads for a missing key.
         pairs = [(deeper(key), deeper(item)) for key, item in value.items()]
-        if any(None in pair for pair in pairs):
+        factory = deeper(getattr(value, "default_factory", None))
+        if factory is None or any(None in pair for pair in pairs):
             return None
-        return "{" + ", ".join(sorted(f"{key}: {item}" for key, item in pairs)) + "}"
+        listed = ", ".join(f"{key}: {item}" for key, item in pairs)
+        return f"{_kind(value)}{{{listed}}}" + ("" if factory == "None" else f"({factory})")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
         held = deeper(fields)
@@ -148,6 +153,16 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
         source = _code_source(value, depth + 1)
         return None if source.startswith(UNKEYED) else source
     return None
+
+
+def _kind(value: object) -> str:
+    """A container's type as a key names it: a builtin by its name, any other by its module
+    and name, and a named tuple with its field names (two orders of them are two values)."""
+    kind = type(value)
+    if kind in (list, tuple, dict):
+        return kind.__name__
+    fields = getattr(value, "_fields", None)
+    return f"{kind.__module__}.{kind.__qualname__}" + ("" if fields is None else f"{fields!r}")
 
 
 def _named(array: np.ndarray) -> bool:
