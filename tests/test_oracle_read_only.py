@@ -9,8 +9,11 @@ import copy
 import dataclasses
 import functools
 import importlib
+import os
+import subprocess
 import sys
 import threading
+import types
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -581,17 +584,50 @@ _Swapped = collections.namedtuple("_Pair", "shift scale")  # type: ignore[name-m
 
 
 def test_what_code_can_tell_apart_in_a_container_is_in_the_key() -> None:
-    """A dict's order (code iterating over it sees it) and a named tuple's field names
-    (``pair.scale``) name other values; a defaultdict's factory (what a missing key reads)
-    is named too, or leaves the oracle unkeyed: never one key for two factories."""
-    for one, other in [({"a": 2.0, "b": 3.0}, {"b": 3.0, "a": 2.0}), (_Pair(2, 3), _Swapped(2, 3))]:
-        assert one == other
-        ours, theirs = (_source_of(_scaled_by(v)) for v in (one, other))  # type: ignore[arg-type]
-        assert not ours.startswith(UNKEYED) and ours != theirs, (one, other)
-        assert ours == _source_of(_scaled_by(copy.deepcopy(one)))  # type: ignore[arg-type]
+    """A named tuple's field names (``pair.scale``) name other values; a defaultdict's factory
+    (what a missing key reads) is named too, or leaves the oracle unkeyed, even behind a
+    read-only view: never one key for two factories."""
+    ours, theirs = (_source_of(_scaled_by(v)) for v in (_Pair(2, 3), _Swapped(2, 3)))  # type: ignore[arg-type]
+    assert not ours.startswith(UNKEYED) and ours != theirs
+    assert ours == _source_of(_scaled_by(_Pair(2, 3)))  # type: ignore[arg-type]
     factories = [float, int, lambda: 2.0, lambda: 3.0]
-    sources = [_source_of(_scaled_by(collections.defaultdict(f))) for f in factories]  # type: ignore[arg-type]
-    named = [source for source in sources if not source.startswith(UNKEYED)]
-    assert len(set(named)) == len(named), sources
+    for wrap in (lambda m: m, types.MappingProxyType):
+        sources = [_source_of(_scaled_by(wrap(collections.defaultdict(f)))) for f in factories]  # type: ignore[arg-type]
+        named = [source for source in sources if not source.startswith(UNKEYED)]
+        assert len(set(named)) == len(named), sources
     plain = _source_of(_scaled_by(collections.defaultdict(None, {"a": 2.0})))  # type: ignore[arg-type]
     assert not plain.startswith(UNKEYED) and plain != _source_of(_scaled_by({"a": 2.0}))  # type: ignore[arg-type]
+
+
+class _WithDefault(dict):  # type: ignore[type-arg]
+    def __init__(self, default: float) -> None:
+        super().__init__()
+        self.default = default
+
+    def __missing__(self, key: str) -> float:
+        return self.default
+
+
+def test_a_container_whose_items_do_not_say_all_it_reads_leaves_its_oracle_unkeyed() -> None:
+    """Its own ``__missing__`` and state, or a ChainMap's layers behind its items."""
+    for value in (_WithDefault(2.0), collections.ChainMap({}, {"a": 2.0})):
+        assert _source_of(_scaled_by(value)).startswith(UNKEYED), value  # type: ignore[arg-type]
+
+
+def test_a_dict_made_from_a_set_has_one_key_in_every_process() -> None:
+    """Its order follows the process's hash seed; its key does not (else it is never cached)."""
+    probe = (
+        "from formula_check.oracles.registry import _stable;"
+        "print(_stable(dict.fromkeys({'query', 'key', 'value', 'output'}, 1.0)))"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(seen) == 1, seen

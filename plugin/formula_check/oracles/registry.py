@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import functools
+import gc
 import hashlib
 import importlib
 import re
@@ -128,26 +130,30 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
     if isinstance(value, np.generic):  # a record's field names are not in its item
         return None if value.dtype.names else f"{value.dtype.str}({value.item()!r})"
     if isinstance(value, list | tuple):
-        items = [deeper(item) for item in value]
-        return None if None in items else f"{_kind(value)}({', '.join(items)})"  # type: ignore[arg-type]
+        kind, items = _kind(value), [deeper(item) for item in value]
+        return None if kind is None or None in items else f"{kind}({', '.join(items)})"  # type: ignore[arg-type]
     if isinstance(value, set | frozenset):
         items = [deeper(item) for item in value]
         return None if None in items else f"set({', '.join(sorted(items))})"  # type: ignore[arg-type]
+    if isinstance(value, types.MappingProxyType):  # read-only view of the mapping it holds
+        inner = gc.get_referents(value)
+        held = deeper(inner[0]) if len(inner) == 1 else None
+        return None if held is None else f"mappingproxy({held})"
     if isinstance(value, Mapping):
-        # In order: a mapping's order is the one code iterating over it sees (a dict's is the
-        # order of its insertion, alike in every process), and a defaultdict's factory is
-        # what it reads for a missing key.
+        # Sorted, as sets are: a dict made from a set has another order in each process. A
+        # defaultdict's factory is what a missing key reads.
+        kind = _kind(value)
         pairs = [(deeper(key), deeper(item)) for key, item in value.items()]
         factory = deeper(getattr(value, "default_factory", None))
-        if factory is None or any(None in pair for pair in pairs):
+        if kind is None or factory is None or any(None in pair for pair in pairs):
             return None
-        listed = ", ".join(f"{key}: {item}" for key, item in pairs)
-        return f"{_kind(value)}{{{listed}}}" + ("" if factory == "None" else f"({factory})")
+        listed = ", ".join(sorted(f"{key}: {item}" for key, item in pairs))
+        return f"{kind}{{{listed}}}" + ("" if factory == "None" else f"({factory})")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
         held = deeper(fields)
         return (
-            None if held is None else f"{type(value).__module__}.{type(value).__qualname__}{held}"
+            None if held is None else f"{type(value).__module__}.{type(value).__qualname__}:{held}"
         )
     if callable(value):
         source = _code_source(value, depth + 1)
@@ -155,14 +161,25 @@ def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one
     return None
 
 
-def _kind(value: object) -> str:
-    """A container's type as a key names it: a builtin by its name, any other by its module
-    and name, and a named tuple with its field names (two orders of them are two values)."""
+_CONTAINERS = (collections.OrderedDict, collections.Counter, collections.defaultdict)
+"""Containers besides list, tuple and dict whose items (and a defaultdict's factory) are all
+that code reading them sees."""
+
+
+def _kind(value: object) -> str | None:
+    """A container's type as a key names it (a named tuple with its field names: two orders
+    of them are two values), or None where its items do not say all that code reading it
+    sees: a subclass's state or ``__missing__`` of its own, a ChainMap's layers."""
     kind = type(value)
     if kind in (list, tuple, dict):
         return kind.__name__
-    fields = getattr(value, "_fields", None)
-    return f"{kind.__module__}.{kind.__qualname__}" + ("" if fields is None else f"{fields!r}")
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    if kind in _CONTAINERS:
+        return name
+    fields = getattr(kind, "_fields", None)
+    if isinstance(value, tuple) and isinstance(fields, tuple) and not hasattr(value, "__dict__"):
+        return f"{name}{fields!r}"
+    return None
 
 
 def _named(array: np.ndarray) -> bool:
