@@ -42,6 +42,9 @@ class CompiledFormula:
     along: str = ""
     """When the formula was compiled along an oracle's ``axis`` (see :mod:`.along`), a line
     saying which dim its last axis was taken to be; the compiled form ends with it."""
+    conditions: tuple[str, ...] = ()
+    r"""Side conditions set aside (``\forall i``, see :mod:`.conditions`): the compiled form
+    names each, so that the card says what was not read."""
 
     @property
     def output_dims(self) -> dict[str, tuple[str, ...]]:
@@ -90,6 +93,7 @@ class CompiledFormula:
         ]
         lines += [f"where {where_line(named)} = {describe(named.body)}" for named in self.where]
         lines += [f"({self.along})"] if self.along else []
+        lines += [f"(side condition set aside, not checked: {c})" for c in self.conditions]
         return capped("\n".join(lines))  # it is quoted on the card and in messages
 
 
@@ -258,4 +262,5 @@ def compile_formula(
         compiler.definition,
         symbols,
         frozen_map(compiler.lowerer.scope.aliases),
+        conditions=tuple(s.condition for s in written if s.condition),
     )

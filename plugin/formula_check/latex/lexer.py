@@ -4,8 +4,14 @@ Spacing (``\,``, ``\quad``), delimiter sizing (``\left``, ``\Big``) and font com
 keep a letter a letter (``\mathbf``) carry no meaning for the value, so they vanish here.
 Upright text (``\text{softmax}``) becomes one ``text`` token: it names a function or a word.
 Size commands (``\Large``) vanish with the braces of the group they enlarge, which may hold
-a whole equation. A wide space (``\quad``) or a line break becomes a ``break`` token: the
-parser takes it for the end of a statement only between two equations written side by side.
+a whole equation. A wide space (``\quad``, ``\hspace{1em}``) or a line break becomes a
+``break`` token: the parser takes it for the end of a statement only between two equations
+written side by side.
+
+Presentation commands are read as a reader sees the formula: colour leaves what it colours
+(``\color{red}`` is a switch, ``\textcolor{red}{x}`` is ``x``), a phantom is nothing at all
+(``\phantom{\sqrt{d_k}}`` hides the square root from the reader, and so from the check), a
+label or a tag is not part of the value. A ``#1`` is a macro's parameter (see :mod:`.macros`).
 """
 
 from __future__ import annotations
@@ -16,12 +22,22 @@ from typing import Literal
 from .errors import LatexError
 from .limits import check_length
 
-TokenKind = Literal["letter", "digit", "symbol", "command", "text", "break", "end"]
+TokenKind = Literal["letter", "digit", "symbol", "command", "text", "break", "param", "end"]
 
 SPACING = frozenset(
     {",", ";", ":", "!", " ", "\n", ">", "displaystyle", "textstyle", "scriptstyle"}
+    | {"scriptscriptstyle", "enspace", "thinspace", "medspace", "thickspace", "negthinspace"}
+    | {"negmedspace", "negthickspace", "mathstrut", "strut", "nonumber", "notag", "boxed"}
 )
+r"""Commands that leave nothing behind (``\boxed{x}`` leaves its group: ``{x}``)."""
 BREAKS = frozenset({"quad", "qquad"})
+WIDE = frozenset({"hspace", "hspace*"})
+r"""A space of a stated width, ``\hspace{2em}``: a break, as ``\quad`` is."""
+HIDDEN = frozenset({"phantom", "hphantom", "vphantom", "label", "tag", "tag*", "color"})
+r"""Commands whose argument the reader never sees as part of the value: it vanishes with them
+(``\color{red}`` then colours what follows, which stays)."""
+COLOURING = frozenset({"textcolor"})
+r"""``\textcolor{red}{x}``: the colour vanishes, its second argument stays, as a group."""
 SIZES = frozenset(
     {"tiny", "scriptsize", "footnotesize", "small", "normalsize", "large", "Large", "LARGE"}
     | {"huge", "Huge"}
@@ -40,6 +56,8 @@ UPRIGHT = frozenset({"text", "mathrm", "operatorname", "textrm", "textnormal", "
 SYMBOLS = frozenset("+-*/=,;()[]{}^_|.'<>")
 UNDERSCORES = ("{\\_}", "\\_")
 """An escaped underscore, braced or not: inside a name it is a letter of the name."""
+STARRED = frozenset({"hspace", "tag"})
+"""Commands whose ``*`` form is another command of the same kind."""
 ESCAPED = {"{": "\\{", "}": "\\}", "lbrace": "\\{", "rbrace": "\\}", "\\": "\\\\"}
 
 
@@ -89,6 +107,9 @@ class _Lexer:
             self.tokens.append(Token("digit", char, start, self.pos))
         elif char in SYMBOLS:
             self.tokens.append(Token("symbol", char, start, self.pos))
+        elif char == "#" and self.source[self.pos : self.pos + 1] in tuple("123456789"):
+            self.pos += 1
+            self.tokens.append(Token("param", self.source[start : self.pos], start, self.pos))
         else:
             raise LatexError(f"unexpected character {char!r}", self.source, start)
 
@@ -111,8 +132,12 @@ class _Lexer:
         name = self._command_name()
         if name in SPACING or name in FONTS or name in LIMITS:
             return
-        if name in BREAKS:
+        if name in WIDE or name in HIDDEN or name in COLOURING:
+            self._skip_argument(start, name)
+        if name in BREAKS or name in WIDE:
             self.tokens.append(Token("break", name, start, self.pos))
+            return
+        if name in HIDDEN or name in COLOURING:
             return
         if name in SIZES:
             self._hide_group()
@@ -171,8 +196,37 @@ class _Lexer:
         while end < len(self.source) and self.source[end].isascii() and self.source[end].isalpha():
             end += 1
         end = max(end, min(self.pos + 1, len(self.source)))  # \, \{ \\: one character
+        if self.source[self.pos : end] in STARRED and self.source.startswith("*", end):
+            end += 1
         name, self.pos = self.source[self.pos : end], end
         return name
+
+    def _skip_argument(self, start: int, name: str) -> None:
+        r"""Step over the argument of ``\name`` (its ``[model]`` first, as ``\color[rgb]{…}``
+        has one): the whole braced group, whatever it holds."""
+        self._skip_space()
+        if self.source.startswith("[", self.pos):
+            close = self.source.find("]", self.pos)
+            self.pos = len(self.source) if close < 0 else close + 1
+            self._skip_space()
+        if not self.source.startswith("{", self.pos):
+            raise LatexError(f"expected '{{' after \\{name}", self.source, start)
+        depth, scan = 0, self.pos
+        while scan < len(self.source):
+            char = self.source[scan]
+            if char == "\\":  # \{ and \} are delimiters, not braces
+                scan += 2
+                continue
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            scan += 1
+            if depth == 0:
+                self.pos = scan
+                return
+        raise LatexError(f"the argument of \\{name} is never closed", self.source, start)
+
+    def _skip_space(self) -> None:
+        while self.pos < len(self.source) and self.source[self.pos].isspace():
+            self.pos += 1
 
     def _environment(self, start: int) -> str:
         r"""The ``{name}`` after ``\begin`` or ``\end``."""

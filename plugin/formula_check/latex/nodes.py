@@ -107,6 +107,8 @@ class Statement:
     rhs: Expr
     col: int
     shape: tuple[Expr, ...] | None = None
+    condition: str = ""
+    r"""A side condition written after it and set aside (``\forall i``), as written."""
 
     @property
     def declares(self) -> bool:

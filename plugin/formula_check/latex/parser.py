@@ -26,13 +26,16 @@ each side of it (see :func:`statement_breaks`); elsewhere it is space.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .breaks import is_separator_word, statement_breaks
+from .conditions import split_condition
 from .errors import LatexError, NotExecutable
 from .lexer import Token, tokenize
 from .limits import MAX_NESTING, check_depth, within_stack
+from .macros import expand_macros
 from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
 
 RELATIONS = frozenset(
@@ -85,7 +88,8 @@ class Parser:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.tokens = statement_breaks(tokenize(source))
+        tokens, self.condition = split_condition(expand_macros(tokenize(source), source), source)
+        self.tokens = statement_breaks(tokens)
         self.pos = 0
         self.depth = 0
 
@@ -138,6 +142,8 @@ class Parser:
                     f"the relation {self.peek().text!r} is outside the executable subset"
                 )
             raise self.error("expected an operator or the end of the formula")
+        if self.condition:
+            statements[-1] = dataclasses.replace(statements[-1], condition=self.condition)
         return tuple(statements)
 
     def separator(self) -> bool:

@@ -1,0 +1,125 @@
+r"""Presentation-only LaTeX is read as a reader sees it: colour, phantoms, spacing, labels,
+trailing side conditions and the formula's own macros never switch the formula check off.
+
+Each wrong formula (the scaling's square root dropped, or hidden from the reader) must differ
+from the oracle with its decoration, and its correct twin with the same decoration must agree.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from formula_check.latex import LatexError, NotExecutable, compile_formula, default_symbols
+from test_latex import agreement
+
+HEAD = r"\text{Attention}(Q, K, V) = "
+RIGHT = r"\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V"
+WRONG = r"\text{softmax}\left(\frac{QK^T}{d_k}\right)V"
+
+# (decorated right formula, decorated wrong twin)
+TWINS = {
+    "forall": (HEAD + RIGHT + r" \quad \forall Q", HEAD + WRONG + r" \quad \forall Q"),
+    "for-all-text": (
+        HEAD + RIGHT + r", \quad \text{for all } Q",
+        HEAD + WRONG + r", \quad \text{for all } Q",
+    ),
+    "phantom": (
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\phantom{\cdot 2}\right)V",
+        HEAD + r"\text{softmax}\left(QK^T \phantom{/\sqrt{d_k}}\right)V",
+    ),
+    "color-switch": (
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{{\color{red} \sqrt{d_k}}}\right)V",
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{{\color{red} d_k}}\right)V",
+    ),
+    "color-group": (
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\color{red}{\sqrt{d_k}}}\right)V",
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\color{red}{d_k}}\right)V",
+    ),
+    "textcolor": (
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\textcolor[rgb]{1,0,0}{\sqrt{d_k}}}\right)V",
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\textcolor{red}{d_k}}\right)V",
+    ),
+    "spacing-label-tag": (
+        r"\displaystyle " + HEAD + RIGHT + r" \hspace{2em} \label{eq:att} \tag{1}",
+        r"\displaystyle " + HEAD + WRONG + r" \hspace*{2em} \label{eq:att} \tag*{1}",
+    ),
+    "boxed": (
+        HEAD + r"\boxed{\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)}V",
+        HEAD + r"\boxed{\text{softmax}\left(\frac{QK^T}{d_k}\right)}V",
+    ),
+    "newcommand": (
+        r"\newcommand{\sm}{\text{softmax}} " + HEAD + r"\sm\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
+        r"\newcommand{\sm}{\text{softmax}} " + HEAD + r"\sm\left(\frac{QK^T}{d_k}\right)V",
+    ),
+    "newcommand-args": (
+        r"\newcommand*{\scaled}[2]{\frac{#1}{\sqrt{#2}}}"
+        + "\n"
+        + HEAD
+        + r"\text{softmax}\left(\scaled{QK^T}{d_k}\right)V",
+        r"\newcommand*{\scaled}[2]{\frac{#1}{#2}}"
+        + "\n"
+        + HEAD
+        + r"\text{softmax}\left(\scaled{QK^T}{d_k}\right)V",
+    ),
+    "def-and-operator": (
+        r"\def\dk{d_k} \DeclareMathOperator*{\sm}{softmax} "
+        + HEAD
+        + r"\sm\left(\frac{QK^T}{\sqrt{\dk}}\right)V",
+        r"\def\dk{d_k} \DeclareMathOperator*{\sm}{softmax} "
+        + HEAD
+        + r"\sm\left(\frac{QK^T}{\dk}\right)V",
+    ),
+    "def-with-parameter": (
+        r"\def\over#1#2{\frac{#1}{#2}} " + HEAD + r"\text{softmax}(\over{QK^T}{\sqrt{d_k}})V",
+        r"\def\over#1#2{\frac{#1}{#2}} " + HEAD + r"\text{softmax}(\over{QK^T}{d_k})V",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWINS))
+def test_a_decorated_formula_is_compared_as_a_reader_sees_it(name: str) -> None:
+    right, wrong = TWINS[name]
+    assert agreement("attention", right).ok, right
+    assert not agreement("attention", wrong).ok, wrong
+
+
+def test_a_set_aside_condition_is_named_in_the_compiled_form() -> None:
+    found = agreement("attention", TWINS["for-all-text"][0])
+    assert found.compiled.endswith(
+        "\n(side condition set aside, not checked: \\text{for all } Q)"
+    ), found.compiled
+
+
+def test_a_denominator_hidden_in_a_phantom_is_no_denominator() -> None:
+    """A reader sees a fraction bar over nothing: the formula is an error, never the
+    denominator the phantom hides."""
+    hidden = HEAD + r"\text{softmax}\left(\frac{QK^T}{\phantom{\sqrt{d_k}}}\right)V"
+    with pytest.raises(LatexError, match="expected a value"):
+        agreement("attention", hidden)
+
+
+SOFTMAX = default_symbols("softmax")
+assert SOFTMAX is not None
+
+
+@pytest.mark.parametrize(
+    ("latex", "reason"),
+    [
+        (r"\def\a{\a} \a", "the macro \\a expands more than 1,000 times"),
+        (r"\newcommand{\f}[1][x]{#1} \f", "an optional parameter is not expanded"),
+        (r"\newcommand{x}{y} x", "the name it defines is not a command"),
+        (r"\newcommand{\f}{x", "its braces are never closed"),
+        (r"x' + x", "primes (x') name no executable operation"),
+        (r"\sum_{j \le i} x_j", r"\sum under a condition (\le) is outside the executable subset"),
+        (r"\forall i \; x_i", r"\forall is outside the executable subset"),
+    ],
+)
+def test_what_still_cannot_be_read_is_not_executable(latex: str, reason: str) -> None:
+    with pytest.raises(NotExecutable) as caught:
+        compile_formula(latex, SOFTMAX)
+    assert reason in caught.value.reason
+
+
+def test_a_macro_used_with_too_few_arguments_is_the_formulas_error() -> None:
+    with pytest.raises(LatexError, match=r"\\f needs more arguments"):
+        compile_formula(r"\newcommand{\f}[2]{#1 + #2} \f{x}", SOFTMAX)
