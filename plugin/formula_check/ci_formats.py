@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -12,6 +10,7 @@ from .model import CheckResult, FormulaVerdict, Location, Verdict, brief_message
 from .notebooks import cell_source
 from .render import strip_ansi
 from .render.labels import ENGLISH
+from .sinks import Sink, for_sink, no_workflow_commands
 
 _FLOAT32_TINY = 1.1754944e-38
 """float32's smallest normal number: an expected value below it is zero to float32 code."""
@@ -102,7 +101,7 @@ def formula_note(result: CheckResult) -> str | None:
     formula = _not_executable(result)
     if formula is None:
         return None
-    return f"{result.location} [{result.block_id}]: {strip_ansi(formula.summary())}"
+    return for_sink(f"{result.location} [{result.block_id}]: {formula.summary()}", Sink.LINE)
 
 
 def formula_notes(results: Iterable[CheckResult]) -> list[str]:
@@ -115,7 +114,8 @@ def formula_notes(results: Iterable[CheckResult]) -> list[str]:
     ]
     if not reasons:
         return []
-    return [f"formulas not executable, checked against the oracle only ({len(reasons)}):", *reasons]
+    title = f"formulas not executable, checked against the oracle only ({len(reasons)}):"
+    return [title, *(for_sink(reason, Sink.LINE) for reason in reasons)]
 
 
 def source_line(root: Path, where: Location) -> str | None:
@@ -126,7 +126,7 @@ def source_line(root: Path, where: Location) -> str | None:
             text = cell_source((root / where.file).read_bytes(), where.file, where.cell) or ""
         else:
             text = (root / where.path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):  # no such file, not UTF-8, or no name a system has
         return None
     lines = text.splitlines()
     return lines[where.line - 1] if 0 < where.line <= len(lines) else None
@@ -150,7 +150,7 @@ def _section(title: str, lines: Sequence[str]) -> list[str]:
 
 
 def text_card(result: CheckResult, root: Path) -> str:
-    """Everything one check found, for a terminal."""
+    """Everything one check found, for a terminal (see :data:`~.sinks.Sink.LINE`)."""
     cached = " (cached)" if result.cached else ""
     lines = [result.headline(), f"oracle {result.oracle}, status {result.status.value}{cached}"]
     if result.expected_failure:
@@ -171,7 +171,7 @@ def text_card(result: CheckResult, root: Path) -> str:
         lines += _section(result.status.value, failure_lines(result, root))
     lines += _section("notes", list(result.notes))
     lines += _section("stdout", strip_ansi(result.stdout).splitlines())
-    return "\n".join(lines)
+    return for_sink("\n".join(lines), Sink.LINE)
 
 
 def _formula_section(result: CheckResult) -> list[str]:
@@ -185,7 +185,7 @@ def _formula_section(result: CheckResult) -> list[str]:
 
 def failure_report(result: CheckResult, root: Path) -> str:
     """What a failed test shows: the headline, then the numbers or the error behind it, and
-    the formula when it is part of the story."""
+    the formula when it is part of the story (see :data:`~.sinks.Sink.LINE`)."""
     lines = [strip_ansi(result.headline())]
     lines += [line for verdict in result.verdicts for line in verdict_lines(verdict)]
     lines += _formula_section(result)
@@ -194,7 +194,7 @@ def failure_report(result: CheckResult, root: Path) -> str:
         failure = result.failure
         whole = failure is not None and brief_message(failure.message) != failure.message
         lines += failing if whole else failing[1:]
-    return "\n".join(lines)
+    return for_sink("\n".join(lines), Sink.LINE)
 
 
 def junit_xml(
@@ -205,7 +205,8 @@ def junit_xml(
     """One ``<testcase>`` per block: classname = page (a notebook: its file), name = id;
     expected failures skipped. A block in a notebook's cell has no ``line``: a cell's line is
     not a line of the file (its headline names the cell and the line). ``properties`` are
-    the suite's (a shard's ``shard``: ``2/4``)."""
+    the suite's (a shard's ``shard``: ``2/4``). Any text is well-formed XML: a character
+    XML has no place for is shown by a stand-in (see :data:`~.sinks.Sink.MARKUP`)."""
     suite = ET.Element("testsuite", name="formula-check")
     if properties:
         listed = ET.SubElement(suite, "properties")
@@ -234,9 +235,11 @@ def junit_xml(
         suite.set(key, str(value))
     suite.set("errors", "0")
     suite.set("time", f"{total_time:.3f}")
-    buffer = io.BytesIO()
-    ET.ElementTree(suite).write(buffer, encoding="utf-8", xml_declaration=True)
-    return buffer.getvalue()
+    # ElementTree escapes markup but writes every other character as it is: the stand-ins
+    # go over the whole document, which holds no control character of its own.
+    document = ET.tostring(suite, encoding="unicode")
+    declaration = "<?xml version='1.0' encoding='utf-8'?>\n"
+    return (declaration + for_sink(document, Sink.MARKUP)).encode("utf-8")
 
 
 def _escape_data(text: str) -> str:
@@ -258,24 +261,18 @@ def github_annotation(result: CheckResult, *, failing: bool) -> str:
     if where.cell is None:
         place.append(("line", str(where.line)))
     properties = ",".join(
-        f"{key}={_escape_property(value)}"
+        f"{key}={_escape_property(for_sink(value, Sink.LINE))}"
         for key, value in (*place, ("title", f"formula-check [{result.block_id}]"))
     )
-    return f"::{level} {properties}::{_escape_data(strip_ansi(result.headline()))}"
+    return f"::{level} {properties}::{_escape_data(for_sink(result.headline(), Sink.LINE))}"
 
 
 def github_safe(text: str) -> str:
-    """``text`` with no line GitHub would run as a workflow command, so that a snippet's
-    error message cannot forge an annotation or mask a secret. The runner reads a line that
-    starts with ``::`` (after blanks) as one, and the older ``##[command]`` anywhere in a line;
-    a zero-width space breaks both. Lone carriage returns end lines there too."""
-    lines = re.split(r"\r\n|\r|\n", text)
-    return "\n".join(
-        (line.replace("::", ":\u200b:", 1) if line.lstrip().startswith("::") else line).replace(
-            "##[", "#\u200b#["
-        )
-        for line in lines
-    )
+    """``text`` as lines of our own (a summary, in colour or not) may print it, wherever a
+    run's output is read: encodable as UTF-8, and with no line a GitHub runner would run as a
+    workflow command (:func:`~.sinks.no_workflow_commands`). Text from a snippet or a page
+    in it was made a :data:`~.sinks.Sink.LINE` where it was put in."""
+    return no_workflow_commands(for_sink(text, Sink.UTF8))
 
 
 def github_annotations(results: Iterable[CheckResult], is_failure: FailurePredicate) -> list[str]:

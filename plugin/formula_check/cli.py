@@ -39,6 +39,7 @@ from .project import (
 )
 from .render import report_json
 from .session import Checker, EngineMaker, checked_in_order, is_failure, open_engine
+from .sinks import SafeLines, Sink, for_sink
 from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -213,7 +214,7 @@ def main(argv: Sequence[str] | None = None, *, make_engine: EngineMaker = open_e
         with _printed(sealed.log):
             return command(args)
     except FormulaCheckError as exc:  # includes MissingTensorFlowError: its text names the extra
-        print(f"formula-check: error: {exc}", file=sys.stderr)
+        print(for_sink(f"formula-check: error: {exc}", Sink.LINE), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("formula-check: interrupted", file=sys.stderr)
@@ -229,6 +230,7 @@ def _printed(logger: logging.Logger) -> Iterator[None]:
     """Print what ``logger`` says (INFO and above) on stderr while a command runs: the cache's
     problems, which a build shows in its log."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(SafeLines())
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
@@ -465,7 +467,7 @@ def _tell(
         colour=not args.github and wants_colour(sys.stdout),
     )
     told = "\n".join([*lead, told, *ci_formats.formula_notes(results)])
-    print(ci_formats.github_safe(told) if args.github else told)
+    print(ci_formats.github_safe(told))  # runners read workflow commands off any step's output
     return EXIT_FAILED if any(failing(result) for result in results) else EXIT_OK
 
 

@@ -478,9 +478,14 @@ class CheckResult:
 
 _OP_NODE = re.compile(r"\{\{function_node [^{}]*\}\}\s*")
 
-# CSI sequences (colours, bold: Keras 3 puts them in error strings even off a terminal),
-# OSC sequences (terminal hyperlinks) and the two-byte escapes.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Keras 3 puts colours in error strings even off a terminal; a snippet may print any escape.
+# ECMA-48's escape sequences, all of them: what is not one (a lone ESC) is left for a sink to
+# show (:mod:`formula_check.sinks`).
+_ANSI = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC, DCS, SOS, PM, APC: a string up to BEL or ST
+    r"|[ -/]*[0-~])"  # every other escape: ``ESC c`` (a full reset), ``ESC 7``, ``ESC ( B``
+)
 
 
 def strip_ansi(text: str) -> str:

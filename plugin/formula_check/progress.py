@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from .model import CheckResult, format_seconds
-from .render import OUTCOME_KEYS, outcome_key, strip_ansi
+from .render import OUTCOME_KEYS, outcome_key
+from .sinks import Sink, for_sink
 
 _TICK = 0.5  # seconds between redraws of the live line while a slow check runs
 _CLEAR = "\r\x1b[K"
@@ -106,7 +107,7 @@ class Progress:
 
     def checking(self, label: str) -> None:
         """``label`` (``docs/x.md:12 [id]``) is the next block to finish."""
-        self.current = label
+        self.current = for_sink(label, Sink.LINE)
         self._redraw()
 
     def finished(self, result: CheckResult) -> None:
@@ -119,8 +120,7 @@ class Progress:
             count = f"{self.done}/{self.total}" + (f", {left}" if left else "")
             words = paint(outcome_words(result), outcome_key(result), self.colour)
             self._write(
-                f"[{count}] {result.location} [{result.block_id}] "
-                f"{words} ({format_seconds(result.elapsed)}{cached})\n"
+                f"[{count}] {_where(result)} {words} ({format_seconds(result.elapsed)}{cached})\n"
             )
         self._redraw()
 
@@ -151,6 +151,11 @@ class Progress:
 def outcome_words(result: CheckResult) -> str:
     """The badge as words: ``expected failure``."""
     return outcome_key(result).replace("_", " ")
+
+
+def _where(result: CheckResult) -> str:
+    """``docs/x.md:12 [id]``, as a line may show it (a page's name is the author's)."""
+    return for_sink(f"{result.location} [{result.block_id}]", Sink.LINE)
 
 
 def _plural(count: int, noun: str) -> str:
@@ -201,9 +206,12 @@ def summary(
     slowest = sorted(ran, key=lambda result: -result.elapsed)[:SLOWEST]
     if slowest:
         lines.append("slowest:")
-        lines += [f"  {format_seconds(r.elapsed):>9}  {r.location} [{r.block_id}]" for r in slowest]
+        lines += [f"  {format_seconds(r.elapsed):>9}  {_where(r)}" for r in slowest]
     failures = [r for r in results if is_failure(r)]
     if failures:
         lines.append(f"failures ({len(failures)}):")
-        lines += ["  " + paint(strip_ansi(r.headline()), outcome_key(r), colour) for r in failures]
+        lines += [
+            "  " + paint(for_sink(r.headline(), Sink.LINE), outcome_key(r), colour)
+            for r in failures
+        ]
     return "\n".join(lines)

@@ -24,9 +24,15 @@ from ..markdown_ext import UNCHECKED
 from ..model import CheckResult
 from ..pages import PageBlock
 from ..render import Figure
+from ..sealed import log as cache_log
 from ..session import PageContext, is_failure
+from ..sinks import SafeLines
 
 log = get_plugin_logger("formula_check.mkdocs_plugin").logger
+# Every line the plugin logs may quote a page or a snippet, and a CI runner reads the log:
+# each is made a safe line where it is logged, whichever module logs it.
+for _logger in (log, cache_log):
+    _logger.addFilter(SafeLines())
 
 
 class SiteImages:

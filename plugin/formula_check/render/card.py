@@ -22,6 +22,7 @@ from ..model import (
     format_seconds,
     strip_ansi,
 )
+from ..sinks import Sink, for_sink
 from .figure import Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, outcome_key
 
@@ -113,7 +114,8 @@ def render_card(
         f'<div class="admonition {_ADMONITION[key]} fc-card fc-status-{status_class(result)}" '
         f'id="fc-{_esc(result.block_id)}" data-fc-status="{key}" data-search-exclude>'
     )
-    return "\n".join([opening, *(s for s in sections if s), "</div>"]) + "\n"
+    card = "\n".join([opening, *(s for s in sections if s), "</div>"]) + "\n"
+    return for_sink(card, Sink.MARKUP)  # a snippet's text may hold what no page can
 
 
 def _opened(section: str, is_open: bool) -> str:

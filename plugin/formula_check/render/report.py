@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import CheckResult, Verdict, format_seconds, strip_ansi
+from ..sinks import Sink, for_sink
 from .card import status_class
 from .labels import OUTCOME_KEYS, Labels, outcome_key
 
@@ -88,7 +89,8 @@ def _counts(results: Sequence[CheckResult]) -> dict[str, int]:
 
 
 def report_json(results: Sequence[CheckResult]) -> str:
-    """A stable JSON document: sorted keys, blocks in page order, one trailing newline."""
+    """A stable JSON document: sorted keys, blocks in page order, one trailing newline; any
+    text the results hold can be written as UTF-8 (a lone surrogate shows as U+FFFD)."""
     document = {
         "version": REPORT_VERSION,
         "summary": {
@@ -98,9 +100,8 @@ def report_json(results: Sequence[CheckResult]) -> str:
         },
         "blocks": [_block(result) for result in _ordered(results)],
     }
-    return (
-        json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    )
+    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    return for_sink(text + "\n", Sink.UTF8)
 
 
 # The report lists what needs a reader first: failures, then the other outcomes that are not
@@ -291,4 +292,4 @@ def report_body(
         "</p>",
         "</div>",
     ]
-    return _summary(results, labels) + "\n\n" + "\n".join(page) + "\n"
+    return for_sink(_summary(results, labels) + "\n\n" + "\n".join(page) + "\n", Sink.MARKUP)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from ..messages import CheckRequest, SnippetFailed
 from ..model import strip_ansi
+from ..sinks import Sink, for_sink
 from .paths import CHECKER, shown_path
 
 MAX_TEXT = 4000
@@ -108,5 +109,7 @@ def _snippet_line(error: BaseException, filename: str, root: str) -> tuple[str, 
 
 
 def clean(text: str) -> str:
-    """``text`` as a reply may carry it: no terminal colours, at most ``MAX_TEXT`` long."""
-    return strip_ansi(text)[:MAX_TEXT]
+    r"""``text`` as a reply may carry it: no terminal colours, at most ``MAX_TEXT`` long, and
+    a lone surrogate (``raise ValueError("\ud800")``) shown as U+FFFD, so that the result
+    and its cache entry hold text every writer can write."""
+    return for_sink(strip_ansi(text), Sink.UTF8)[:MAX_TEXT]
