@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.cache import ResultCache, cache_key
+from formula_check.cache import Inputs, ResultCache, cache_key
 from formula_check.engine import Engine
 from formula_check.model import CheckResult, Location, Status
 from formula_check.sealed import STALE_AFTER
@@ -76,7 +76,7 @@ def test_round_trip_and_damage(tmp_path: Path) -> None:
     cache = ResultCache(tmp_path / "cache", tmp_path)
     spec = spec_for("attention", SDPA)
     result = sample_result()
-    cache.put("ab" * 32, result, [])
+    cache.put("ab" * 32, result, Inputs())
     loaded = cache.get("ab" * 32, spec)
     assert loaded is not None and loaded.cached
     assert (
@@ -95,7 +95,7 @@ def test_round_trip_and_damage(tmp_path: Path) -> None:
         path.write_bytes(damage(path.read_bytes()) if path.exists() else b"")
         assert cache.get("ab" * 32, spec) is None
         assert not path.exists(), "a damaged entry is removed"
-        cache.put("ab" * 32, result, [])
+        cache.put("ab" * 32, result, Inputs())
 
 
 def test_a_cached_failure_is_placed_on_the_page_that_reads_it(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_cached_failure_is_placed_on_the_page_that_reads_it(tmp_path: Path) ->
         status=Status.ERROR,
         failure=SnippetFailure("ValueError", "boom", at_first),
     )
-    cache.put("ef" * 32, failed, [], first)
+    cache.put("ef" * 32, failed, Inputs(), first)
     elsewhere = spec_for("attention", SDPA, line=40)
     elsewhere = dataclasses.replace(
         elsewhere,
@@ -130,12 +130,12 @@ def test_unchanged_entries_are_read_once_and_replaced_ones_again(tmp_path: Path)
     cache = ResultCache(tmp_path / "cache", tmp_path)
     spec = spec_for("attention", SDPA)
     key = "cd" * 32
-    cache.put(key, sample_result(), [])
+    cache.put(key, sample_result(), Inputs())
     first = cache.get(key, spec)
     assert first is not None and cache.get(key, spec) == first
     assert cache.decoded == 1, "a rebuild does not decode an unchanged entry again"
     other = dataclasses.replace(sample_result(), status=Status.MISMATCH)
-    cache.put(key, other, [])  # a new file under the same name
+    cache.put(key, other, Inputs())  # a new file under the same name
     again = cache.get(key, spec)
     assert again is not None and again.status is Status.MISMATCH and cache.decoded == 2
     [path] = list((tmp_path / "cache").glob("*/*.fcr"))
@@ -146,7 +146,7 @@ def test_unchanged_entries_are_read_once_and_replaced_ones_again(tmp_path: Path)
 def test_no_temporary_files_left_behind(tmp_path: Path) -> None:
     cache = ResultCache(tmp_path / "cache", tmp_path)
     for i in range(5):
-        cache.put(f"{i:02d}" * 32, sample_result(), [])
+        cache.put(f"{i:02d}" * 32, sample_result(), Inputs())
     leftovers = [p.name for p in (tmp_path / "cache").rglob("*") if p.name.startswith(".tmp")]
     assert leftovers == []
 
@@ -178,13 +178,13 @@ def test_an_entry_that_is_a_folder_is_checked_afresh_and_said_once(
     cache = ResultCache(tmp_path / "cache", tmp_path)
     spec = spec_for("attention", SDPA)
     key = "a1" * 32
-    cache.put(key, sample_result(), [])
+    cache.put(key, sample_result(), Inputs())
     [entry] = list((tmp_path / "cache").glob("*/*.fcr"))
     entry.unlink()
     entry.mkdir()  # a stray folder where the entry goes
     for _ in range(3):  # a rebuild meets it again
         assert cache.get(key, spec) is None
-        cache.put(key, sample_result(), [])
+        cache.put(key, sample_result(), Inputs())
     assert entry.is_dir(), "what the cache did not write it does not delete"
     [said] = cache_log.lines
     assert said.startswith("INFO formula-check cache: ")
@@ -200,7 +200,7 @@ def test_a_cache_folder_that_is_a_file_means_checking_without_it(
     for index in range(3):
         key = f"{index:02d}" * 32
         assert cache.get(key, spec) is None
-        cache.put(key, sample_result(), [])
+        cache.put(key, sample_result(), Inputs())
     assert (tmp_path / "cache").read_text() == "not a folder"
     [said] = cache_log.lines
     assert said.startswith("INFO formula-check cache: cannot store results in cache")
@@ -211,8 +211,8 @@ def test_an_entry_copied_over_another_is_never_served(tmp_path: Path) -> None:
     cache = ResultCache(tmp_path / "cache", tmp_path)
     spec = spec_for("attention", SDPA)
     mine, theirs = "b2" * 32, "c3" * 32
-    cache.put(mine, sample_result(), [])
-    cache.put(theirs, dataclasses.replace(sample_result(), status=Status.VERIFIED), [])
+    cache.put(mine, sample_result(), Inputs())
+    cache.put(theirs, dataclasses.replace(sample_result(), status=Status.VERIFIED), Inputs())
     shard = tmp_path / "cache"
     shutil.copyfile(shard / "c3" / f"{theirs}.fcr", shard / "b2" / f"{mine}.fcr")
     assert cache.get(mine, spec) is None, "another key's verdict is not this block's"
@@ -224,7 +224,7 @@ def test_an_entry_copied_over_another_is_never_served(tmp_path: Path) -> None:
 def test_temporaries_of_killed_builds_go_and_those_being_written_stay(tmp_path: Path) -> None:
     cache = ResultCache(tmp_path / "cache", tmp_path)
     spec = spec_for("attention", SDPA)
-    cache.put("d4" * 32, sample_result(), [])
+    cache.put("d4" * 32, sample_result(), Inputs())
     killed = tmp_path / "cache" / "d4" / ".tmp-killed.fcr"
     killed_figure = tmp_path / "cache" / "figures" / "e5" / ".tmp-killed.fcf"
     being_written = tmp_path / "cache" / "d4" / ".tmp-writing.fcr"
@@ -236,7 +236,7 @@ def test_temporaries_of_killed_builds_go_and_those_being_written_stay(tmp_path: 
         os.utime(path, (long_ago, long_ago))
     later = ResultCache(tmp_path / "cache", tmp_path)  # the next build
     assert later.get("f6" * 32, spec) is None
-    later.put("f6" * 32, sample_result(), [])
+    later.put("f6" * 32, sample_result(), Inputs())
     assert not killed.exists() and not killed_figure.exists()
     assert being_written.read_bytes() == b"half an entry", "another build is writing it"
 

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formula_check import wire
-from formula_check.cache import ResultCache, result_from_json, result_to_json
+from formula_check.cache import Inputs, ResultCache, result_from_json, result_to_json
 from formula_check.model import (
     CheckResult,
     FormulaVerdict,
@@ -141,7 +141,7 @@ def test_a_damaged_or_foreign_entry_is_never_served(applied: list[Damage]) -> No
         directory = root / "cache"
         warm = ResultCache(directory, root)
         for index, key in enumerate(KEYS):
-            warm.put(key, entry_result(index), [])
+            warm.put(key, entry_result(index), Inputs())
             assert warm.get(key, SPEC) is not None
         paths = {key: warm.files.path(key) for key in KEYS}
         written = {key: paths[key].read_bytes() for key in KEYS}
@@ -159,7 +159,7 @@ def test_a_damaged_or_foreign_entry_is_never_served(applied: list[Damage]) -> No
             again = warm.get(key, SPEC)  # the same serve session, entries in memory
             assert again is None or fingerprint(again) == own
             # and the block's fresh result is stored and served wherever the files allow it
-            cold.put(key, entry_result(index), [])
+            cold.put(key, entry_result(index), Inputs())
             stored = cold.get(key, SPEC)
             assert stored is None or fingerprint(stored) == own
             assert (stored is not None) == paths[key].is_file()
@@ -205,8 +205,10 @@ _FORMULA_BOGUS = {"state": "bogus", "compiled": "", "max_abs": 0.0, "message": "
 WRONG_TYPES: dict[str, Callable[[dict[str, Any]], None]] = {
     "a verdict that is a number": lambda h: h["result"].update(verdicts=[1]),
     "a failure that is a list": lambda h: h["result"].update(failure=[1]),
-    "depends that is a list": lambda h: h.update(depends=[[1, "x"]]),
-    "a digest that is a number": lambda h: h.update(depends={"docs/page.md": 1}),
+    "files read that are a list": lambda h: h["read"].update(files=[[1, "x"]]),
+    "a stamp that is a number": lambda h: h["read"].update(files={"docs/page.md": 1}),
+    "a stamp's size that is text": lambda h: h["read"].update(files={"a.md": ["0", "1", 2]}),
+    "a listing digest that is a number": lambda h: h["read"].update(listed={"docs": 1}),
     "a shape that is a number": lambda h: h["result"].update(shapes=[5]),
     "notes that are a number": lambda h: h["result"].update(notes=5),
     # read without complaint before, then failing where a card, a headline or the report
@@ -218,7 +220,9 @@ WRONG_TYPES: dict[str, Callable[[dict[str, Any]], None]] = {
     "a verdict's size that is text": lambda h: h["result"].update(verdicts=[_VERDICT_TEXT]),
     "a formula state no card knows": lambda h: h["result"].update(formula=_FORMULA_BOGUS),
     "an elapsed time that is not a number": lambda h: h["result"].update(elapsed=float("nan")),
-    "a file name no file can have": lambda h: h.update(depends={"docs/a\0b.md": "0" * 64}),
+    "a file name no file can have": lambda h: h["read"].update(
+        files={"docs/a\0b.md": ["0" * 64, 1, 2]}
+    ),
 }
 
 
@@ -227,7 +231,7 @@ def test_a_sealed_entry_with_fields_of_the_wrong_type_is_no_entry(
     tmp_path: Path, change: str
 ) -> None:
     key = KEYS[0]
-    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), [])
+    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), Inputs())
     [path] = (tmp_path / "cache").rglob(f"{key}*")
     _sealed_again(path, key, WRONG_TYPES[change])
     cache = ResultCache(tmp_path / "cache", tmp_path)
@@ -255,7 +259,7 @@ def test_a_sealed_figure_entry_with_a_field_of_the_wrong_type_is_drawn_again(
 def test_a_sealed_entry_nested_deeper_than_json_reads_is_no_entry(tmp_path: Path) -> None:
     """A header of 100,000 opened lists: the JSON reader's RecursionError is no entry too."""
     key = KEYS[0]
-    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), [])
+    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), Inputs())
     [path] = (tmp_path / "cache").rglob(f"{key}*")
     head = b"[" * 100_000
     write_sealed(path, key, struct.pack("<4sHQQ", wire.MAGIC, wire.VERSION, len(head), 0) + head)

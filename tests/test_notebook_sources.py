@@ -19,7 +19,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 import formula_check.project  # noqa: F401  # see test_pytest_plugin: pytester drops modules
-from fakes import pytest_conftest
+from fakes import FakeMaker, pytest_conftest
 from formula_check import cli
 from formula_check.ci_formats import github_annotation, junit_xml, source_line
 from formula_check.model import CheckResult, Location, Status
@@ -186,6 +186,28 @@ def test_a_file_that_is_no_notebook_is_one_error_block() -> None:
     [block] = notebook_blocks(b"{not json", notebook="broken.ipynb", settings=settings)
     assert block.location == Location("broken.ipynb") and block.block_id == "notebook"
     assert block.error is not None and block.error.message.startswith("not a Jupyter notebook")
+
+
+def _nested(depth: int) -> bytes:
+    """A notebook whose metadata is ``depth`` objects deep."""
+    inner = b'{"a":' * depth + b"1" + b"}" * depth
+    return b'{"cells": [], "metadata": ' + inner + b', "nbformat": 4, "nbformat_minor": 5}'
+
+
+# Deeper than JSON's reader recurses, and deeper than nbformat's checks of what it read do.
+@pytest.mark.parametrize("depth", [100_000, 900])
+def test_a_deeply_nested_notebook_is_an_error_block_not_a_crash(
+    depth: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _nested(depth)
+    [block] = notebook_blocks(data, notebook="deep.ipynb", settings=Settings(Path(".")))
+    assert block.error is not None
+    assert block.error.message == "not a Jupyter notebook: its JSON is nested too deeply to read"
+    assert source_line(tmp_path, Location("deep.ipynb:cell 1", 1)) is None
+    (tmp_path / "deep.ipynb").write_bytes(data)
+    assert cli.main(["check", str(tmp_path)], make_engine=FakeMaker()) == 1
+    said = "deep.ipynb [notebook]: error: PageError: not a Jupyter notebook: its JSON is nested"
+    assert said in capsys.readouterr().out
 
 
 def test_a_folder_collects_its_notebooks_but_not_checkpoints(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.cache import PROJECT_FOLDER, ResultCache, cache_key
+from formula_check.cache import PROJECT_FOLDER, Inputs, ResultCache, cache_key
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
 from formula_check.project import load_project, read_blocks
 from sites import softmax_site
@@ -70,7 +70,9 @@ def test_an_entry_written_in_another_checkout_is_a_hit_and_names_this_one(
 ) -> None:
     first, second = checkout(tmp_path / "runner-1" / "site"), checkout(tmp_path / "b" / "x")
     spec = spec_for("softmax", "def f(x):\n    return x\n")
-    ResultCache(first / ".cache", first).put("ab" * 32, failed(first, "b"), ["snippets/helper.py"])
+    ResultCache(first / ".cache", first).put(
+        "ab" * 32, failed(first, "b"), Inputs(["snippets/helper.py"])
+    )
     stored = next((first / ".cache").glob("*/*.fcr")).read_bytes()
     assert str(first).encode() not in stored
     assert json.dumps(f"{PROJECT_FOLDER}/data/weights.npy")[1:-1].encode() in stored
@@ -86,7 +88,9 @@ def test_an_entry_whose_helper_differs_in_this_checkout_is_a_miss(tmp_path: Path
     first, second = checkout(tmp_path / "one"), checkout(tmp_path / "two")
     (second / "snippets" / "helper.py").write_text(HELPER + "# edited\n", encoding="utf-8")
     spec = spec_for("softmax", "def f(x):\n    return x\n")
-    ResultCache(first / ".cache", first).put("ab" * 32, failed(first, "b"), ["snippets/helper.py"])
+    ResultCache(first / ".cache", first).put(
+        "ab" * 32, failed(first, "b"), Inputs(["snippets/helper.py"])
+    )
     shutil.copytree(first / ".cache", second / ".cache")
     assert ResultCache(second / ".cache", second).get("ab" * 32, spec) is None
 
@@ -104,7 +108,7 @@ def test_caches_copied_over_one_another_give_only_right_hits(tmp_path: Path, ord
         cache = ResultCache(root / ".cache", root)
         for key in (f"{n}{n}" * 32, "cc" * 32):
             result = failed(root, f"runner-{n}")
-            cache.put(key, dataclasses.replace(result, elapsed=float(n)), [])
+            cache.put(key, dataclasses.replace(result, elapsed=float(n)), Inputs())
             written.setdefault(key, set()).add(f"runner-{n}")
     source, target = roots if order == "first-over-second" else roots[::-1]
     shutil.copytree(source / ".cache", target / ".cache", dirs_exist_ok=True)

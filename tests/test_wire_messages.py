@@ -92,6 +92,8 @@ def test_control_requests_are_told_apart() -> None:
             written_files=("docs/out.txt",),
             preset_root="block.mha",
             created_variables=(("dense/kernel:0", (6, 9)),),
+            unmoved_weights=(("b_1", "b1: a property without a setter"),),
+            first_call=True,
         ),
         CheckReply(kind="function"),
         SnippetFailed("ValueError", "bad", "call", 3, "x.py", "Traceback...", "out", ("a.py",)),

@@ -1,9 +1,14 @@
 """A content-addressed on-disk cache of check results.
 
 The key covers everything that can change a result: snippet source, oracle name and
-version, every block option, TensorFlow version and this package's version. Project files
-the snippet imported are recorded *inside* the entry with their hashes (the worker reports
-what was really imported), so editing a helper module invalidates the entries that used it.
+version, every block option, TensorFlow version and this package's version. What the check
+read is recorded *inside* the entry (the worker reports what was really read): every file it
+imported or opened, in the project or outside it (a package on ``PYTHONPATH``, an editable
+or installed one, a data file), with its digest, size and time, and every folder it listed,
+with a digest of its names. An entry is served only while each still holds, so editing a
+helper module, reinstalling a package or adding a file to a listed folder re-runs the checks
+that used it. A check that read by ways the audit cannot follow (a program it ran, a
+database, a socket) is never stored.
 
 Files are written to a temporary name and renamed, and sealed with a SHA-256 over their key
 and bytes (:mod:`.sealed`): a process killed mid-write leaves no entry, and a damaged entry,
@@ -28,13 +33,14 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from . import wire
-from .digest import checker_digest
+from .digest import Stamp, checker_digest, listing_digest, stamp, unchanged
 from .model import (
     CheckResult,
     CheckSpec,
@@ -54,10 +60,9 @@ from .model import (
 from .oracles import get_oracle
 from .oracles.registry import UNKEYED
 from .sealed import SealedFiles
-from .snippets import file_digest
 from .version import __version__
 
-SCHEMA = 2
+SCHEMA = 3
 _TF_DISTRIBUTIONS = (
     "tensorflow",
     "tensorflow-cpu",
@@ -158,6 +163,64 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What a check read, as its reply says: files (relative to the project inside it, else
+    absolute), folders it listed (the same), and why a read could not be followed (then its
+    result is stored nowhere)."""
+
+    files: Sequence[str] = ()
+    listed: Sequence[str] = ()
+    unseen: Sequence[str] = ()
+
+    def project_files(self) -> tuple[str, ...]:
+        """The files of the project among :attr:`files` (what ``mkdocs serve`` watches)."""
+        return tuple(name for name in self.files if not os.path.isabs(name))
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The stamps of what a stored result's check read, each to hold again to serve it."""
+
+    files: Mapping[str, Stamp]
+    listed: Mapping[str, str]
+
+    @classmethod
+    def now(cls, root: Path, inputs: Inputs) -> _Read:
+        return cls(
+            {name: stamp(root / name) for name in inputs.files},
+            {name: listing_digest(root / name) for name in inputs.listed},
+        )
+
+    def holds(self, root: Path) -> bool:
+        return all(unchanged(root / name, was) for name, was in self.files.items()) and all(
+            listing_digest(root / name) == was for name, was in self.listed.items()
+        )
+
+    def encode(self) -> dict[str, Any]:
+        return {"files": {k: list(v) for k, v in self.files.items()}, "listed": dict(self.listed)}
+
+    @classmethod
+    def decode(cls, data: Any) -> _Read:
+        files, listed = data["files"], data["listed"]
+        if not (isinstance(files, dict) and isinstance(listed, dict)):
+            raise TypeError("what the check read is not two mappings")
+        if not all(_file_name(k) and _stamp(v) for k, v in files.items()):
+            raise TypeError("files read are not file names with stamps")
+        if not all(_file_name(k) and isinstance(v, str) for k, v in listed.items()):
+            raise TypeError("folders listed are not file names with digests")
+        return cls({k: (v[0], v[1], v[2]) for k, v in files.items()}, listed)
+
+
+def _stamp(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value[1:])
+    )
+
+
 class ResultCache:
     """Results on disk under ``directory``, one file per key."""
 
@@ -170,7 +233,7 @@ class ResultCache:
         self.decoded = 0
         # Entries already read, by key, with the identity of the file they came from: a
         # rebuild (``mkdocs serve``) re-reads only entries whose file was replaced.
-        self._memory: dict[str, tuple[tuple[int, int, int], CheckResult, dict[str, str]]] = {}
+        self._memory: dict[str, tuple[tuple[int, int, int], CheckResult, _Read]] = {}
 
     def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
         """The cached result for ``key`` relocated to ``spec``'s block, or None."""
@@ -178,14 +241,14 @@ class ResultCache:
         if entry is None:
             self.misses += 1
             return None
-        result, depends = entry
-        if not _unchanged(self.root, depends):
+        result, read = entry
+        if not read.holds(self.root):
             self.misses += 1
             return None
         self.hits += 1
-        return _relocated(result, spec, depends)
+        return _relocated(result, spec, read)
 
-    def _read(self, key: str) -> tuple[CheckResult, dict[str, str]] | None:
+    def _read(self, key: str) -> tuple[CheckResult, _Read] | None:
         identity = self.files.identity(key)
         if identity is None:
             self._memory.pop(key, None)
@@ -204,32 +267,27 @@ class ResultCache:
         return entry
 
     def put(
-        self, key: str, result: CheckResult, local_files: list[str], spec: CheckSpec | None = None
+        self, key: str, result: CheckResult, inputs: Inputs, spec: CheckSpec | None = None
     ) -> None:
-        """Store ``result`` atomically along with the hashes of the project files it imported.
+        """Store ``result`` atomically along with the stamps of what its check read.
 
         The same code on another page, or further down, hits the same entry: a failure in
         an inline snippet (``spec``'s) is stored by its line within the snippet, and placed
         on the page that reads it. A cache that cannot be written is said once, and the
         result is simply not stored."""
-        depends = {rel: file_digest(self.root / rel) for rel in local_files}
+        read = _Read.now(self.root, inputs)
         stored = dataclasses.replace(result, failure=_unplaced(result.failure, spec))
-        header = {"result": portable(result_to_json(stored), self.root), "depends": depends}
+        header = {"result": portable(result_to_json(stored), self.root), "read": read.encode()}
         self.files.write(key, wire.encode(header, dict(result.arrays)))
 
     @staticmethod
-    def _decode(message: bytes, root: Path) -> tuple[CheckResult, dict[str, str]] | None:
+    def _decode(message: bytes, root: Path) -> tuple[CheckResult, _Read] | None:
         try:
             header, arrays = wire.decode_stored(message)
             result = result_from_json(localised(header["result"], root), arrays)
             if not well_typed(result) or not math.isfinite(result.elapsed):
                 raise TypeError("a field of the result is not of its type")
-            depends = header["depends"]
-            if not isinstance(depends, dict) or not all(
-                _file_name(k) and isinstance(v, str) for k, v in depends.items()
-            ):
-                raise TypeError("depends is not a mapping of file names to digests")
-            return result, depends
+            return result, _Read.decode(header["read"])
         except wire.MALFORMED:
             return None
 
@@ -274,21 +332,20 @@ def localised(data: dict[str, Any], root: Path) -> dict[str, Any]:
 
 
 class MemoryResults:
-    """Results kept in this process alone, by key, with the digests of the project files
-    their checks read: served while those are unchanged, placed on the asking block."""
+    """Results kept in this process alone, by key, with the stamps of what their checks
+    read: served while those hold, placed on the asking block."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._entries: dict[str, tuple[CheckResult, dict[str, str]]] = {}
+        self._entries: dict[str, tuple[CheckResult, _Read]] = {}
 
     def put(
-        self, key: str, result: CheckResult, local_files: list[str], spec: CheckSpec | None = None
+        self, key: str, result: CheckResult, inputs: Inputs, spec: CheckSpec | None = None
     ) -> None:
         """Keep ``result`` under ``key`` (as :meth:`ResultCache.put` stores it)."""
-        depends = {rel: file_digest(self.root / rel) for rel in local_files}
         self._entries[key] = (
             dataclasses.replace(result, failure=_unplaced(result.failure, spec)),
-            depends,
+            _Read.now(self.root, inputs),
         )
 
     def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
@@ -296,7 +353,7 @@ class MemoryResults:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        if not _unchanged(self.root, entry[1]):
+        if not entry[1].holds(self.root):
             del self._entries[key]
             return None
         return _relocated(entry[0], spec, entry[1])
@@ -313,18 +370,14 @@ def _file_name(name: object) -> bool:
     return True
 
 
-def _unchanged(root: Path, depends: Mapping[str, str]) -> bool:
-    return all(file_digest(root / rel) == digest for rel, digest in depends.items())
-
-
-def _relocated(result: CheckResult, spec: CheckSpec, depends: Mapping[str, str]) -> CheckResult:
+def _relocated(result: CheckResult, spec: CheckSpec, read: _Read) -> CheckResult:
     """A stored result, as ``spec``'s block shows it."""
     return dataclasses.replace(
         result,
         block_id=spec.block_id,
         location=spec.location,
         cached=True,
-        imports=tuple(depends),
+        imports=tuple(name for name in read.files if not os.path.isabs(name)),
         failure=_placed(result.failure, spec),
     )
 

@@ -86,8 +86,10 @@ def formula_lines(formula: FormulaVerdict) -> list[str]:
 
 
 def _not_executable(result: CheckResult) -> FormulaVerdict | None:
+    """The formula verdict of a block that passed without its formula checked; one that
+    failed for it (``formula="required"``) says so in its headline."""
     formula = result.formula
-    return formula if formula is not None and formula.state == "not_executable" else None
+    return formula if formula is not None and formula.unchecked and not formula.failed else None
 
 
 def _first_line(text: str) -> str:
@@ -95,9 +97,9 @@ def _first_line(text: str) -> str:
 
 
 def formula_note(result: CheckResult) -> str | None:
-    """``docs/x.md:12 [id]: formula not executable — checked against the oracle only: why``,
-    for a block whose formula could not be compiled: no headline says it, since it fails
-    nothing, but every face must (the code was compared with the oracle, not the formula)."""
+    """``docs/x.md:12 [id]: formula not checked: why``, for a block whose formula could not
+    be compiled: no headline says it, since it fails nothing, but every face must (the code
+    was compared with the oracle, not the formula)."""
     formula = _not_executable(result)
     if formula is None:
         return None
@@ -105,7 +107,7 @@ def formula_note(result: CheckResult) -> str | None:
 
 
 def formula_notes(results: Iterable[CheckResult]) -> list[str]:
-    """The closing lines of a run: each block whose formula was not executable, and why."""
+    """The closing lines of a run: each block whose formula was not checked, and why."""
     found = [(result, _not_executable(result)) for result in results]
     reasons = [
         f"  {result.location} [{result.block_id}]: {_first_line(formula.message)}"
@@ -114,7 +116,7 @@ def formula_notes(results: Iterable[CheckResult]) -> list[str]:
     ]
     if not reasons:
         return []
-    title = f"formulas not executable, checked against the oracle only ({len(reasons)}):"
+    title = f"formulas not checked, only their code compared with the oracle ({len(reasons)}):"
     return [title, *(for_sink(reason, Sink.LINE) for reason in reasons)]
 
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import MemoryResults, ResultCache, cache_key, cacheable, tensorflow_version
+from .cache import Inputs, MemoryResults, ResultCache, cache_key, cacheable, tensorflow_version
 from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError, WorkerError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 DEFAULT_CACHE_DIR = Path(".cache") / "formula-check"
 WROTE = "the code wrote into the project: "
 """How the note on a result whose check wrote project files begins."""
+UNSEEN = "not cached: "
+"""How the note on a result whose check read what no key can follow begins."""
 REQUESTS_PER_WORKER = 2
 """Checks in flight per worker: one running in it, one being planned or judged here."""
 
@@ -206,18 +208,34 @@ class Engine:
             wrote = self.wrote.get(remembered, spec)
             if wrote is not None:
                 return wrote
-            result, local_files, waited = self._run(spec, stopped, order)
+            result, read, waited = self._run(spec, stopped, order)
             # The block's own cost: starting a worker (the TensorFlow import) is counted
             # apart, and waiting for one to be free is not the block's either.
             elapsed = time.perf_counter() - started - waited
-            result = dataclasses.replace(result, elapsed=elapsed, imports=tuple(local_files))
-            if self.use_cache and keyed and _deterministic(result):
-                self.cache.put(key, result, local_files, spec)
-            if any(note.startswith(WROTE) for note in result.notes):
-                if remembered != key:  # kept alive while remembered: its id names no other
-                    self._unkeyed[id(oracle)] = oracle
-                self.wrote.put(remembered, result, local_files, spec)
-            return result
+            result = dataclasses.replace(result, elapsed=elapsed, imports=read.project_files())
+            return self._keep(spec, result, read, (key, keyed, remembered), oracle)
+
+    def _keep(
+        self,
+        spec: CheckSpec,
+        result: CheckResult,
+        read: Inputs,
+        keys: tuple[str, bool, str],
+        oracle: Oracle,
+    ) -> CheckResult:
+        """``result``, kept where its keys allow: on disk under ``key`` when ``keyed`` (its
+        oracle's code has a name), in memory under ``remembered`` when its check wrote into
+        the project. A check that read what no key follows is kept nowhere, and says so."""
+        key, keyed, remembered = keys
+        if read.unseen:
+            return dataclasses.replace(result, notes=(*result.notes, unseen_note(read)))
+        if self.use_cache and keyed and _deterministic(result):
+            self.cache.put(key, result, read, spec)
+        if any(note.startswith(WROTE) for note in result.notes):
+            if remembered != key:  # kept alive while remembered: its id names no other
+                self._unkeyed[id(oracle)] = oracle
+            self.wrote.put(remembered, result, read, spec)
+        return result
 
     @contextlib.contextmanager
     def _alone(self, key: str, stopped: threading.Event | None) -> Iterator[str]:
@@ -296,7 +314,7 @@ class Engine:
 
     def _run(
         self, spec: CheckSpec, stopped: threading.Event | None, order: float
-    ) -> tuple[CheckResult, list[str], float]:
+    ) -> tuple[CheckResult, Inputs, float]:
         from .planning import plan_check
 
         plan = plan_check(spec, str(self.root))
@@ -305,41 +323,43 @@ class Engine:
         with self._lock:
             self.executed += 1
             self._startup += reply.startup
-        result, local_files = self._judge(spec, plan, reply, env)
-        return result, local_files, reply.startup + reply.queued
+        result, read = self._judge(spec, plan, reply, env)
+        return result, read, reply.startup + reply.queued
 
     def _judge(
         self, spec: CheckSpec, plan: Plan, reply: Reply, env: Environment
-    ) -> tuple[CheckResult, list[str]]:
-        result, local_files = self._verdict(spec, plan, reply, env)
+    ) -> tuple[CheckResult, Inputs]:
+        result, read = self._verdict(spec, plan, reply, env)
         written = list(reply.written_files)
         if written and result.status is not Status.SKIPPED:
             result = dataclasses.replace(result, notes=(*result.notes, wrote_note(written)))
-        return result, local_files
+        return result, read
 
     def _verdict(
         self, spec: CheckSpec, plan: Plan, reply: Reply, env: Environment
-    ) -> tuple[CheckResult, list[str]]:
+    ) -> tuple[CheckResult, Inputs]:
         # Judging loads the LaTeX compiler; a build served from the cache never needs it.
         from .judge import evaluate, snippet_failure
         from .messages import SnippetFailed
 
         if reply.outcome == "cancelled":
-            return _bare(spec, Status.SKIPPED, reply.detail, env), []
+            return _bare(spec, Status.SKIPPED, reply.detail, env), Inputs()
         if reply.outcome == "timeout":
-            return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), []
+            return _bare(spec, Status.TIMEOUT, f"timed out: {reply.detail}", env), Inputs()
         answer = reply.answer
         if reply.outcome == "crash" or answer is None:
-            return _bare(spec, Status.ERROR, f"crashed: {reply.detail}", env), []
-        local_files = list(answer.local_files)
+            return _bare(spec, Status.ERROR, f"crashed: {reply.detail}", env), Inputs()
+        read = Inputs(
+            (*answer.local_files, *answer.outside_files), answer.listed_folders, answer.unseen_reads
+        )
         if isinstance(answer, SnippetFailed):
             failure = snippet_failure(plan, answer, str(self.root))
             result = dataclasses.replace(
                 _bare(spec, Status.ERROR, "", env), failure=failure, stdout=answer.stdout
             )
-            return result, local_files
+            return result, read
         with ONE_BLAS_THREAD.held():
-            return evaluate(plan, answer, reply.arrays, env), local_files
+            return evaluate(plan, answer, reply.arrays, env), read
 
     def warm_up(self) -> None:
         """Start the workers now rather than on the first check."""
@@ -415,6 +435,14 @@ def wrote_note(written: list[str]) -> str:
         f"{WROTE}{named}. No input of this check, so it runs again only when the block or a "
         "file it reads changes: under mkdocs serve the write rebuilds the site once, not "
         "forever"
+    )
+
+
+def unseen_note(read: Inputs) -> str:
+    """The note on a result whose check read by ways no key can follow: never cached."""
+    return (
+        f"{UNSEEN}{'; '.join(read.unseen)}: what it read there is in no cache key, so this "
+        "result is not cached and the block runs again every build"
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from .compare import Difference, delta_array, squeeze_leading
 from .errors import OracleError, SpecError
 from .formula import judge_formula
-from .messages import FLOAT16_WEIGHTS, NOT_A_TENSOR, CheckReply, SnippetFailed
+from .messages import FIRST, FLOAT16_WEIGHTS, NOT_A_TENSOR, CheckReply, SnippetFailed
 from .model import (
     Array,
     CheckResult,
@@ -28,7 +28,13 @@ from .model import (
     frozen_map,
 )
 from .option_values import spoken_call
-from .oracle_weights import described, oracle_weights, param_check, unused_verdict
+from .oracle_weights import (
+    described,
+    oracle_weights,
+    param_check,
+    unmoved_notes,
+    unused_verdict,
+)
 from .planning import Plan, attribute_outputs
 from .result_notes import (
     blind_spots,
@@ -124,9 +130,13 @@ def evaluate(
     started = time.perf_counter()
     expected = _expected(plan, oracle_arrays, params)
     ran = time.perf_counter() - started
+    # a weight the check could not move was not scaled for the regimes either
+    scaled = {k: v for k, v in weights.items() if k not in dict(reply.unmoved_weights)}
     verdicts, pictured = _judge_outputs(
-        plan, names, outputs, (weights, oracle_arrays, params, expected), arrays, skipped
+        plan, names, outputs, (scaled, oracle_arrays, params, expected), arrays, skipped
     )
+    if reply.first_call:
+        verdicts += _first_call(plan, reply, arrays, names, params)
     dropped = _dropped_training(reply)
     if dropped:
         verdicts = [
@@ -153,10 +163,11 @@ def evaluate(
         + _fold_notes(plan, names, outputs)
         + [note for _, note in checked if note]
         + unmapped_notes(plan, reply)
+        + unmoved_notes(plan, reply, weights)
         + artifact_notes(reply.artifact, weights)
         + blind_spots(plan)
         + untraced(reply.timings)
-        + regime_notes(plan, skipped)
+        + regime_notes(plan, skipped, reply.first_call)
         + tolerance_notes(verdicts)
     )
     timings = tuple(timing_stats(reply.timings))
@@ -420,7 +431,7 @@ def _judge_outputs(
         wanted = _expected(plan, inputs, sizes)
         more, seen = _verdicts(
             plan,
-            names,
+            [name for name, value in zip(names, got, strict=True) if value is not None],
             [g for g in got if g is not None],
             wanted,
             inputs,
@@ -435,10 +446,68 @@ def _judge_outputs(
             shapes = ", ".join(f"{v.name} {v.actual_shape}" for v in more if v.problem)
             skipped[regime.name] = f"the code returned {shapes} at these sizes"
             continue
+        returned = _count(arrays, regime.prefix)
+        more += _returned_less(names, got, returned, _count(arrays), regime.name)
         if all(v.ok for v in verdicts) and not all(v.ok for v in more):
             pictured = (seen, wanted)  # the heatmaps show the first inputs where it differs
         verdicts += more
     return verdicts, pictured
+
+
+FIRST_CALL = "first call"
+"""The verdicts' regime for a layer's first call, made before its weights were moved."""
+
+
+def _first_call(
+    plan: Plan,
+    reply: CheckReply,
+    arrays: Mapping[str, Array],
+    names: Sequence[str],
+    params: Mapping[str, Any],
+) -> list[Verdict]:
+    """The layer's first call, judged on the weights it ran with: the weights are moved
+    before the call judged on the standard inputs, and a layer whose first call is wrong
+    (zeros while it builds its weights) would pass on the second alone."""
+    first = {key.removeprefix(FIRST): v for key, v in arrays.items() if key.startswith(FIRST)}
+    weights, _ = oracle_weights(plan, reply, first)
+    inputs = {**plan.inputs, **weights}
+    if plan.keep is not None:
+        inputs["mask"] = plan.keep
+    positional = len(names) - len(attribute_outputs(plan.spec))
+    got = _values(plan, first, "", positional)
+    verdicts, _ = _verdicts(
+        plan,
+        [name for name, value in zip(names, got, strict=True) if value is not None],
+        [g for g in got if g is not None],
+        _expected(plan, inputs, params),
+        inputs,
+        params,
+        FIRST_CALL,
+    )
+    return verdicts + _returned_less(names, got, _count(first), _count(arrays), FIRST_CALL)
+
+
+def _returned_less(
+    names: Sequence[str], got: Sequence[Array | None], count: int, main: int, regime: str
+) -> list[Verdict]:
+    """A failed verdict, naming ``regime``, for each output compared that it did not return,
+    and one where it returned another number of values (``count``) than the main call
+    (``main``): every output is judged on every regime, or the regime fails."""
+    failed = [
+        _unmatched(name, f"the code returned no value for it on the {regime} inputs")
+        for name, value in zip(names, got, strict=True)
+        if value is None and name not in {"_", ""}
+    ]
+    if count != main and not failed:
+        said = f"the code returned {count} values on the {regime} inputs, {main} on the others"
+        failed.append(_unmatched("outputs", said))
+    return [dataclasses.replace(verdict, regime=regime) for verdict in failed]
+
+
+def _count(arrays: Mapping[str, Array], prefix: str = "") -> int:
+    """How many values the call whose arrays are under ``prefix`` returned."""
+    start = f"{prefix}out/"
+    return sum(1 for key in arrays if key.startswith(start) and key[len(start) :].isdigit())
 
 
 def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:

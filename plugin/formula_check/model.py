@@ -170,6 +170,9 @@ class CheckSpec:
     block's ``page.md:LINE``."""
     check_formula: bool = True
     """Compile the LaTeX and compare it with the oracle (the third side of the check)."""
+    formula_required: bool = False
+    """A formula that cannot be compiled fails the block (``formula="required"``) instead of
+    leaving it verified on its code alone, with "formula not checked"."""
     stated: tuple[str, ...] | None = None
     """The options the block's own header states, sorted (a tuple, so that the cache key is
     the same in every process); the others came from the page's defaults or are unset.
@@ -361,11 +364,19 @@ class FormulaVerdict:
     compiled: str = ""
     max_abs: float = 0.0
     message: str = ""
+    required: bool = False
+    """The block's formula had to be checked (``formula="required"``): not checked fails it."""
 
     @property
     def failed(self) -> bool:
-        """Does this verdict fail the block (a formula that disagrees or does not compile)?"""
-        return self.state in {"differs", "invalid"}
+        """Does this verdict fail the block (a formula that disagrees or does not compile, or
+        one that could not be checked where it is required)?"""
+        return self.state in {"differs", "invalid"} or (self.unchecked and self.required)
+
+    @property
+    def unchecked(self) -> bool:
+        """Was the formula left unchecked (outside what the compiler reads, or too long)?"""
+        return self.state == "not_executable"
 
     def summary(self) -> str:
         """One line for logs: ``formula: ...``."""
@@ -374,8 +385,9 @@ class FormulaVerdict:
         first_line = self.message.split("\n", 1)[
             0
         ]  # a log line stays one line; the card shows the caret
-        if self.state == "not_executable":
-            return f"formula not executable — checked against the oracle only: {first_line}"
+        if self.unchecked:
+            required = " (formula: required)" if self.required else ""
+            return f"formula not checked{required}: {first_line}"
         return f"formula: {first_line}"
 
 
@@ -404,6 +416,12 @@ class CheckResult:
     imports: tuple[str, ...] = ()
     """The project files the snippet imported or read (relative to the project folder): a
     change to any of them makes the check run again, and ``mkdocs serve`` watches them."""
+
+    @property
+    def formula_unchecked(self) -> bool:
+        """Whether the block's formula went unchecked (outside what the compiler reads, or
+        too long): the build's summary and the report count these, passed or failed."""
+        return self.formula is not None and self.formula.unchecked
 
     @property
     def expected_failure(self) -> bool:

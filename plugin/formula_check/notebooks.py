@@ -367,6 +367,10 @@ def read_notebook(data: bytes, notebook: str) -> Any:
             return nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not JSON, not a notebook
         raise PageError(f"not a Jupyter notebook: {exc}", Location(notebook)) from None
+    except RecursionError:  # JSON nested deeper than Python's reader (or nbformat's) recurses
+        raise PageError(
+            "not a Jupyter notebook: its JSON is nested too deeply to read", Location(notebook)
+        ) from None
 
 
 def notebook_blocks(data: bytes, *, notebook: str, settings: Settings) -> list[PageBlock]:

@@ -145,3 +145,31 @@ def unused_verdict(plan: Plan, name: str) -> Verdict:
         actual_shape=(),
         problem=f"the formula uses {name} but the code never calls the layer holding {path}",
     )
+
+
+def unmoved_notes(plan: Plan, reply: CheckReply, weights: Mapping[str, Array]) -> list[str]:
+    """The mapped weights the check could not move off their stored values, named on the
+    card. One that holds only zeros or only ones is an error at the block: a term that left
+    it out would give the same numbers, so the block cannot be verified."""
+    if not reply.unmoved_weights or not plan.spec.perturb_weights:
+        return []
+    named = "; ".join(f"{name} ({where})" for name, where in reply.unmoved_weights)
+    plain = [
+        name
+        for name, _ in reply.unmoved_weights
+        if name in weights and _vanishing(np.asarray(weights[name]))
+    ]
+    if plain:
+        raise SpecError(
+            f"weights: {', '.join(plain)} could not be moved before the check ({named}), and "
+            "hold only zeros or only ones, so code that leaves their terms out would give the "
+            "same numbers: keep each in a tf.Variable, a NumPy array or an attribute that can "
+            "be set, or give it values of its own",
+            plan.spec.location,
+        )
+    return [f"weights at their stored values, not moved: {named}"]
+
+
+def _vanishing(value: Array) -> bool:
+    """Only zeros or only ones: a bias or a gain that a forgotten term would not change."""
+    return bool(value.size) and (bool(np.all(value == 0)) or bool(np.all(value == 1)))

@@ -89,10 +89,13 @@ def output_notes(
     return notes
 
 
-def regime_notes(plan: Plan, skipped: Mapping[str, str]) -> list[str]:
-    """Which input regimes ran besides the standard one, and which could not, and why."""
+def regime_notes(plan: Plan, skipped: Mapping[str, str], first_call: bool = False) -> list[str]:
+    """Which input regimes ran besides the standard one, and which could not, and why;
+    ``first_call``: a layer's first call was judged too, before its weights were moved."""
     notes = []
     ran = [f"{r.name} ({r.says})" for r in plan.regimes if r.name not in skipped]
+    if first_call:
+        ran.append("first call (the weights it was made with, before they were moved)")
     if ran:
         notes.append(f"also checked on other inputs: {'; '.join(ran)}")
     for regime in plan.regimes:

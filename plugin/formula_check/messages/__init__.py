@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..wire import ProtocolError
 from .fields import Value
 from .replies import (
+    FIRST,
     FLOAT16_WEIGHTS,
     NOT_A_TENSOR,
     Answer,
@@ -48,6 +49,7 @@ from .requests import (
 
 __all__ = [
     "AUTO_REPEATS",
+    "FIRST",
     "FLOAT16_WEIGHTS",
     "NOT_A_TENSOR",
     "Answer",

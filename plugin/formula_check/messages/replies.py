@@ -92,6 +92,12 @@ class CheckReply:
     stdout: str = ""
     local_files: tuple[str, ...] = ()
     written_files: tuple[str, ...] = ()
+    outside_files: tuple[str, ...] = ()
+    """Files outside the project it read (absolute): see :mod:`..worker.outside_reads`."""
+    listed_folders: tuple[str, ...] = ()
+    """Folders it listed: relative to the project inside it, else absolute."""
+    unseen_reads: tuple[str, ...] = ()
+    """Why what it read could not be followed (it ran a program...): not cached."""
     preset_root: str = ""
     """The sub-layer under which the preset's weights were found (empty: the layer itself)."""
     created_variables: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
@@ -126,7 +132,7 @@ class CheckReply:
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
-        return {**header, **_said(self.stdout, self.local_files, self.written_files)}
+        return {**header, **_said(self)}
 
     @classmethod
     def decode(cls, header: Mapping[str, Any]) -> CheckReply:
@@ -144,8 +150,7 @@ class CheckReply:
             regimes_skipped=tuple(_skipped(item) for item in fields.items("regimes_skipped")),
             snippet_seconds=fields.number("snippet_seconds", 0.0),
             stdout=fields.text("stdout"),
-            local_files=fields.texts("local_files"),
-            written_files=fields.texts("written_files"),
+            **_read(fields),
             preset_root=fields.text("preset_root"),
             created_variables=tuple(_shaped(item) for item in fields.items("created_variables")),
             keywords_not_passed=tuple(
@@ -181,8 +186,16 @@ def _skipped(item: Any) -> tuple[str, str]:
     raise ProtocolError(f"{item!r} is not a pair [name, why]")
 
 
-def _said(stdout: str, local_files: tuple[str, ...], written: tuple[str, ...]) -> dict[str, Any]:
-    return {"stdout": stdout, "local_files": list(local_files), "written_files": list(written)}
+_READS = ("local_files", "written_files", "outside_files", "listed_folders", "unseen_reads")
+"""What a reply says the check read and wrote, each a list of texts."""
+
+
+def _said(reply: CheckReply | SnippetFailed) -> dict[str, Any]:
+    return {"stdout": reply.stdout, **{name: list(getattr(reply, name)) for name in _READS}}
+
+
+def _read(fields: Fields) -> dict[str, tuple[str, ...]]:
+    return {name: fields.texts(name) for name in _READS}
 
 
 @dataclass(frozen=True)
@@ -199,6 +212,9 @@ class SnippetFailed:
     stdout: str = ""
     local_files: tuple[str, ...] = ()
     written_files: tuple[str, ...] = ()
+    outside_files: tuple[str, ...] = ()
+    listed_folders: tuple[str, ...] = ()
+    unseen_reads: tuple[str, ...] = ()
 
     def encode(self) -> dict[str, Any]:
         """The reply's header."""
@@ -210,7 +226,7 @@ class SnippetFailed:
             "line": self.line,
             "file": self.file,
             "traceback": self.traceback,
-            **_said(self.stdout, self.local_files, self.written_files),
+            **_said(self),
         }
 
     @classmethod
@@ -225,8 +241,7 @@ class SnippetFailed:
             file=fields.text("file"),
             traceback=fields.text("traceback"),
             stdout=fields.text("stdout"),
-            local_files=fields.texts("local_files"),
-            written_files=fields.texts("written_files"),
+            **_read(fields),
         )
 
 

@@ -64,7 +64,7 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
     weights_from = model.weights_object(root, described)
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
     if form == "keras":  # a Keras model again: its weights move as a layer's do
-        found = layer_weights.variables(weights_from, request.weights)
+        found, _ = layer_weights.variables(weights_from, request.weights, None)
         unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
         if request.perturb and found:
             layer_weights.perturb([v for _, v, _ in found], request.seed)

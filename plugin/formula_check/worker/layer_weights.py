@@ -7,29 +7,38 @@ Keras 3's own).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from .snippet_failure import phase
 
+TensorLike = Callable[[Any, Any], Any]
+"""Makes a value of the kind of its second argument (a ``tf.constant``, say) holding the
+NumPy array that is its first: how a weight that cannot change in place is moved."""
 
-def variables(layer: Any, mapping: Mapping[str, str]) -> list[tuple[str, Any, bool]]:
-    """The layer's trainable weights, each with a name to show and whether the weight map
-    reaches it. Keras tracks its own; a ``tf.Module`` lists its ``trainable_variables``; a plain
+Found = tuple[list[tuple[str, Any, bool]], list[tuple[str, str]]]
+"""The weights to move (a name to show, something with ``numpy``, ``assign`` and ``shape``,
+whether the weight map reaches it), and the mapped weights that cannot be moved, each with
+why."""
+
+
+def variables(layer: Any, mapping: Mapping[str, str], tensor_like: TensorLike | None) -> Found:
+    """The layer's weights to move, and the mapped ones that cannot be. Its trainable weights
+    count: Keras tracks its own; a ``tf.Module`` lists its ``trainable_variables``; a plain
     ``tf.Variable`` kept in an attribute is tracked by neither in Keras 3, so the attributes
-    (and lists of them) are searched too, and every mapped path that holds a variable counts.
-    Scalars are left out (a mapped scalar is a parameter of the formula, not a weight), and so
-    are variables that hold no floating-point numbers."""
+    (and lists of them) are searched too. So does every weight the map reaches, whatever holds
+    it: a frozen layer's or any other non-trainable variable, a NumPy array, a ``tf.constant``
+    (``tensor_like`` remakes one; None: none is moved). Keras biases start at zero, so a term
+    whose weight is never moved could be left out unseen. Scalars are left out (a mapped
+    scalar is a parameter of the formula, not a weight), and so are weights that hold no
+    floating-point numbers."""
     named: dict[int, tuple[str, Any]] = {}
+    unmoved: list[tuple[str, str]] = []
 
     def add(name: str, value: Any) -> None:  # a tf.Variable or a Keras 3 Variable
-        is_variable = hasattr(value, "assign") and hasattr(value, "numpy")
-        if not (is_variable and getattr(value, "trainable", False) and len(value.shape)):
-            return
-        dtype = getattr(value.dtype, "name", value.dtype)  # tf.DType, or Keras' string
-        if "float" in str(dtype):  # integer indices, masks and strings are no weights
+        if _is_variable(value) and getattr(value, "trainable", False) and _is_weight(value):
             named.setdefault(id(value), (name, value))
 
     attributes = vars(layer) if hasattr(layer, "__dict__") else {}
@@ -46,9 +55,119 @@ def variables(layer: Any, mapping: Mapping[str, str]) -> list[tuple[str, Any, bo
             value = _follow(layer, path)
         except (AttributeError, ValueError, IndexError, TypeError):
             continue  # reading the weights says what is wrong with the path
-        add(name, value)
+        if not _is_weight(value):
+            continue
         reached.add(id(value))
-    return [(name, value, key in reached) for key, (name, value) in named.items()]
+        if id(value) in named:
+            continue
+        holder, why = _holder(layer, path, value, tensor_like)
+        if holder is None:
+            unmoved.append((name, f"{path}: {why}"))
+            continue
+        named[id(value)] = (name, holder)
+    found = [(name, value, key in reached) for key, (name, value) in named.items()]
+    return found, unmoved
+
+
+def _is_variable(value: Any) -> bool:
+    return hasattr(value, "assign") and hasattr(value, "numpy")
+
+
+def _is_weight(value: Any) -> bool:
+    """An array of floating-point numbers, at least a vector: integer indices, masks and
+    strings are no weights, and a scalar is a parameter."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None or not len(shape):
+        return False
+    return "float" in str(getattr(dtype, "name", dtype))  # tf.DType, NumPy's, or Keras' string
+
+
+def _holder(
+    layer: Any, path: str, value: Any, tensor_like: TensorLike | None
+) -> tuple[Any | None, str]:
+    """Something that moves the weight at ``path``, or None and why it cannot be moved."""
+    if _is_variable(value):
+        return value, ""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        return _InPlace(value), ""  # every reference to the array sees the move
+    if not hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        return None, f"{_kind_of(value)} cannot be read as numbers to move"
+    if not isinstance(value, np.ndarray) and tensor_like is None:
+        return None, f"{_kind_of(value)} cannot be remade here"
+    place = _place(layer, path)
+    if isinstance(place, str):
+        return None, place
+    remake = tensor_like if tensor_like is not None and hasattr(value, "numpy") else _read_only
+    return _Replaced(place, value, remake), ""
+
+
+def _read_only(array: Any, like: Any) -> Any:
+    """A read-only NumPy array of ``like``'s dtype holding ``array``."""
+    made = np.array(array, dtype=like.dtype)
+    made.flags.writeable = False
+    return made
+
+
+def _place(layer: Any, path: str) -> tuple[Any, str | int] | str:
+    """The object holding the last step of ``path`` and the attribute name or index there, if
+    it can be set (a property without a setter, a tuple cannot); else why not."""
+    parts = path.split(".")
+    match = _STEP.fullmatch(parts[-1])
+    if match is None:
+        return "not a path"
+    try:
+        owner = _follow(layer, ".".join(parts[:-1])) if len(parts) > 1 else layer
+        indexes = re.findall(r"-?\d+", match.group(2))
+        if not indexes:
+            current = getattr(owner, match.group(1))
+            setattr(owner, match.group(1), current)  # the same value: a probe, no change
+            place: str | int = match.group(1)
+        else:
+            owner = _step(owner, match.group(1))
+            for index in indexes[:-1]:
+                owner = owner[int(index)]
+            place = int(indexes[-1])
+            owner[place] = owner[place]
+    except (AttributeError, TypeError, IndexError, ValueError) as exc:
+        return f"its holder cannot be given a moved value ({type(exc).__name__}: {exc})"[:200]
+    return owner, place
+
+
+class _InPlace:
+    """A NumPy array the layer keeps: moved by writing into it."""
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        self.shape = array.shape
+
+    def numpy(self) -> Any:
+        return self.array.copy()
+
+    def assign(self, value: Any) -> None:
+        self.array[...] = value
+
+
+class _Replaced:
+    """A weight that cannot change in place (a ``tf.constant``, a read-only array): moved by
+    putting a value of the same kind in its place."""
+
+    def __init__(self, place: tuple[Any, str | int], value: Any, remake: TensorLike) -> None:
+        self.owner, self.place = place
+        self.value = value
+        self.remake = remake
+        self.shape = tuple(value.shape)
+
+    def numpy(self) -> Any:
+        return np.array(self.value.numpy() if hasattr(self.value, "numpy") else self.value)
+
+    def assign(self, value: Any) -> None:
+        made = self.remake(np.asarray(value), self.value)
+        if isinstance(self.place, str):
+            setattr(self.owner, self.place, made)
+        else:
+            self.owner[self.place] = made
+        self.value = made
 
 
 def perturb(variables: list[Any], seed: int) -> None:
@@ -77,7 +196,8 @@ def read_weights(layer: Any, mapping: Mapping[str, str]) -> tuple[dict[str, Any]
                 continue
             if value is None:
                 raise ValueError(f"{path} is None ({_why_none(layer, path)})")
-            array = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+            # a copy: an array the layer keeps is moved in place after the first call
+            array = np.array(value.numpy() if hasattr(value, "numpy") else value)
             if array.dtype.kind not in "biuf":
                 raise TypeError(
                     f"weights: {name}={path} is {_kind_of(value)}, not a weight (numbers); "

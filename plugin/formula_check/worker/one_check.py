@@ -53,6 +53,9 @@ def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Arra
         stdout=stdout.getvalue()[-MAX_TEXT:],
         local_files=tuple(sorted((set(imported) | files.read) - files.written)),
         written_files=tuple(sorted(files.written)),
+        outside_files=tuple(sorted(files.outside)),
+        listed_folders=tuple(sorted(files.listed)),
+        unseen_reads=tuple(sorted(files.unseen)),
     )
     return reply, out
 

@@ -1,5 +1,7 @@
-"""What one check read and wrote in the project: every file it opened (Python's audit
-hook), and the files of the page's folder it changed by ways no audit event shows."""
+"""What one check read and wrote: every file it opened and every folder it listed (Python's
+audit hook), in the project and outside it (:mod:`.outside_reads`); the reads no audit event
+follows (a program it ran, a database, a socket); and the files of the page's folder it
+changed by ways no audit event shows."""
 
 from __future__ import annotations
 
@@ -12,15 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import isolation
+from . import isolation, outside_reads
 
 
 @dataclass
 class Reads:
-    """What one check opened in the project: to read, and to write."""
+    """What one check opened in the project (to read, and to write), and what else its result
+    depends on: files outside the project (absolute), folders it listed (relative to the
+    project inside it, else absolute), and why a read could not be followed."""
 
     read: set[str] = field(default_factory=set)
     written: set[str] = field(default_factory=set)
+    outside: set[str] = field(default_factory=set)
+    listed: set[str] = field(default_factory=set)
+    unseen: set[str] = field(default_factory=set)
 
 
 class _ProjectReads:
@@ -51,14 +58,35 @@ class _ProjectReads:
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         files = self.files  # once: the check may end on another thread meanwhile
-        if files is None or event not in _FILE_EVENTS:
+        if files is None:
             return
         with contextlib.suppress(Exception):  # an audit hook must never fail an open
             if event == "open":
                 self._record(files, *(*args, None, None)[:3])
-            else:  # a rename changes both names, a removal its own: written, both
+            elif event in _FILE_EVENTS:  # a rename changes both names, a removal its own
                 for path in args[: _FILE_EVENTS[event]]:
                     self._record(files, path, "w", None)
+            elif event in _LISTINGS:
+                self._listed(files, args[0] if args else None)
+            elif event in outside_reads.UNSEEN:
+                files.unseen.add(outside_reads.UNSEEN[event])
+
+    def _listed(self, files: Reads, path: Any) -> None:
+        """A folder the check listed; not one the import system lists to find a module (a
+        module found elsewhere is a file read, keyed as such)."""
+        if sys._getframe(2).f_code.co_name == "_fill_cache":
+            return
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if path is None:
+            path = "."
+        if not isinstance(path, str):
+            return  # a descriptor: the folder was named when it was opened
+        path = os.path.abspath(path)
+        if (path + os.sep).startswith(self.root):
+            files.listed.add(os.path.relpath(path, self.root))
+        elif outside_reads.keyed(path + os.sep):
+            files.listed.add(path)
 
     def _record(self, files: Reads, path: Any, mode: Any, flags: Any) -> None:
         if isinstance(path, bytes):
@@ -76,6 +104,8 @@ class _ProjectReads:
             with contextlib.suppress(ValueError):
                 path = importlib.util.source_from_cache(path)
         if not path.startswith(self.root):
+            if reading and outside_reads.keyed(path):
+                files.outside.add(path)
             return
         relative = os.path.relpath(path, self.root)
         if reading:
@@ -86,8 +116,10 @@ class _ProjectReads:
 
 
 READS = _ProjectReads()
-_FILE_EVENTS = {"open": 1, "os.rename": 2, "os.remove": 1, "os.truncate": 1}
-"""Audit events that touch a file, and how many of their first arguments are paths."""
+_FILE_EVENTS = {"os.rename": 2, "os.remove": 1, "os.truncate": 1}
+"""Audit events that change a file, and how many of their first arguments are paths."""
+_LISTINGS = {"os.listdir", "os.scandir"}
+"""Audit events that list a folder (``glob``, ``os.walk`` and ``pathlib`` list through them)."""
 
 
 def folder_state(root: Path, folder: str, limit: int = 5000) -> dict[str, tuple[int, ...]]:

@@ -1,0 +1,75 @@
+"""A cached result is served only while what its check read holds: files outside the project
+(a package on ``PYTHONPATH``, a data file), folders it listed; and a check whose reads the
+audit cannot follow is never cached, and says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import spec_for
+
+from formula_check.engine import UNSEEN, Engine
+from formula_check.model import Status
+
+RIGHT = "import tensorflow as tf\n\ndef softmax(x):\n    return tf.nn.softmax(x)\n"
+WRONG = "import tensorflow as tf\n\ndef softmax(x):\n    return tf.nn.softmax(2 * x)\n"
+
+
+@pytest.mark.tf
+def test_a_cached_result_follows_what_its_check_read_outside_and_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    (outside / "outpkg").mkdir(parents=True)
+    (outside / "outpkg" / "__init__.py").write_text("")
+    ops = outside / "outpkg" / "ops.py"
+    ops.write_text(RIGHT)
+    data = outside / "scale.txt"
+    data.write_text("1\n")
+    (project / "tables").mkdir(parents=True)
+    (project / "tables" / "one.txt").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(outside))
+    from_package = spec_for(
+        "softmax", "from outpkg.ops import softmax\n", block_id="pkg", entry="softmax"
+    )
+    from_data = spec_for(
+        "softmax",
+        f"import tensorflow as tf\n\ndef softmax(x):\n"
+        f"    scale = float(open({str(data)!r}).read())\n"
+        "    return tf.nn.softmax(scale * x)\n",
+        block_id="data",
+    )
+    from_listing = spec_for(
+        "softmax",
+        "import glob\nimport tensorflow as tf\n\ndef softmax(x):\n"
+        "    return tf.nn.softmax(len(glob.glob('tables/*.txt')) * x)\n",
+        block_id="listing",
+    )
+    ran_a_program = spec_for(
+        "softmax",
+        "import subprocess\nimport tensorflow as tf\n\ndef softmax(x):\n"
+        "    subprocess.run(['true'], check=True)\n"
+        "    return tf.nn.softmax(x)\n",
+        block_id="program",
+    )
+    specs = [from_package, from_data, from_listing, ran_a_program]
+    with Engine(project) as engine:
+        first = engine.check_many(specs)
+        assert [r.status for r in first] == [Status.VERIFIED] * 4, [(r.message, r.failure) for r in first]
+        assert [n for n in first[3].notes if n.startswith(UNSEEN)] == [
+            f"{UNSEEN}it started a program: what it read there is in no cache key, so this "
+            "result is not cached and the block runs again every build"
+        ]
+        # the right twins: unchanged inputs serve from the cache, also after a file appears
+        # where the import system (not the code) looks for modules
+        (project / "unrelated.py").write_text("")
+        again = engine.check_many(specs)
+        assert [r.cached for r in again] == [True, True, True, False]
+        ops.write_text(WRONG)
+        data.write_text("2\n")
+        (project / "tables" / "two.txt").write_text("")
+        changed = engine.check_many(specs)
+        assert [r.status for r in changed] == [Status.MISMATCH] * 3 + [Status.VERIFIED]
+        assert not any(r.cached for r in changed)
+        assert engine.executed == 4 + 1 + 4

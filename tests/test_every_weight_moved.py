@@ -1,0 +1,211 @@
+"""Every weight is exercised: the weights a block maps are moved off their initial values
+before judging whatever holds them (a frozen layer's, a non-trainable variable, a
+``tf.constant`` or a NumPy array kept on an attribute, a ``tf.Module``'s), the wide-weights
+regime scales them all as the oracle does, the first call is judged too, and each input
+regime is judged on every output the main call returns. Each wrong layer (one that forgets
+``b_1``, whose zero start hides it) is caught, and its correct twin verifies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from formula_check.model import CheckResult, Status
+from support import shared_engine, spec_for
+
+pytestmark = pytest.mark.tf
+
+FFN = """
+import numpy as np
+import tensorflow as tf
+
+
+class FeedForward({base}):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        rng = np.random.default_rng(3)
+        self.w1 = {kernel}(rng.standard_normal((d_model, d_ff)).astype(np.float32) * 0.3)
+        self.b1 = {bias}(np.zeros((d_ff,), np.float32))
+        self.w2 = {kernel}(rng.standard_normal((d_ff, d_model)).astype(np.float32) * 0.3)
+        self.b2 = {bias}(np.ones((d_model,), np.float32))
+
+    def {call}(self, x):
+        return tf.matmul(tf.nn.relu(tf.matmul(x, self.w1){b_1}), self.w2) + self.b2
+"""
+
+FROZEN = """
+import tensorflow as tf
+
+
+class FeedForward(tf.keras.layers.Layer):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.expand = tf.keras.layers.Dense(d_ff)
+        self.project = tf.keras.layers.Dense(d_model)
+        self.expand.build((None, d_model))
+        self.project.build((None, d_ff))
+        self.trainable = False  # frozen, as a pretrained block is for fine-tuning
+
+    def call(self, x):
+        hidden = tf.nn.relu({first})
+        return self.project(hidden)
+"""
+
+HOLDERS = {
+    "a NumPy array": ("tf.keras.layers.Layer", "call", "np.asarray", "np.asarray"),
+    "a tf.constant": ("tf.keras.layers.Layer", "call", "tf.Variable", "tf.constant"),
+    "a non-trainable variable": (
+        "tf.keras.layers.Layer",
+        "call",
+        "tf.Variable",
+        "(lambda v: tf.Variable(v, trainable=False))",
+    ),
+    "a tf.Module's tf.constant": ("tf.Module", "__call__", "tf.constant", "tf.constant"),
+}
+
+OPTIONS: dict[str, Any] = {
+    "kind": "layer",
+    "init": {"d_model": "d_model", "d_ff": "d_ff"},
+    "weights": {"W_1": "w1", "b_1": "b1", "W_2": "w2", "b_2": "b2"},
+}
+
+FROZEN_OPTIONS: dict[str, Any] = {
+    **OPTIONS,
+    "weights": {
+        "W_1": "expand.kernel",
+        "b_1": "expand.bias",
+        "W_2": "project.kernel",
+        "b_2": "project.bias",
+    },
+}
+
+
+def _checked(blocks: dict[str, tuple[str, str, dict[str, Any]]]) -> dict[str, CheckResult]:
+    """Each block's result, all checked in one go on the shared engine."""
+    specs = [
+        spec_for(oracle, source, block_id=f"b{index}", **options)
+        for index, (oracle, source, options) in enumerate(blocks.values())
+    ]
+    return dict(zip(blocks, shared_engine().check_many(specs), strict=True))
+
+
+def _ffn_blocks(with_b_1: bool) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    plus = " + self.b1" if with_b_1 else ""
+    blocks = {
+        holder: (
+            "ffn",
+            FFN.format(base=base, call=call, kernel=kernel, bias=bias, b_1=plus),
+            OPTIONS,
+        )
+        for holder, (base, call, kernel, bias) in HOLDERS.items()
+    }
+    first = "self.expand(x)" if with_b_1 else "tf.matmul(x, self.expand.kernel)"
+    blocks["a frozen layer"] = ("ffn", FROZEN.format(first=first), FROZEN_OPTIONS)
+    return blocks
+
+
+def test_a_forgotten_bias_is_caught_whatever_holds_the_weights() -> None:
+    wrong = _checked(_ffn_blocks(with_b_1=False))
+    right = _checked(_ffn_blocks(with_b_1=True))
+    for holder, result in wrong.items():
+        assert result.status is Status.MISMATCH, (holder, result.headline())
+    for holder, result in right.items():
+        assert result.status is Status.VERIFIED, (holder, result.headline())
+
+
+FROZEN_SUBLAYER = """
+import tensorflow as tf
+
+
+class ResidualFFN(tf.keras.layers.Layer):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.ffn = tf.keras.Sequential([
+            tf.keras.layers.Dense(d_ff, activation="relu"),
+            tf.keras.layers.Dense(d_model),
+        ])
+        self.norm = tf.keras.layers.LayerNormalization(epsilon=1e-6)
+        self.ffn.build((None, None, d_model))
+        self.norm.build((None, None, d_model))
+        self.trainable = False
+
+    def call(self, x):
+        return self.norm(x + self.ffn(x))
+"""
+
+SUBLAYER_MAP = {
+    "W_1": "ffn.layers[0].kernel",
+    "b_1": "ffn.layers[0].bias",
+    "W_2": "ffn.layers[1].kernel",
+    "b_2": "ffn.layers[1].bias",
+    "gamma": "norm.gamma",
+    "beta": "norm.beta",
+}
+
+FIRST_CALL = """
+import tensorflow as tf
+
+
+class FeedForward(tf.keras.layers.Layer):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.expand = tf.keras.layers.Dense(d_ff, activation="relu")
+        self.project = tf.keras.layers.Dense(d_model)
+        self.calls = 0
+
+    def build(self, shape):  # its own: Keras would otherwise run call() once to build
+        self.expand.build(shape)
+        self.project.build((*shape[:-1], self.expand.units))
+
+    def call(self, x):
+        self.calls += 1
+        y = self.project(self.expand(x))
+        return tf.zeros_like(y) if self.calls == {zero_at} else y
+"""
+
+FIRST_CALL_OPTIONS = {**FROZEN_OPTIONS}
+
+SOFTMAX_ON_LARGE = """
+import tensorflow as tf
+
+
+def softmax(x):
+    y = tf.nn.softmax(x, axis=-1)
+    if float(tf.reduce_max(tf.abs(x))) > 20.0:
+        return {large}
+    return y
+"""
+
+
+def test_regimes_and_the_first_call_are_judged_on_every_output() -> None:
+    """A frozen sublayer's weights are scaled for the wide-weights regime as the oracle's
+    are; a layer wrong on its first call only, a softmax that returns nothing or two values
+    on large values, are caught, each naming where."""
+    results = _checked(
+        {
+            "frozen sublayer": (
+                "sublayer",
+                FROZEN_SUBLAYER,
+                {**OPTIONS, "weights": SUBLAYER_MAP},
+            ),
+            "zeros on the first call": ("ffn", FIRST_CALL.format(zero_at=1), FIRST_CALL_OPTIONS),
+            "never zeros": ("ffn", FIRST_CALL.format(zero_at=0), FIRST_CALL_OPTIONS),
+            "nothing on large values": ("softmax", SOFTMAX_ON_LARGE.format(large="()"), {}),
+            "two values on large values": ("softmax", SOFTMAX_ON_LARGE.format(large="y, y"), {}),
+            "the softmax on large values": ("softmax", SOFTMAX_ON_LARGE.format(large="y"), {}),
+        }
+    )
+    for name in ("frozen sublayer", "never zeros", "the softmax on large values"):
+        assert results[name].status is Status.VERIFIED, (name, results[name].headline())
+    first = results["zeros on the first call"]
+    assert first.status is Status.MISMATCH, first.headline()
+    assert "output (first call): max |Δ|" in first.headline()
+    assert "first call" in first.regimes() and "first call" in results["never zeros"].regimes()
+    nothing = results["nothing on large values"]
+    assert nothing.status is Status.MISMATCH, nothing.headline()
+    assert "the code returned no value for it on the large values inputs" in nothing.headline()
+    assert "large values" in nothing.regimes()
+    two = results["two values on large values"]
+    assert two.status is Status.MISMATCH, two.headline()
+    assert "returned 2 values on the large values inputs, 1 on the others" in two.headline()
