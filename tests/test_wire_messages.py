@@ -152,7 +152,7 @@ def test_defaults_are_filled_once_on_decoding() -> None:
 def test_a_message_of_the_first_protocol_version_is_refused() -> None:
     message = bytearray(wire.encode({"ok": True}))
     struct.pack_into("<H", message, 4, 1)
-    with pytest.raises(wire.ProtocolError, match="protocol version 1, this checker speaks 4"):
+    with pytest.raises(wire.ProtocolError, match=f"protocol version 1, this checker speaks {wire.VERSION}"):
         wire.decode(bytes(message))
 
 

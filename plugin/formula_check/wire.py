@@ -32,7 +32,8 @@ request's ``attribute_outputs`` and ``preset_weights``, a reply's ``preset_root`
 ``created_variables``, lists and tuples among ``init`` values. 4: call arguments that are
 lists or tuples of arguments (``items``); a check request's and a reply's ``artifact`` (an
 exported SavedModel, ``.keras`` or ``.tflite`` file checked instead of code). 5: a reply's
-``outside_files``, ``listed_folders`` and ``unseen_reads`` (what the cache keys it on)."""
+``outside_files``, ``listed_folders`` and ``unseen_reads`` (what the cache keys it on); its
+``unmoved_weights`` and ``first_call`` (a layer's first call, judged too)."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
 MAX_DIMENSIONS = 64

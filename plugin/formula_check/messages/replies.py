@@ -64,6 +64,8 @@ def _seconds(fields: Fields, key: str) -> tuple[float, ...]:
 FLOAT16_WEIGHTS = "float32, weights in float16"
 """The dtype an artifact computes in when its weights are stored in float16 and turned back to
 float32 to compute (TFLite's float16 conversion, on a CPU)."""
+FIRST = "first/"
+"""The prefix of the arrays of a layer's first call, made before its weights were moved."""
 NOT_A_TENSOR = "not a tensor:"
 """How ``output_dtypes`` marks a returned value that is no array (``not a tensor: list``): it
 travels as an empty array, so the values after it keep their places."""
@@ -104,6 +106,12 @@ class CheckReply:
     """Trainable variables a function made while it ran: name and shape."""
     phase_seconds: tuple[tuple[str, float], ...] = ()
     """Where the check's time in the worker went, phase by phase, in order."""
+    unmoved_weights: tuple[tuple[str, str], ...] = ()
+    """Mapped weights that could not be moved before the call judged: name, and where and
+    why."""
+    first_call: bool = False
+    """The weights were moved after the first call: what it returned and kept, and the
+    weights it ran with, travel under :data:`FIRST`, to be judged too."""
     keywords_not_passed: tuple[tuple[str, str], ...] = ()
     """Keywords of the call that the framework kept from the layer's ``call()``, each with the
     method it never reached (``training`` to a Keras 3 layer that takes only ``**kwargs``)."""
@@ -128,6 +136,8 @@ class CheckReply:
             "created_variables": [[name, list(shape)] for name, shape in self.created_variables],
             "keywords_not_passed": [list(pair) for pair in self.keywords_not_passed],
             "phase_seconds": [[name, seconds] for name, seconds in self.phase_seconds],
+            "unmoved_weights": [list(pair) for pair in self.unmoved_weights],
+            "first_call": self.first_call,
             "artifact": dict(self.artifact),
         }
         if self.output_keys is not None:
@@ -157,6 +167,8 @@ class CheckReply:
                 _skipped(item) for item in fields.items("keywords_not_passed")
             ),
             phase_seconds=tuple(_phase(item) for item in fields.items("phase_seconds")),
+            unmoved_weights=tuple(_skipped(item) for item in fields.items("unmoved_weights")),
+            first_call=fields.flag("first_call", False),
             artifact=Fields(fields.mapping("artifact"), "an artifact").texts_by_name(),
         )
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
+from ..messages import FIRST, CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
 from ..model import Array
 from . import artifacts, isolation, layer_weights
 from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
@@ -78,6 +78,8 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         result = runner()
     lap("the first call")
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
+    unmoved: list[tuple[str, str]] = []
+    first: dict[str, Array] = {}
     root = ""
     if kind != "function":
         with phase("reading the preset's weights"):
@@ -88,9 +90,11 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
                 for name, path in request.weights.items()
             }
             request = dataclasses.replace(request, weights=under)
-        found = layer_weights.variables(runner.layer, request.weights)
+        found, unmoved = layer_weights.variables(runner.layer, request.weights, tensor_like)
         unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
         if request.perturb and found:
+            # the first call is judged too, on the weights it ran with
+            first = _first_call(runner, request, result)
             layer_weights.perturb([v for _, v, _ in found], request.seed)
             with phase("call"):
                 result = runner()
@@ -125,10 +129,29 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         snippet_seconds=snippet_seconds,
         preset_root=root,
         created_variables=tuple(created),
+        unmoved_weights=tuple(unmoved),
+        first_call=bool(first),
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
-    return reply, reply_arrays(out, read, kept, regime_outputs)
+    return reply, reply_arrays(out, read, kept, regime_outputs, first)
+
+
+def tensor_like(array: Array, like: Any) -> Any:
+    """A constant of ``like``'s dtype holding ``array``: a moved ``tf.constant`` weight."""
+    return tf.constant(array, dtype=like.dtype)
+
+
+def _first_call(runner: Runner, request: CheckRequest, result: Any) -> dict[str, Array]:
+    """What the first call returned and kept, and the weights it ran with, under ``first/``:
+    a layer whose first call is wrong (zeros while it builds) is caught although the
+    weights are moved before the call judged on them."""
+    got, _ = outputs(result)
+    first = {f"{FIRST}out/{i}": value for i, value in enumerate(got)}
+    first.update(_kept_outputs(runner, "layer", request, FIRST))
+    read, _ = layer_weights.read_weights(runner.layer, request.weights)
+    first.update({f"{FIRST}w/{name}": value for name, value in read.items()})
+    return first
 
 
 class _Laps:
@@ -230,7 +253,8 @@ def _run_regime(
     scale = regime.weight_scale
     grown = []
     if scale != 1.0 and kind != "function":  # the layer's own weights, in place
-        grown = [v for _, v, _ in layer_weights.variables(runner.layer, request.weights)]
+        found, _ = layer_weights.variables(runner.layer, request.weights, tensor_like)
+        grown = [v for _, v, _ in found]
     try:
         for variable in grown:
             variable.assign(variable.numpy() * scale)
