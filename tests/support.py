@@ -14,8 +14,12 @@ from typing import Any
 from formula_check.engine import Engine
 from formula_check.model import CheckResult, CheckSpec, Location, TimingSpec
 from formula_check.snippets import inline_snippet
+from formula_check.worker.confinement import abi_version
 
 PROJECT = Path(__file__).resolve().parent / "snippets"
+CONFINED = abi_version() > 0
+"""This kernel offers Landlock: a check may write only its own temporary folder."""
+WRITES_REFUSED = "the kernel confines each check to its own folder (Landlock): no write lands"
 _ENGINES: dict[tuple[Any, ...], Engine] = {}
 
 

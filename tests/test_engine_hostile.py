@@ -49,6 +49,10 @@ def running_worker(engine: Engine) -> Worker:
     return worker
 
 
+def _empty_folder(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
+
+
 def test_each_check_has_a_private_temporary_folder_removed_with_it() -> None:
     """What a snippet (or AutoGraph) writes to the temporary folder lands in a folder of the
     check's own, inside the worker's, and goes with the check, also one stopped on its timeout
@@ -68,7 +72,11 @@ def test_each_check_has_a_private_temporary_folder_removed_with_it() -> None:
     hang = "import tempfile, time\ndef f(q, k, v):\n    tempfile.mkstemp()\n    time.sleep(60)\n"
     assert engine.check(spec_for("attention", hang, timeout=2)).status is Status.TIMEOUT
     assert scratch.is_dir()
-    assert wait_until(lambda: not list(scratch.iterdir()), 10), "the timed-out check left files"
+    # what is left is the next check's folder, made ahead with its process, and empty
+    assert wait_until(lambda: all(_empty_folder(path) for path in scratch.iterdir()), 10), (
+        "the timed-out check left files"
+    )
+    assert len(list(scratch.iterdir())) <= 1
     running_worker(engine).kill()
     assert not scratch.exists(), "killed, the worker left its folder behind"
     assert_still_healthy()

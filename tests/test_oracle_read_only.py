@@ -25,6 +25,7 @@ import pytest
 from formula_check.errors import OracleError
 from formula_check.oracles import Oracle, TensorSpec, get_oracle, load_oracle, register
 from formula_check.oracles.registry import UNKEYED
+from support import CONFINED, WRITES_REFUSED
 
 MODULE = """
 import numpy as np
@@ -452,6 +453,7 @@ def test_an_oracle_drawing_its_own_noise_is_fine_with_a_stated_tolerance() -> No
 
 
 @pytest.mark.tf
+@pytest.mark.skipif(CONFINED, reason=WRITES_REFUSED)
 def test_a_check_that_wrote_is_not_answered_again_for_an_oracle_whose_code_has_no_name(
     tmp_path: Path,
 ) -> None:
@@ -506,6 +508,7 @@ oracle = Oracle(
 
 
 @pytest.mark.tf
+@pytest.mark.skipif(CONFINED, reason=WRITES_REFUSED)
 def test_a_check_that_wrote_is_remembered_for_an_oracle_loaded_from_its_file(
     tmp_path: Path,
 ) -> None:

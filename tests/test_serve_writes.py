@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from support import CONFINED, WRITES_REFUSED
 from test_serve import FIXTURE, fetch, serving
 
 pytestmark = [pytest.mark.tf, pytest.mark.site]
@@ -65,6 +66,7 @@ WRITERS = {
 }
 
 
+@pytest.mark.skipif(CONFINED, reason=WRITES_REFUSED)
 @pytest.mark.parametrize("how", sorted(WRITERS))
 def test_a_write_into_the_pages_folder_is_noted_however_it_is_made(
     tmp_path: Path, how: str

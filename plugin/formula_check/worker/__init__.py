@@ -16,7 +16,8 @@ In the check processes:
 
 - :mod:`.zygote` (imports TensorFlow, forks workers: :mod:`.zygote_server`, and kept alive
   :mod:`.kept_server`), :mod:`.child` (a worker's loop);
-- :mod:`.isolation`: one process per check; :mod:`.reaping`: what a check leaves, ended;
+- :mod:`.isolation`: one process per check; :mod:`.confinement`: what it may still reach
+  (Landlock); :mod:`.reaping`: what a check leaves, ended;
   :mod:`.unshared`: the buffer the warm worker reads messages into, which no check inherits;
 - :mod:`.execution`: the warm worker made ready (its warm-up: :mod:`.warming`);
   :mod:`.one_check` runs a check with

@@ -20,6 +20,11 @@ forks, and each check pays the runtime's start itself (about 0.1 s more). A GPU 
 not survive ``fork`` at all: where TensorFlow would use a GPU, the warm worker never touches
 the device either, and each check's process starts the GPU runtime itself.
 
+Where the kernel offers Landlock, a check's process confines itself as it starts, before its
+first thread (:mod:`.confinement`): it writes only in its own temporary folder, reads no other
+process's ``/proc`` entry, and can signal no process above it. Its temporary folder is
+therefore made before its fork, with it.
+
 Processes a check starts are ended with it, however they detach: the check's process and the
 warm worker are *child subreapers* (Linux), so an orphan of the snippet, also one that called
 ``setsid``, is re-parented to them instead of to init, and :func:`.reaping.end_children` kills each
@@ -46,6 +51,7 @@ from dataclasses import dataclass, field
 from .. import wire
 from ..messages import CheckEnded, CheckReply, CheckRequest, Ending, SnippetFailed
 from ..model import Array
+from .confinement import confine
 from .faults import internal_error
 from .reaping import become_subreaper, die_with_parent, end_children
 from .unshared import Unshared
@@ -189,8 +195,8 @@ class CheckProcesses:
         process = self.spare or self._fork()
         self.spare = None
         began = time.perf_counter()
-        os.makedirs(self.scratch, mode=0o700, exist_ok=True)  # a check may have removed it
-        process.folder = tempfile.mkdtemp(prefix="check-", dir=self.scratch)
+        # Where no kernel confines it, the check before may have removed it
+        os.makedirs(process.folder, mode=0o700, exist_ok=True)
         message: Message | None = None
         why = "ended"
         try:
@@ -230,6 +236,7 @@ class CheckProcesses:
         self.tidy(fork_spare=False)
         if self.spare is not None:
             self.spare.close()
+            shutil.rmtree(self.spare.folder, ignore_errors=True)
             self.spare = None
         end_children()
 
@@ -239,6 +246,10 @@ class CheckProcesses:
         notes_out, notes_in = os.pipe()
         os.set_blocking(notes_out, False)
         os.set_blocking(notes_in, False)
+        # Made before the fork: the check's process confines itself to it before it starts
+        # a thread (.confinement), long before its request comes
+        os.makedirs(self.scratch, mode=0o700, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix="check-", dir=self.scratch)
         warm = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover  (the child; measured through the parent's answers)
@@ -246,28 +257,28 @@ class CheckProcesses:
             for fd in (requests_in, answers_out, notes_out):
                 os.close(fd)
             _notes = notes_in
-            self._child(warm, requests_out, answers_in)
+            self._child(warm, requests_out, answers_in, folder)
         for fd in (requests_out, answers_in, notes_in):
             os.close(fd)
-        return _Process(pid, requests_in, answers_out, notes_out)
+        return _Process(pid, requests_in, answers_out, notes_out, folder)
 
-    def _child(self, warm: int, requests: int, answers: int) -> None:
+    def _child(self, warm: int, requests: int, answers: int, folder: str) -> None:
         """A check's process: get ready, wait for the request, answer, end what the snippet
         started, exit. Never returns."""
         code = 0
         try:
             die_with_parent(warm)
             become_subreaper()
+            confine(folder)  # first: every thread and process made after is confined too
+            os.environ["TMPDIR"] = folder
+            tempfile.tempdir = folder
             null = os.open(os.devnull, os.O_RDWR)
             for fd in self.conversation:
                 os.dup2(null, fd)
             os.close(null)
             self.prepare()
             with os.fdopen(requests, "rb") as stream:
-                folder = os.fsdecode(stream.readline().rstrip(b"\n"))
                 header, arrays = wire.read_message(stream)
-            os.environ["TMPDIR"] = folder
-            tempfile.tempdir = folder
             try:
                 reply, out = self.handle(CheckRequest.decode(header), arrays)
                 # Its arrays written from where they are: no copy of megabytes of outputs
@@ -296,12 +307,12 @@ class _Process:
     requests: int
     answers: int
     notes: int
-    folder: str = ""
+    folder: str
     written: list[str] = field(default_factory=list)
 
     def send(self, request: Message) -> None:
-        """The temporary folder's path on a line, then the request."""
-        _write_all(self.requests, os.fsencode(self.folder) + b"\n", request)
+        """The request, whole."""
+        _write_all(self.requests, request)
         self.requests = -1
 
     def noted(self) -> bool:

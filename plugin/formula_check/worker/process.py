@@ -38,6 +38,7 @@ from .limits import CANCEL_GRACE, POLL, STARTUP_TIMEOUT, WORKER_GRACE
 from .memory import MemoryWatch
 from .outcome import CANCELLED, STOPPED, Reply, describe_exit
 from .paths import SCRATCH_PREFIX, scrubbed
+from .reaping import keep_private
 from .stderr_log import StderrLog
 from .zygote_client import CLOSED, Zygote
 
@@ -125,6 +126,9 @@ class Worker:
 
     def _start(self) -> None:
         self.kill()  # the process that ended on its own: reaped, and its folder removed
+        # The build's environment holds its secrets, and a check runs as its user: out of
+        # the check's reach (.reaping), from before the first check can run
+        keep_private()
         # The worker's private temporary folder is made here, not by the worker: one stopped
         # before its hello leaves no folder behind that nothing knows of.
         scratch = self.scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))

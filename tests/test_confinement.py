@@ -1,0 +1,150 @@
+"""What a check's process can reach: its own temporary folder to write in, and no process
+above it (no signal, no ``/proc/<pid>/mem``, no ``environ``), even as root, where the kernel
+offers Landlock; the build that runs checks is not dumpable."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import pytest
+
+from formula_check.model import Status
+from formula_check.worker.confinement import (
+    READ_DIR,
+    READ_FILE,
+    REFER,
+    SCOPE_SIGNAL,
+    TRUNCATE,
+    WRITE_FILE,
+    ruleset_for,
+)
+from implementations import SDPA_KEEP
+from support import CONFINED, parent_pid, shared_engine, spec_for, wait_until
+
+FOLDERS = {
+    "/": [("proc", True), ("usr", True), ("dev", True), ("tmp", True), ("swap.img", False)],
+    "/proc": [("1", True), ("42", True), ("4242", True), ("cpuinfo", False), ("sys", True)],
+    "/dev": [("null", False), ("mem", False), ("nvidia0", False), ("shm", True)],
+}
+
+
+def listing(folder: str) -> list[tuple[str, bool]]:
+    return FOLDERS[folder]
+
+
+def test_the_ruleset_lets_a_check_write_its_folder_and_read_all_but_other_processes() -> None:
+    """Pure: what each path is granted. Writes only in the check's folder and to the sink
+    devices; reads everywhere but ``/proc/<another pid>``, ``/`` itself never listed."""
+    rules = ruleset_for("/tmp/w/check-1", abi=6, pid=42, listing=listing)
+    granted = dict(rules.rules)
+    assert granted["/tmp/w/check-1"] == rules.handled  # everything, in its own folder
+    assert granted["/usr"] == granted["/tmp"] == READ_FILE | READ_DIR
+    assert granted["/swap.img"] == READ_FILE
+    assert "/proc" not in granted and "/proc/1" not in granted and "/proc/4242" not in granted
+    assert granted["/proc/42"] == granted["/proc/sys"] == READ_FILE | READ_DIR
+    assert granted["/proc/cpuinfo"] == READ_FILE
+    assert granted["/dev/null"] == granted["/dev/nvidia0"] == WRITE_FILE | TRUNCATE
+    assert "/dev/mem" not in granted and "/dev/shm" not in granted  # /dev itself: read only
+    assert granted["/dev"] == READ_FILE | READ_DIR
+    writers = {path for path, rights in rules.rules if rights & WRITE_FILE}
+    assert writers == {"/tmp/w/check-1", "/dev/null", "/dev/nvidia0"}
+    assert rules.scoped & SCOPE_SIGNAL
+
+
+def test_the_ruleset_asks_only_for_what_the_kernels_abi_knows() -> None:
+    """A right or a scope the kernel's ABI lacks would make it refuse the whole ruleset."""
+    first = ruleset_for("/tmp/c", abi=1, pid=42, listing=listing)
+    assert not first.handled & (REFER | TRUNCATE) and not first.scoped
+    assert dict(first.rules)["/dev/null"] == WRITE_FILE
+    assert ruleset_for("/tmp/c", abi=3, pid=42, listing=listing).handled & TRUNCATE
+    assert not ruleset_for("/tmp/c", abi=5, pid=42, listing=listing).scoped
+    for rules in (first, ruleset_for("/tmp/c", abi=7, pid=42, listing=listing)):
+        assert all(rights & ~rules.handled == 0 for _, rights in rules.rules)
+
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print(os.getpid(), flush=True)
+        os.close(1)
+        time.sleep(60)
+    os._exit(0)
+"""
+"""A daemon: forked twice, in a session of its own; it says its pid and lets go of the pipe."""
+
+PROBES = """
+import os, signal, subprocess, sys, tempfile
+
+def probe(name, act):
+    try:
+        act()
+    except OSError:
+        print(name, "refused")
+    else:
+        print(name, "allowed")
+
+def probe_all(above):
+    probe("write-own-folder", lambda: open(os.path.join(tempfile.gettempdir(), "a"), "w").write("x"))
+    probe("write-devnull", lambda: open(os.devnull, "w").write("x"))
+    probe("write-project", lambda: open("written-by-a-check.txt", "w").write("x"))
+    probe("mem-of-worker", lambda: open(f"/proc/{above[0]}/mem", "r+b").close())
+    for pid in above:
+        probe("environ-above", lambda: open(f"/proc/{pid}/environ", "rb").read())
+        probe("signal-above", lambda: os.kill(pid, 0))
+    probe("kill-worker", lambda: os.kill(above[0], signal.SIGKILL))
+    started = subprocess.run([sys.executable, "-c", DAEMON], stdout=subprocess.PIPE, text=True)
+    print("daemon", started.stdout.split()[-1])
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.skipif(not CONFINED, reason="this kernel offers no Landlock")
+def test_a_check_reaches_no_process_above_it_and_writes_only_its_own_folder() -> None:
+    """As root too: no rewriting the warm worker through ``/proc/<ppid>/mem``, no reading an
+    ancestor's environment, no killing an ancestor (so that a daemon it then leaves is still
+    ended), no write into the project. A correct block doing all this still verifies."""
+    engine = shared_engine()
+    written = engine.root / "written-by-a-check.txt"
+    written.unlink(missing_ok=True)  # left by a run without confinement
+    assert engine.check(spec_for("attention", SDPA_KEEP + "\nf = attention\n")).status is (
+        Status.VERIFIED
+    )
+    (worker,) = engine.pool.alive_pids()
+    above = f"[os.getppid(), {parent_pid(worker)}, {os.getpid()}]"  # worker, zygote, build
+    code = f"DAEMON = {DAEMON!r}\n{PROBES}{SDPA_KEEP}\ndef checked(q, k, v, mask=None):\n"
+    code += f"    probe_all({above})\n    return attention(q, k, v)\n"
+    probing = engine.check(spec_for("attention", code))
+    assert probing.status is Status.VERIFIED, probing.headline()
+    said = [line.split() for line in probing.stdout.splitlines()]
+    outcomes = {(name, outcome) for name, outcome in said if name != "daemon"}
+    assert ("write-own-folder", "allowed") in outcomes and ("write-devnull", "allowed") in outcomes
+    assert {name for name, outcome in outcomes if outcome == "allowed"} == {
+        "write-own-folder",
+        "write-devnull",
+    }, probing.stdout
+    assert len(said) == 12  # each of the three above the check was asked
+    (daemon,) = [int(pid) for name, pid in said if name == "daemon"]
+    assert wait_until(lambda: not _alive(daemon), 10), "the daemon outlived its check"
+    assert not written.exists()
+
+
+@pytest.mark.tf
+def test_the_build_that_runs_checks_is_not_dumpable() -> None:
+    """A check running as the build's user cannot read the build's environment or memory."""
+    engine = shared_engine()
+    assert engine.check(spec_for("attention", SDPA_KEEP + "\nf = attention\n")).status is (
+        Status.VERIFIED
+    )
+    pr_get_dumpable = 3
+    assert ctypes.CDLL(None).prctl(pr_get_dumpable, 0, 0, 0, 0) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
