@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from formula_check.formula import judge_formula
 from formula_check.latex import LatexError, NotExecutable, compile_formula, default_symbols
-from test_latex import agreement
+from support import spec_for
+from test_latex import agreement, oracle_case
 
 HEAD = r"\text{Attention}(Q, K, V) = "
 RIGHT = r"\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V"
@@ -123,3 +125,46 @@ def test_what_still_cannot_be_read_is_not_executable(latex: str, reason: str) ->
 def test_a_macro_used_with_too_few_arguments_is_the_formulas_error() -> None:
     with pytest.raises(LatexError, match=r"\\f needs more arguments"):
         compile_formula(r"\newcommand{\f}[2]{#1 + #2} \f{x}", SOFTMAX)
+
+
+# The verdict of a formula that cannot be checked ---------------------------------------------
+
+LONG_CORRECT = r"\text{softmax}(x" + " + 0" * 250 + ")"
+"""A correct formula of more than 200 terms: beyond the checker, not wrong."""
+
+
+@pytest.mark.parametrize(
+    ("latex", "reason"),
+    [
+        (r"\text{softmax}(x')", "primes (x') name no executable operation"),
+        (LONG_CORRECT, "too long: more than 200 operations"),
+    ],
+    ids=["prime", "too-long"],
+)
+def test_a_formula_not_checked_fails_its_block_only_where_it_is_required(
+    latex: str, reason: str
+) -> None:
+    arrays, params = oracle_case("softmax")
+    code = "def softmax(x):\n    return x\n"
+    free = judge_formula(spec_for("softmax", code, latex=latex), arrays, params)
+    assert free is not None and free.state == "not_executable" and free.unchecked
+    assert not free.failed, "not checked leaves the block to its code"
+    assert free.summary().startswith(f"formula not checked: {reason}")
+    spec = spec_for("softmax", code, latex=latex, formula_required=True)
+    required = judge_formula(spec, arrays, params)
+    assert required is not None and required.failed
+    assert required.summary().startswith(f"formula not checked (formula: required): {reason}")
+
+
+def test_a_formula_that_agrees_passes_where_it_is_required() -> None:
+    arrays, params = oracle_case("softmax")
+    spec = spec_for(
+        "softmax", "def softmax(x):\n    return x\n", latex=TWINS_SOFTMAX, formula_required=True
+    )
+    verdict = judge_formula(spec, arrays, params)
+    assert verdict is not None and verdict.state == "agrees" and not verdict.failed
+
+
+TWINS_SOFTMAX = (
+    r"{\color{teal} \text{softmax}(x)_i} = \frac{e^{x_i}}{\sum_j e^{x_j}} \quad \forall i"
+)

@@ -233,7 +233,10 @@ def _mask_dims(root: Path) -> None:
 
 def _formula(root: Path) -> None:
     assert judged(plan_of(root, f'{ATTENTION} formula="off"')).formula is None
-    assert judged(plan_of(root, ATTENTION)).formula is not None
+    checked = judged(plan_of(root, ATTENTION)).formula
+    assert checked is not None and not checked.required
+    required = judged(plan_of(root, f'{ATTENTION} formula="required"')).formula
+    assert required is not None and required.required
 
 
 EFFECTS: dict[str, Callable[[Path], None]] = {
@@ -400,7 +403,7 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
             "formula check is off",
         )
     ],
-    "formula": [(f'{ATTENTION} formula="maybe"', FUNCTION, "expected true or false")],
+    "formula": [(f'{ATTENTION} formula="maybe"', FUNCTION, "expected one of on, off, required")],
     "skip": [(f'{ATTENTION} skip=""', FUNCTION, "expected a value")],
 }
 

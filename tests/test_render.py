@@ -902,6 +902,7 @@ def test_report_json_round_trips() -> None:
         "total": 5,
         "failed": 3,
         "outcomes": {"verified": 2, "mismatch": 2, "error": 1},
+        "formulas_not_checked": 0,
     }
     blocks = document["blocks"]
     assert [(b["page"], b["line"]) for b in blocks][:3] == [

@@ -7,6 +7,7 @@ page's behaviour in a browser (filter, search, sort, widths, palettes) is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from formula_check import assets
-from formula_check.model import CheckResult, Location, SnippetFailure, Status, TimingStats, Verdict
+from formula_check.model import (
+    CheckResult,
+    FormulaVerdict,
+    Location,
+    SnippetFailure,
+    Status,
+    TimingStats,
+    Verdict,
+)
 from formula_check.render import labels_for, report_body, report_json
 from formula_check.render.report import report_markdown
 
@@ -265,3 +274,37 @@ def test_a_word_with_a_hyphen_stays_on_one_line() -> None:
         'ValueError: Matrix <span class="fc-nobr">size-incompatible,</span> off by '
         '<span class="fc-nobr">6.1e-07</span> &lt;b&gt;'
     )
+
+
+def test_a_formula_not_checked_is_counted_and_said_in_its_verified_row() -> None:
+    """Verified on its code alone is never silently green: the counts say how many formulas
+    went unchecked (also one whose block failed for it), the row says why, escaped."""
+    unchecked = FormulaVerdict("not_executable", message=f"\\{HOSTILE} is outside the subset")
+    results = [
+        _result("plain", "docs/a.md", 3, Status.VERIFIED),
+        _result("primed", "docs/a.md", 9, Status.VERIFIED, formula=unchecked),
+        _result(
+            "needed",
+            "docs/a.md",
+            20,
+            Status.MISMATCH,
+            verdicts=(_verdict(1e-7, ok=True),),
+            formula=dataclasses.replace(unchecked, required=True),
+        ),
+    ]
+    html = report_body(results, EN, lambda r: "#")
+    assert html.startswith(
+        '<p class="fc-summary">3 blocks: 2 verified, 1 mismatch; 2 formulas not checked</p>'
+    )
+    assert report_body(results, ZH, lambda r: "#").startswith(
+        '<p class="fc-summary">共 3 个公式块：'
+    )
+    assert "2 个公式未检查</p>" in report_body(results, ZH, lambda r: "#")
+    rows = {cells[1][1]: cells for cells in _table(html).rows}
+    said = 'formula not checked: \\<script>alert("x")</script> is outside the subset'
+    assert said in rows["primed"][4][1]
+    assert rows["plain"][4][1] == "1e-07"
+    assert "formula not checked (formula: required)" in rows["needed"][4][1]
+    assert "<script>" not in html
+    summary = json.loads(report_json(results))["summary"]
+    assert summary["formulas_not_checked"] == 2

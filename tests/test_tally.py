@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
 
 from formula_check.mkdocs_plugin.tally import Tally
-from formula_check.model import CheckResult, Location, Status
+from formula_check.model import CheckResult, FormulaVerdict, Location, Status
 
 FAIL_ON = frozenset({"mismatch", "error", "timeout"})
 
@@ -43,6 +44,25 @@ def test_summary_counts_each_kind_and_the_cache() -> None:
     assert tally.summary() == (
         "formula-check: 6 blocks in 2.50 s: 2 verified, 1 expected failures, 2 failing, "
         "1 skipped; 2 from the cache"
+    )
+
+
+def test_formulas_not_checked_are_counted_whether_their_block_passed_or_failed() -> None:
+    """A block verified on its code alone is still said, in the line every build ends with;
+    so is one that failed because its formula had to be checked."""
+    clock = Clock()
+    tally = Tally(FAIL_ON, clock=clock)
+    tally.total = 3
+    unchecked = FormulaVerdict("not_executable", message="primes (x') name no executable ...")
+    required = dataclasses.replace(unchecked, required=True)
+    for status, formula in (
+        (Status.VERIFIED, unchecked),
+        (Status.MISMATCH, required),
+        (Status.VERIFIED, FormulaVerdict("agrees", "softmax(x)")),
+    ):
+        tally.add(dataclasses.replace(result(status), formula=formula))
+    assert tally.summary() == (
+        "formula-check: 3 blocks in 0 µs: 2 verified, 1 failing; 2 formulas not checked"
     )
 
 

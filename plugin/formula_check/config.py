@@ -5,6 +5,7 @@ from __future__ import annotations
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 
+from .option_values import FORMULA_MODES
 from .options import DEFAULTS, STATUSES, Options
 
 
@@ -92,6 +93,13 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     password of the build's never reaches a snippet, and so never its card. Their values are
     part of each result's cache key."""
 
+    formula = c.Choice(FORMULA_MODES, default=DEFAULTS.formula)
+    """How a block's formula is checked when its header and page do not say: ``on``
+    (compiled and compared with the oracle; a formula that cannot be compiled leaves its block
+    verified on its code alone, "formula not checked", counted in the build's summary and the
+    report), ``required`` (such a block fails: a WARNING, so ``--strict`` fails the build), or
+    ``off`` (only the code is checked)."""
+
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""
 
@@ -110,6 +118,7 @@ def options_from(config: FormulaCheckConfig) -> Options:
         fork_workers=config.fork_workers,
         keep_alive=float(config.keep_alive),
         env=tuple(config.env),
+        formula=config.formula,
     )
 
 

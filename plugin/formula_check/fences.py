@@ -25,6 +25,7 @@ from .option_values import (
     card_sections,
     choice,
     did_you_mean,
+    formula_mode,
     heatmaps,
     init_arguments,
     mask_dims,
@@ -37,6 +38,7 @@ from .option_values import (
     sizes,
     sweep,
     text,
+    timeout,
     timing,
     weight_map,
 )
@@ -192,7 +194,7 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "timeout",
-        lambda value: number(value, positive=True),
+        timeout,
         "5",
         "Seconds the snippet may run (default: the plugin's `timeout`).",
     ),
@@ -284,9 +286,11 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
     ),
     BlockOption(
         "formula",
-        boolean,
-        "off",
-        "Compile and compare the LaTeX itself (default `on`); `off` checks only the code.",
+        formula_mode,
+        "required",
+        "Compile and compare the LaTeX itself (default: the plugin's `formula`, `on`); `off` "
+        "checks only the code; `required` fails the block when its formula cannot be checked "
+        "(see [Formulas that are not checked](#formulas-that-are-not-checked)).",
     ),
     BlockOption(
         "skip",

@@ -97,7 +97,8 @@ def judge_formula(
             names = _sources(page.usable[name] for name in sorted(page.usable))
             note = f"the page's {names} could not be used here; the oracle's own definition was"
             return _with_note(retry, note)
-    return verdict
+    # formula="required": a formula left unchecked fails its block (FormulaVerdict.failed)
+    return dataclasses.replace(verdict, required=spec.formula_required)
 
 
 def _judge(

@@ -272,7 +272,7 @@ def _dependent_rules(options: Mapping[str, Any], refuse: Refuse) -> None:
             refuse(option, "timing is off")
     if not options.get("sweep"):
         refuse("sweep_dim", "nothing is swept without sweep= (the sizes to time at)")
-    if options.get("formula") is False:
+    if options.get("formula") == "off":
         refuse("symbols", "the formula check is off (formula=off), so no formula is compiled")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -92,6 +93,19 @@ def number(value: str, *, positive: bool = False) -> float:
     return result
 
 
+LONGEST_WAIT = threading.TIMEOUT_MAX
+"""The most seconds a snippet may be given (about 292 years): the longest wait Python's clocks
+and locks take. A longer one overflows them where the check process waits for its answer."""
+
+
+def timeout(value: str) -> float:
+    """Seconds a snippet may run: a number more than 0 and at most :data:`LONGEST_WAIT`."""
+    seconds = number(value, positive=True)
+    if seconds > LONGEST_WAIT:
+        raise ValueError(f"expected at most {LONGEST_WAIT:.3g} seconds, the longest wait there is")
+    return seconds
+
+
 def boolean(value: str) -> bool:
     """``true``/``false`` (also yes/no, on/off, 1/0)."""
     lowered = value.strip().lower()
@@ -100,6 +114,23 @@ def boolean(value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError("expected true or false")
+
+
+FORMULA_MODES = ("on", "off", "required")
+"""How a block's formula is checked: compiled and compared (``on``); not at all (``off``);
+compiled and compared, and the block fails when the formula cannot be (``required``)."""
+
+
+def formula_mode(value: str) -> str:
+    """``on``, ``off`` or ``required``; the words :func:`boolean` takes stand for on and off."""
+    lowered = value.strip().lower()
+    if lowered in FORMULA_MODES:
+        return lowered
+    try:
+        return "on" if boolean(lowered) else "off"
+    except ValueError:
+        hint = did_you_mean(lowered, FORMULA_MODES)
+        raise ValueError(f"expected one of {', '.join(FORMULA_MODES)}{hint}") from None
 
 
 def choice(*allowed: str) -> Validator:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .option_values import FORMULA_MODES, LONGEST_WAIT
 from .pages import Settings
 
 STATUSES = ("mismatch", "error", "timeout", "skipped", "verified")
@@ -67,6 +68,9 @@ class Options:
     fork_workers: bool = True
     keep_alive: float = 0
     env: tuple[str, ...] = ()
+    formula: str = "on"
+    """How a block that does not say is checked (its ``formula=`` wins): ``on``, ``off``, or
+    ``required``, where a formula that cannot be checked fails its block."""
 
     def but(self, **changes: Any) -> Options:
         """A copy with ``changes`` (a command line's flags over the project's options)."""
@@ -93,7 +97,7 @@ class Options:
 
     def pages(self, root: Path, timeout: float | None = None) -> Settings:
         """What every block of the project at ``root`` is built with."""
-        return Settings(root, timeout or self.timeout, self.timing)
+        return Settings(root, timeout or self.timeout, self.timing, self.formula)
 
     def problem(self) -> str:
         """What is wrong with the first option out of its range, or an empty string."""
@@ -105,9 +109,18 @@ class Options:
         unknown = sorted(set(self.fail_on) - set(STATUSES))
         if unknown:
             return f"option 'fail_on' has a bad value {unknown[0]!r} (one of {', '.join(STATUSES)})"
+        if self.formula not in FORMULA_MODES:
+            return (
+                f"option 'formula' has a bad value {self.formula!r} "
+                f"(one of {', '.join(FORMULA_MODES)})"
+            )
         rules = [
             ("workers", self.workers >= 0, "0 for one per core, or a number of workers"),
-            ("timeout", self.timeout > 0, "seconds, more than 0"),
+            (
+                "timeout",
+                0 < self.timeout <= LONGEST_WAIT,
+                f"seconds, more than 0 and at most {LONGEST_WAIT:.3g}",
+            ),
             ("memory_limit_mb", self.memory_limit_mb >= 0, "MiB, 0 for no limit"),
             ("keep_alive", 0 <= self.keep_alive < math.inf, "seconds, 0 to stop with the run"),
         ]

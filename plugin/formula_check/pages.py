@@ -77,6 +77,9 @@ class Settings:
     root: Path
     timeout: float = 60.0
     timing: bool = True
+    formula: str = "on"
+    """The site's ``formula`` option: how a block that does not say is checked (``on``,
+    ``off``, ``required``: see :data:`.option_values.FORMULA_MODES`)."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +204,9 @@ def _fields(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
         fields["open_sections"] = options["open"]
     if "symbols" in options:
         fields["symbols"] = options["symbols"]
-    if "formula" in options:
-        fields["check_formula"] = options["formula"]
+    mode = options.get("formula", settings.formula)
+    fields["check_formula"] = mode != "off"
+    fields["formula_required"] = mode == "required"
     enabled, warmup, repeats = options.get("timing", (True, TimingSpec.warmup, TimingSpec.repeats))
     dims = frozen_map(options.get("timing_dims", {}))
     fields["timing"] = TimingSpec(enabled and settings.timing, warmup, repeats, dims)
@@ -227,7 +231,8 @@ def build_spec(
     oracle = _named_oracle(own.get("oracle", defaults.get("oracle")))
     names = None if oracle is None else oracle_names(oracle)
     options, notes = block_options(defaults, own, where, names)
-    if not formula.latex.strip() and not options.get("skip") and options.get("formula", True):
+    checked = options.get("formula", settings.formula) != "off"
+    if not formula.latex.strip() and not options.get("skip") and checked:
         raise SpecError(
             "the formula block is empty: write the LaTeX of the formula the code implements",
             where,

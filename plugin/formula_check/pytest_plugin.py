@@ -125,7 +125,7 @@ class FormulaCheckRun:
         """Name every block whose formula was not executable: it passed on its code alone."""
         notes = sorted(set(self.notes))
         if notes:
-            terminalreporter.section("formula-check: formulas not executable")
+            terminalreporter.section("formula-check: formulas not checked")
             for note in notes:
                 terminalreporter.line(note)
 

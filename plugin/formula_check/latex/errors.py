@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import FormulaCheckError
 
-NOT_EXECUTABLE = "not executable — checked against the oracle only"
+NOT_EXECUTABLE = "formula not checked"
 CARET_WINDOW = 60
 
 
@@ -34,7 +34,8 @@ class LatexError(FormulaCheckError):
 
 
 class NotExecutable(FormulaCheckError):  # noqa: N818  (the outcome's name, not a fault)
-    """The formula uses LaTeX outside the executable subset; only code and oracle are compared."""
+    """The formula uses LaTeX outside the executable subset, or is too long to check: it is
+    "formula not checked", and only code and oracle are compared."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"{NOT_EXECUTABLE}: {reason}")

@@ -2,7 +2,9 @@
 
 The parser, the lowering, the evaluation and the compiled form's description all recurse
 over the formula's syntax tree. A page may hold anything, so the size is checked up front and
-a formula too big becomes that formula's error, never a ``RecursionError`` that stops a build.
+a formula too big is not checked (:class:`NotExecutable`), never a ``RecursionError`` that
+stops a build. Past a limit the formula is not wrong, only beyond the checker: it is "formula
+not checked: too long", shown and counted, never a mismatch.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import LatexError
+from .errors import NotExecutable
 from .nodes import Apply, BigOp, Binary, Expr, Neg, Script, Statement, Tuple
 
 MAX_CHARACTERS = 10_000
@@ -26,18 +28,16 @@ than the one before it; the compiler spends two or three frames a level."""
 
 
 def check_length(source: str) -> None:
-    """A :class:`LatexError` if ``source`` is longer than :data:`MAX_CHARACTERS`."""
+    """:class:`NotExecutable` if ``source`` is longer than :data:`MAX_CHARACTERS`."""
     if len(source) > MAX_CHARACTERS:
-        raise LatexError(
-            f"formula longer than {MAX_CHARACTERS:,} characters ({len(source):,}): "
-            "split it into several blocks",
-            source,
-            MAX_CHARACTERS,
+        raise NotExecutable(
+            f"too long: the formula is longer than {MAX_CHARACTERS:,} characters "
+            f"({len(source):,}); split it into several blocks"
         )
 
 
 def check_depth(statements: tuple[Statement, ...], source: str) -> None:
-    """A :class:`LatexError` at the first node deeper than :data:`MAX_DEPTH` (walked without
+    """:class:`NotExecutable` if a node is deeper than :data:`MAX_DEPTH` (walked without
     recursion: the walk must not fail where the compiler would)."""
     stack: list[tuple[Expr, int]] = [
         (root, 1) for s in statements for root in (s.lhs, s.rhs) if root is not None
@@ -45,11 +45,10 @@ def check_depth(statements: tuple[Statement, ...], source: str) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise LatexError(
-                f"formula too deep to check: more than {MAX_DEPTH} operations nested one "
-                "inside another (each term of a long sum or product counts as one)",
-                source,
-                node.col,
+            raise NotExecutable(
+                f"too long: more than {MAX_DEPTH} operations nested one inside another (each "
+                f"term of a long sum or product counts as one, from column {node.col + 1}); "
+                "split it into statements or blocks"
             )
         stack.extend((child, depth + 1) for child in children(node))
 
@@ -79,6 +78,7 @@ def within_stack(source: str) -> Iterator[None]:
     try:
         yield
     except RecursionError:
-        raise LatexError(
-            "formula nested too deeply to check: simplify it or split it into blocks", source, 0
+        raise NotExecutable(
+            "too deep: the formula is nested too deeply to check; simplify it or split it "
+            "into blocks"
         ) from None

@@ -95,10 +95,12 @@ class Parser:
 
     @contextmanager
     def nested(self) -> Iterator[None]:
-        """One group deeper: past :data:`MAX_NESTING`, the formula's error at the group."""
+        """One group deeper: past :data:`MAX_NESTING`, the formula is not checked."""
         if self.depth >= MAX_NESTING:
-            message = f"formula nested deeper than {MAX_NESTING} levels"
-            raise LatexError(message, self.source, self.peek().col)
+            raise NotExecutable(
+                f"too deep: the formula is nested deeper than {MAX_NESTING} levels (from "
+                f"column {self.peek().col + 1})"
+            )
         self.depth += 1
         try:
             yield

@@ -56,6 +56,7 @@ class Tally:
         with self._lock:
             self.counts[_kind(result, self.fail_on)] += 1
             self.counts["cached"] += result.cached
+            self.counts["unchecked"] += result.formula_unchecked
             done = sum(self.counts[k] for k in _KINDS)
             now = self.clock()
             if now - self._said < self.every or done >= self.total:
@@ -74,9 +75,14 @@ class Tally:
         if not done:
             return ""
         parts = [f"{counts[k]} {_WORDS[k]}" for k in _KINDS if counts[k]]
+        unchecked = counts["unchecked"]
+        formulas = f"; {_count(unchecked, 'formula')} not checked" if unchecked else ""
         cached = f"; {counts['cached']} from the cache" if counts["cached"] else ""
         seconds = format_seconds(self.clock() - self.started)
-        return f"formula-check: {_count(done, 'block')} in {seconds}: {', '.join(parts)}{cached}"
+        return (
+            f"formula-check: {_count(done, 'block')} in {seconds}: {', '.join(parts)}"
+            f"{formulas}{cached}"
+        )
 
 
 _KINDS = ("verified", "expected", "failing", "skipped", "other")

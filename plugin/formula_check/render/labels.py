@@ -105,7 +105,7 @@ class Labels:
     formula_agrees: str = "formula ≈ oracle"
     formula_differs: str = "formula ≠ oracle"
     formula_invalid: str = "formula does not compile"
-    formula_not_executable: str = "formula not executable — checked against the oracle only"
+    formula_not_executable: str = "formula not checked — only the code was compared with the oracle"
     formula_compiled: str = "compiled as"
     head_title: str = "head {index}"
     sweep_axis: str = "size {dim}"
@@ -129,6 +129,8 @@ class Labels:
     report_search_hint: str = "page, block or oracle"
     report_shown: str = "{shown} of {count} blocks shown"
     report_no_match: str = "No block matches the filter and the search."
+    report_unchecked: str = "{count} formulas not checked"
+    report_unchecked_one: str = "1 formula not checked"
     report_detail: str = "max |Δ| and message"
     """The report's column holding the largest error and, for a block that is not clean,
     what happened."""
@@ -324,7 +326,7 @@ CHINESE = Labels(
     formula_agrees="公式 ≈ 参考实现",
     formula_differs="公式 ≠ 参考实现",
     formula_invalid="公式无法编译",
-    formula_not_executable="公式不可执行——仅与参考实现比对代码",
+    formula_not_executable="公式未检查——仅将代码与参考实现比对",
     formula_compiled="编译结果",
     head_title="头 {index}",
     sweep_axis="规模 {dim}",
@@ -343,6 +345,8 @@ CHINESE = Labels(
     report_search_hint="页面、块或参考实现",
     report_shown="显示 {shown} / {count} 个公式块",
     report_no_match="没有符合筛选和搜索条件的公式块。",
+    report_unchecked="{count} 个公式未检查",
+    report_unchecked_one="1 个公式未检查",
     report_detail="最大 |Δ| 与信息",
 )
 """Simplified Chinese; also used for ``zh-TW`` until a Traditional table exists."""

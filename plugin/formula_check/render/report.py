@@ -97,6 +97,7 @@ def report_json(results: Sequence[CheckResult]) -> str:
             "total": len(results),
             "failed": sum(not result.outcome_ok for result in results),
             "outcomes": _counts(results),
+            "formulas_not_checked": sum(result.formula_unchecked for result in results),
         },
         "blocks": [_block(result) for result in _ordered(results)],
     }
@@ -155,10 +156,14 @@ def _error_cell(result: CheckResult, labels: Labels) -> str:
     key = _sort_key(result.max_abs_error() if result.verdicts else None)
     cell = f'<td data-label="{_attr(labels.report_detail)}" data-fc-key="{key}">'
     cell += f'<span class="fc-num">{html.escape(number)}</span>'
-    if result.outcome_ok and result.status.value == "verified":
+    quiet = result.outcome_ok and result.status.value == "verified"
+    # verified on its code alone: the row says the formula was not checked, and why
+    formula = result.formula
+    said = formula.summary() if quiet and formula is not None and formula.unchecked else ""
+    if quiet and not said:
         return cell + "</td>"
-    full = strip_ansi(result.detail())
-    short = _shortened(strip_ansi(result.detail(brief=True)))
+    full = strip_ansi("; ".join(filter(None, (said, result.detail()))))
+    short = _shortened(strip_ansi(said or result.detail(brief=True)))
     cell += f'<p class="fc-report-message">{_unbroken(short)}</p>'
     if " ".join(full.split()) != short:
         cell += (
@@ -217,6 +222,10 @@ def _summary(results: Sequence[CheckResult], labels: Labels) -> str:
     text = labels.summary.format(count=len(results))
     if tallies:
         text += labels.colon + labels.separator.join(tallies)
+    unchecked = sum(result.formula_unchecked for result in results)
+    if unchecked:  # verified on their code alone, or failed for it: never silently green
+        said = labels.report_unchecked_one if unchecked == 1 else labels.report_unchecked
+        text += "; " + said.format(count=unchecked)
     return f'<p class="fc-summary">{html.escape(text)}</p>'
 
 
