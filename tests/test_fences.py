@@ -8,9 +8,10 @@ import pytest
 from markdown import Markdown
 from mkdocs.utils.meta import get_data
 
-from formula_check import fences, option_values
+from formula_check import cli, fences, option_values
 from formula_check.errors import SnippetError, SpecError
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
+from formula_check.options import Options
 from formula_check.pages import (
     PageBlock,
     Settings,
@@ -565,3 +566,24 @@ def test_a_weight_map_names_a_composites_part_weights() -> None:
     for bad in ("attn..W_q=x", ".W_q=x", "attn.=x", "1attn.W=x"):
         with pytest.raises(ValueError, match="name=value pairs"):
             option_values.weight_map(bad)
+
+
+def test_a_timeout_is_at_most_the_longest_wait_there_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 1e300 seconds used to reach the check process and overflow its clock there.
+    longest = option_values.LONGEST_WAIT
+    raw = fences.parse_header('timeout="1e300"', HERE)
+    with pytest.raises(SpecError) as caught:
+        fences.parse_options(raw, HERE)
+    assert caught.value.message == (
+        f"option timeout='1e300': expected at most {longest:.3g} seconds, the longest wait there is"
+    )
+    assert fences.parse_options(fences.parse_header(f'timeout="{longest}"', HERE), HERE)
+    assert Options(timeout=1e300).problem() == (
+        f"option 'timeout' has a bad value 1e+300 (seconds, more than 0 and at most {longest:.3g})"
+    )
+    assert Options(timeout=longest).problem() == ""
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--timeout", "1e300", "nowhere"])
+    assert "--timeout: expected at most" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from . import ci_formats, merging, sealed, sharding
 from .cache import cache_key
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
+from .option_values import timeout
 from .options import STATUSES, Options
 from .oracles import all_oracles
 from .pages import PageBlock, Settings
@@ -62,6 +63,14 @@ def _statuses(text: str) -> frozenset[str]:
     return chosen
 
 
+def _timeout(text: str) -> float:
+    """``--timeout``, read as a block's ``timeout=`` is."""
+    try:
+        return timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: {text!r}") from None
+
+
 def _positive(kind: Callable[[str], float], *, zero: bool = False) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
@@ -79,7 +88,7 @@ def _positive(kind: Callable[[str], float], *, zero: bool = False) -> Callable[[
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write cache")
-    parser.add_argument("--timeout", type=_positive(float), metavar="S", help="seconds per block")
+    parser.add_argument("--timeout", type=_timeout, metavar="S", help="seconds per block")
     parser.add_argument("--no-timing", action="store_true", help="skip timing the snippets")
     parser.add_argument(
         "--keep-alive",
