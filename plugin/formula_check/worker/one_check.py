@@ -194,23 +194,33 @@ def _recording_variables(
 ) -> Iterator[None]:
     """Record the trainable variables created meanwhile (a function that builds layers of its
     own) into the list ``recorded`` holds, but those that start as one of the weights it was
-    given (``tf.Variable(W_1)`` still computes with the formula's weights); nothing when
+    given (``tf.Variable(W_1)`` still computes with the formula's weights) or hold one when
+    the call returns (a layer built in the function, then set with ``assign``); nothing when
     ``recorded`` is None."""
     if recorded is None:
         yield
         return
     made, given = recorded
+    fresh: list[Any] = []
 
     def creator(next_creator: Any, **kwargs: Any) -> Any:
         variable = next_creator(**kwargs)
-        if getattr(variable, "trainable", False):
-            start = np.asarray(variable.numpy())
-            if not any(start.shape == w.shape and np.array_equal(start, w) for w in given):
-                made.append((str(variable.name), tuple(variable.shape)))
+        if getattr(variable, "trainable", False) and not _holds_given(variable, given):
+            fresh.append(variable)
         return variable
 
     with tf.variable_creator_scope(creator):
         yield
+    # a weight of its own that never took a given one's value decides the result alone
+    made.extend((str(v.name), tuple(v.shape)) for v in fresh if not _holds_given(v, given))
+
+
+def _holds_given(variable: Any, given: list[Array]) -> bool:
+    """Whether ``variable`` holds exactly one of the ``given`` weights (in its own dtype)."""
+    value = np.asarray(variable.numpy())
+    return any(
+        value.shape == w.shape and np.array_equal(value, np.asarray(w, value.dtype)) for w in given
+    )
 
 
 def _run_regimes(
