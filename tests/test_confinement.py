@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 
 import pytest
 
@@ -148,3 +149,25 @@ def _alive(pid: int) -> bool:
             return stat.read().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return False
+
+
+TOO_LARGE = (
+    r"docs/page\.md:6 \[attention\]: error: crashed: its answer \(the values it returned, the "
+    r"weights read back, what it printed\) is (\d+) MiB, more than the 256 MiB a check may send "
+    r"back; its process was stopped"
+)
+
+
+@pytest.mark.tf
+def test_an_answer_past_its_bound_is_a_located_error_and_the_build_never_holds_it() -> None:
+    """A returned value of 260 MiB (the bound is 256) is refused from its first bytes: the
+    block is an error that says so at its line, and the next block verifies."""
+    engine = shared_engine()
+    huge = "import tensorflow as tf\ndef f(q, k, v):\n    return tf.zeros((65, 1 << 20))\n"
+    result = engine.check(spec_for("attention", huge))
+    assert result.status is Status.ERROR
+    said = re.fullmatch(TOO_LARGE, result.headline())
+    assert said and int(said[1]) >= 260, result.headline()
+    assert engine.check(spec_for("attention", SDPA_KEEP + "\nf = attention\n")).status is (
+        Status.VERIFIED
+    )

@@ -62,6 +62,13 @@ _notes: int | None = None
 _ENDINGS: dict[str, Ending] = {"timeout": "timeout", "cancelled": "cancelled"}
 """How a check that gave no answer ended, by why :func:`_read_answer` stopped reading."""
 
+ANSWER_LIMIT_MIB = 256
+"""The most a check's answer may hold, in MiB: its outputs, the weights read back and what it
+printed. The warm worker reads an answer whole before it passes it on, and the build reads it
+whole again: an answer past this is refused from its first bytes (the length they claim),
+its check stopped, and its block an error, so that a snippet returning gigabytes costs the
+build nothing."""
+
 Message = bytes | bytearray | memoryview
 """An encoded message (:mod:`..wire`), as read or to be written."""
 
@@ -213,7 +220,7 @@ class CheckProcesses:
         status = self.tidy(fork_spare=False)
         seconds, written = time.perf_counter() - began, tuple(process.written)
         how = _ENDINGS.get(why, "crash")
-        detail = _ended(status) if how == "crash" else ""
+        detail = why if why.startswith(_TOO_LARGE) else _ended(status) if how == "crash" else ""
         return wire.encode(CheckEnded(how, detail, seconds, written).encode())
 
     def tidy(self, *, fork_spare: bool = True) -> int | None:
@@ -386,7 +393,19 @@ def _read_answer(
                 expected = wire.message_length(bytes(data))
             except wire.ProtocolError:
                 return None, "ended"
+            if expected > ANSWER_LIMIT_MIB << 20:
+                return None, f"{_TOO_LARGE} {_mib(expected)} MiB, {_OVER}"
     return data, ""
+
+
+_TOO_LARGE = "its answer (the values it returned, the weights read back, what it printed) is"
+
+
+_OVER = f"more than the {ANSWER_LIMIT_MIB} MiB a check may send back; its process was stopped"
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.0f}"
 
 
 _FIRST_READ = 1 << 16
