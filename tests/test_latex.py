@@ -313,14 +313,17 @@ def _error(latex: str, table_text: str | None = None) -> LatexError:
 
 def test_an_undeclared_name_is_an_error_under_its_letter() -> None:
     error = _error(r"\text{softmax}(QX^T)V")
-    assert error.message == "undeclared name 'X' in 'QX^T'"
+    assert error.message == (
+        "undeclared name 'X' in 'QX^T'; declare it: symbols=\"X: [axes] = array\" (its axes, "
+        "and the oracle's array it reads)"
+    )
     assert error.caret() == "\\text{softmax}(QX^T)V\n                ^"
 
 
 def test_an_undeclared_subscripted_name_is_an_error() -> None:
     latex = r"\text{softmax}(QK^T/\sqrt{d_q})V"
     error = _error(latex)
-    assert error.message == "undeclared name 'd_q'"
+    assert error.message.startswith("undeclared name 'd_q'; declare it: ")
     assert error.caret() == latex + "\n" + " " * latex.index("d_q") + "^"
 
 

@@ -415,7 +415,13 @@ def test_rms_norm_with_declared_symbols_matches_numpy() -> None:
             "d is the size of m in one sum and of n here",
             r"\sum_{j=1}^{d}\sum_{k=1}^{d} x_{jk}",
         ),
-        ("softmax", r"\frac{1}{d} x", "undeclared name 'd'", "d} x"),
+        (
+            "softmax",
+            r"\frac{1}{d} x",
+            "undeclared name 'd'; declare it: symbols=\"d: [axes] = array\" (its axes, and the "
+            "oracle's array it reads)",
+            "d} x",
+        ),
         (
             "softmax",
             r"\text{softmax}(x_i)",

@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from formula_check.formula import judge_formula
-from formula_check.latex import LatexError, NotExecutable, compile_formula, default_symbols
+from formula_check.latex import (
+    LatexError,
+    NotExecutable,
+    compile_formula,
+    default_symbols,
+    parse_symbols,
+)
 from support import spec_for
 from test_latex import agreement, oracle_case
 
@@ -168,3 +174,30 @@ def test_a_formula_that_agrees_passes_where_it_is_required() -> None:
 TWINS_SOFTMAX = (
     r"{\color{teal} \text{softmax}(x)_i} = \frac{e^{x_i}}{\sum_j e^{x_j}} \quad \forall i"
 )
+
+
+# An undeclared name, as written ----------------------------------------------------------------
+
+
+def test_an_undeclared_indexed_name_is_shown_as_written_with_the_declaration_that_fixes_it() -> (
+    None
+):
+    latex = r"\text{softmax}(x)_i = \frac{e^{\alpha_{i}}}{\sum_j e^{\alpha_{j}}}"
+    with pytest.raises(LatexError) as caught:
+        agreement("softmax", latex)
+    assert caught.value.message == (
+        "undeclared name '\\alpha_i'; declare it: symbols=\"\\alpha: [axes] = array\" if i "
+        'indexes it, else symbols="\\alpha_i: [axes] = array" (its axes, and the oracle\'s '
+        "array it reads)"
+    )
+    assert agreement("softmax", latex, symbols=parse_symbols(r"\alpha: [b, n, m] = x")).ok
+    with pytest.raises(LatexError) as two:
+        compile_formula(r"\text{Attention}(Q, K, V) = \alpha_{ij} V", ATTENTION)
+    assert two.value.message.startswith(
+        "undeclared name '\\alpha_{ij}'; declare it: symbols=\"\\alpha: [axes] = array\" if "
+        "i, j index it"
+    )
+
+
+ATTENTION = default_symbols("attention")
+assert ATTENTION is not None

@@ -289,7 +289,7 @@ def test_a_decorated_name_is_a_name_of_its_own() -> None:
     assert result.ok, result.message
     with pytest.raises(LatexError) as caught:
         _checked("ffn", r"\max(0, \hat{x}W_1 + b_1)W_2 + b_2", "")
-    assert caught.value.message == "undeclared name '\\\\hat{x}'"
+    assert caught.value.message.startswith("undeclared name '\\hat{x}'; declare it: ")
 
 
 def test_a_decorated_name_may_be_declared_as_another_name() -> None:

@@ -10,7 +10,7 @@ from .errors import LatexError, NotExecutable
 from .indices import ALIAS, element, index_letters, reduction
 from .ir import Binary as BinaryOp
 from .ir import Const, Leaf, Map, MatMul, Op, Size, Transpose
-from .names import TRANSPOSE_MARKS, Reading, readings, script_text, spell, stuck_at
+from .names import TRANSPOSE_MARKS, Reading, as_written, readings, script_text, spell, stuck_at
 from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Tuple, Word
 from .scope import Bindings, Scope
 from .shapes import (
@@ -120,14 +120,36 @@ class Lowerer:
             options = " or ".join(" ".join(r.names) for r in found)
             raise self.fail(f"ambiguous name {written!r}: it reads as {options}", word.col)
         if not found:
-            stuck = 0 if word.upright else stuck_at(word.text, names)
-            # A subscript is part of a name (d_q); a superscript may be an operator (X^T).
-            unknown = (written if sub is not None else word.text)[stuck:]
-            unknown = written if stuck >= len(word.text) else unknown
-            where = f" in {written!r}" if unknown != written else ""
-            hint = self.alias_hint(unknown)
-            raise self.fail(f"undeclared name {unknown!r}{where}{hint}", word.col + stuck)
+            raise self.undeclared(word, sub, sup, names)
         return self.product(word, found[0], sup, None)
+
+    def undeclared(
+        self, word: Word, sub: Expr | None, sup: Expr | None, names: frozenset[str]
+    ) -> LatexError:
+        r"""The error for a name nobody declared, shown as written (``\alpha_{ij}``), with
+        the declaration that fixes it: of the name itself, or of the tensor whose elements
+        its indices read (``\alpha`` for ``\alpha_{ij}``)."""
+        stuck = 0 if word.upright else stuck_at(word.text, names)
+        stuck = 0 if stuck >= len(word.text) else stuck
+        # A subscript is part of a name (d_q); a superscript may be an operator (X^T).
+        sub_text = script_text(sub)
+        sup_text = script_text(sup) if sub is not None else None
+        base = word.text[stuck:]
+        unknown = as_written(base, sub_text, sup_text, upright=word.upright)
+        whole = as_written(word.text, script_text(sub), script_text(sup), upright=word.upright)
+        where = f" in '{whole}'" if unknown != whole else ""
+        hint = self.alias_hint(spell(base, sub_text, sup_text))
+        if not hint and not word.upright:
+            letters = index_letters(sub, self.taken()) if sub is not None else None
+            tensor = f'symbols="{as_written(base, None, None)}: [axes] = array" if '
+            if letters:
+                verb = "indexes" if len(letters) == 1 else "index"
+                tensor += f"{', '.join(w.text for w in letters)} {verb} it, else "
+            hint = (
+                f'; declare it: {tensor if letters else ""}symbols="{unknown}: [axes] = array" '
+                "(its axes, and the oracle's array it reads)"
+            )
+        return self.fail(f"undeclared name '{unknown}'{where}{hint}", word.col + stuck)
 
     def alias_hint(self, unknown: str) -> str:
         """``; if it is d_k, declare it: symbols="d = d_k"`` for a ``d`` where dims ``d_k``

@@ -29,6 +29,19 @@ def spell(base: str, sub: str | None, sup: str | None) -> str:
     return base + (f"_{sub}" if sub else "") + (f"^{sup}" if sup else "")
 
 
+def as_written(base: str, sub: str | None, sup: str | None, *, upright: bool = False) -> str:
+    r"""A name as LaTeX writes it, for messages: ``\alpha_{ij}``, ``W_1``, ``\text{head}_i``
+    (the canonical spelling, ``\alpha_ij``, is no name a reader wrote)."""
+
+    def script(mark: str, text: str | None) -> str:
+        if not text:
+            return ""
+        return f"{mark}{text}" if len(text) == 1 else f"{mark}{{{text}}}"
+
+    shown = f"\\text{{{base}}}" if upright else base
+    return shown + script("_", sub) + script("^", sup)
+
+
 def canonical_name(node: Expr) -> str | None:
     """The canonical spelling of a single written name, or None if ``node`` is not one."""
     if isinstance(node, Word):
