@@ -209,3 +209,44 @@ def test_regimes_and_the_first_call_are_judged_on_every_output() -> None:
     two = results["two values on large values"]
     assert two.status is Status.MISMATCH, two.headline()
     assert "returned 2 values on the large values inputs, 1 on the others" in two.headline()
+
+
+BEHIND_A_PROPERTY = """
+import numpy as np
+import tensorflow as tf
+
+
+class FeedForward(tf.keras.layers.Layer):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        rng = np.random.default_rng(5)
+        self.w1 = tf.Variable(rng.standard_normal((d_model, d_ff)).astype(np.float32))
+        self._b1 = tf.constant({b_1}, dtype=tf.float32)
+        self.w2 = tf.Variable(rng.standard_normal((d_ff, d_model)).astype(np.float32))
+        self.b2 = tf.Variable(rng.standard_normal((d_model,)).astype(np.float32))
+
+    @property
+    def b1(self):
+        return self._b1
+
+    def call(self, x):
+        return tf.matmul(tf.nn.relu(tf.matmul(x, self.w1) + self.b1), self.w2) + self.b2
+"""
+
+
+def test_a_weight_that_cannot_be_moved_is_named_and_refused_when_it_would_hide_a_term() -> None:
+    """A bias read through a property cannot be set: the card names it, and where it holds
+    only zeros (a term that left it out would not show) the block is an error saying what
+    to do; with values of its own it verifies."""
+    zeros = BEHIND_A_PROPERTY.format(b_1="np.zeros((d_ff,))")
+    own = BEHIND_A_PROPERTY.format(b_1="rng.standard_normal((d_ff,))")
+    results = _checked({"zeros": ("ffn", zeros, OPTIONS), "own": ("ffn", own, OPTIONS)})
+    refused = results["zeros"]
+    assert refused.status is Status.ERROR, refused.headline()
+    assert "b_1 could not be moved before the check (b_1 (b1: " in refused.headline()
+    assert "hold only zeros or only ones" in refused.headline()
+    assert "keep each in a tf.Variable" in refused.headline()
+    kept = results["own"]
+    assert kept.status is Status.VERIFIED, kept.headline()
+    said = "weights at their stored values, not moved: b_1"
+    assert any(note.startswith(said) for note in kept.notes), kept.notes

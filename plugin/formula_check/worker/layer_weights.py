@@ -91,15 +91,19 @@ def _holder(
         return value, ""
     if isinstance(value, np.ndarray) and value.flags.writeable:
         return _InPlace(value), ""  # every reference to the array sees the move
-    if not hasattr(value, "numpy") and not isinstance(value, np.ndarray):
-        return None, f"{_kind_of(value)} cannot be read as numbers to move"
-    if not isinstance(value, np.ndarray) and tensor_like is None:
-        return None, f"{_kind_of(value)} cannot be remade here"
+    remake = _read_only if isinstance(value, np.ndarray) else tensor_like
+    if remake is None or not (isinstance(value, np.ndarray) or hasattr(value, "numpy")):
+        return None, f"{_kind_of(value)} cannot be remade with moved values here"
     place = _place(layer, path)
     if isinstance(place, str):
         return None, place
-    remake = tensor_like if tensor_like is not None and hasattr(value, "numpy") else _read_only
-    return _Replaced(place, value, remake), ""
+    holder = _Replaced(place, value, remake)
+    try:  # the same numbers, in a value of its own: whether its place takes one (a property
+        holder.assign(holder.numpy())  # without a setter, a tuple does not)
+    except (AttributeError, TypeError, IndexError, ValueError) as exc:
+        said = f"{type(exc).__name__}: {exc}"[:160]
+        return None, f"its holder cannot be given a moved value ({said})"
+    return holder, ""
 
 
 def _read_only(array: Any, like: Any) -> Any:
@@ -110,8 +114,8 @@ def _read_only(array: Any, like: Any) -> Any:
 
 
 def _place(layer: Any, path: str) -> tuple[Any, str | int] | str:
-    """The object holding the last step of ``path`` and the attribute name or index there, if
-    it can be set (a property without a setter, a tuple cannot); else why not."""
+    """The object holding the last step of ``path`` and the attribute name or index there;
+    else why there is none."""
     parts = path.split(".")
     match = _STEP.fullmatch(parts[-1])
     if match is None:
@@ -120,18 +124,13 @@ def _place(layer: Any, path: str) -> tuple[Any, str | int] | str:
         owner = _follow(layer, ".".join(parts[:-1])) if len(parts) > 1 else layer
         indexes = re.findall(r"-?\d+", match.group(2))
         if not indexes:
-            current = getattr(owner, match.group(1))
-            setattr(owner, match.group(1), current)  # the same value: a probe, no change
-            place: str | int = match.group(1)
-        else:
-            owner = _step(owner, match.group(1))
-            for index in indexes[:-1]:
-                owner = owner[int(index)]
-            place = int(indexes[-1])
-            owner[place] = owner[place]
+            return owner, match.group(1)
+        owner = _step(owner, match.group(1))
+        for index in indexes[:-1]:
+            owner = owner[int(index)]
     except (AttributeError, TypeError, IndexError, ValueError) as exc:
-        return f"its holder cannot be given a moved value ({type(exc).__name__}: {exc})"[:200]
-    return owner, place
+        return f"its holder cannot be reached ({type(exc).__name__}: {exc})"
+    return owner, int(indexes[-1])
 
 
 class _InPlace:
