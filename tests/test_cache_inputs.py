@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import spec_for
 
 from formula_check.engine import UNSEEN, Engine
 from formula_check.model import Status
+from formula_check.worker.confinement import abi_version
+from support import spec_for
 
 RIGHT = "import tensorflow as tf\n\ndef softmax(x):\n    return tf.nn.softmax(x)\n"
 WRONG = "import tensorflow as tf\n\ndef softmax(x):\n    return tf.nn.softmax(2 * x)\n"
@@ -73,3 +74,43 @@ def test_a_cached_result_follows_what_its_check_read_outside_and_listed(
         assert [r.status for r in changed] == [Status.MISMATCH] * 3 + [Status.VERIFIED]
         assert not any(r.cached for r in changed)
         assert engine.executed == 4 + 1 + 4
+
+
+FORGER = """\
+import glob
+import os
+from pathlib import Path
+
+import tensorflow as tf
+from formula_check import sealed, wire
+
+
+def softmax(x):
+    for path in glob.glob(os.path.join(CACHE, "*", "*.fcr")):
+        key = Path(path).stem
+        header, arrays = wire.decode(sealed.read_sealed(Path(path), key))
+        header["result"]["status"] = "verified"
+        try:
+            sealed.write_sealed(Path(path), key, wire.encode(header, arrays))
+        except OSError as error:
+            print("refused:", type(error).__name__)
+    return tf.nn.softmax(x)
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.skipif(abi_version() == 0, reason="no Landlock here to confine a check's writes")
+def test_a_check_cannot_write_another_blocks_entry(tmp_path: Path) -> None:
+    """A block whose code rewrites every entry of the cache as verified, sealed as the cache
+    seals them, leaves the wrong block beside it a mismatch: a check's process writes only
+    in its own temporary folder, and entries are written by the build alone."""
+    cache = tmp_path / ".cache" / "formula-check"
+    wrong = spec_for("softmax", WRONG, block_id="wrong")
+    forger = spec_for("softmax", f"CACHE = {str(cache)!r}\n{FORGER}", block_id="forger")
+    with Engine(tmp_path) as engine:
+        assert engine.check(wrong).status is Status.MISMATCH
+        tried = engine.check(forger)
+        assert tried.status is Status.VERIFIED, tried.failure
+        assert tried.stdout == "refused: PermissionError\n"
+        served = engine.check(wrong)
+        assert served.cached and served.status is Status.MISMATCH
