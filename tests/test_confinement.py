@@ -171,3 +171,39 @@ def test_an_answer_past_its_bound_is_a_located_error_and_the_build_never_holds_i
     assert engine.check(spec_for("attention", SDPA_KEEP + "\nf = attention\n")).status is (
         Status.VERIFIED
     )
+
+
+FORKS = """
+import os, time
+
+def checked(q, k, v, mask=None):
+    children = []
+    for _ in range(4):
+        child = os.fork()
+        if child == 0:
+            held = b"\\x01" * ({mib} << 20)  # written, so resident
+            time.sleep(3)
+            os._exit(0)
+        children.append(child)
+    for child in children:
+        os.waitpid(child, 0)
+    return attention(q, k, v)
+"""
+
+
+@pytest.mark.tf
+def test_the_memory_limit_counts_every_process_of_a_check_not_the_largest() -> None:
+    """Four forked children of 200 MiB each pass a limit of 800 MiB one by one, not together
+    (the worker holds about 250 MiB); four of 20 MiB stay well under, the TensorFlow their
+    processes share with the worker counted once."""
+    engine = shared_engine(memory_limit_mb=800)
+    heavy = engine.check(spec_for("attention", SDPA_KEEP + FORKS.format(mib=200), timeout=60))
+    assert heavy.status is Status.ERROR
+    assert re.search(
+        r"docs/page\.md:6 \[attention\]: error: crashed: the worker and the processes of its "
+        r"check exceeded the memory limit of 800 MiB together \(memory_limit_mb\), holding "
+        r"\d+ MiB; a fresh worker takes the next check",
+        heavy.headline(),
+    ), heavy.headline()
+    light = engine.check(spec_for("attention", SDPA_KEEP + FORKS.format(mib=20), timeout=60))
+    assert light.status is Status.VERIFIED, light.headline()

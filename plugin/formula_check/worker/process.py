@@ -299,8 +299,13 @@ class Worker:
                 told_at = time.monotonic()
             if self._over_memory():
                 self.kill()
-                limit = self.memory_limit_mb
-                return Reply("crash", detail=f"worker exceeded the memory limit of {limit} MiB")
+                held, limit = self.memory.last_kb // 1024, self.memory_limit_mb
+                detail = (
+                    f"the worker and the processes of its check exceeded the memory limit of "
+                    f"{limit} MiB together (memory_limit_mb), holding {held} MiB; a fresh worker "
+                    "takes the next check"
+                )
+                return Reply("crash", detail=detail)
 
     def _ask_to_cancel(self) -> bool:
         """Ask the worker to stop the check it runs (it answers ``cancelled``, or runs on a
