@@ -24,6 +24,29 @@ variant or equivalent mutant that does not is a *false alarm*.
     python bench/mutants.py                      # seed values 0..9, every mutant: a few minutes
     python bench/mutants.py --quick              # a sample, seed values 0..2
     python bench/mutants.py --seeds 0..4 --json mutants.json
+
+The *trust corpus* (``--trust``) asks the converse of the kill ratio: not whether a random
+edit is caught, but whether the wrongs that look right to a reader are. Each file of
+``fixtures/trust/`` is one case: a front matter naming its ``section`` (1: a weight, the first
+call or a regime's outputs; 2: only under ``tf.function``; 5: a formula behind presentation
+tokens) and its ``kind``, then blocks, each a formula fence and its Python fence preceded by
+the verdict it must get::
+
+    <!-- expect: mismatch -->
+    ```formula oracle="ffn" kind="layer" ...
+
+``verified`` (correct code and formula), ``mismatch`` (the code is wrong), ``formula-mismatch``
+(the code is right, the formula is not) or ``not-checked`` (the formula cannot be compiled, and
+the block must say so rather than pass in silence). A case is usually a wrong block and its
+correct twin, written alike but for the one slip. Headers are ``key="value"`` pairs without
+``id`` (the corpus names each block ``<case>-<n>``). Every block of every case is checked by
+one ``formula-check check --json`` run, at the blocks' own seed. A wrong block that passes (a
+``verified`` result, or a formula left unchecked) is a *false pass*; a correct block that
+fails is a *false alarm*; anything else other than stated (a wrong block caught for another
+reason, a correct formula left unchecked) is listed as *other*.
+
+    python bench/mutants.py --trust              # the corpus alone: about a minute
+    python bench/mutants.py --trust --json trust.json
 """
 
 from __future__ import annotations
@@ -48,6 +71,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_FOLDER = ROOT / "fixtures" / "mutants"
+TRUST_FOLDER = ROOT / "fixtures" / "trust"
 
 # -- seeds ------------------------------------------------------------------------------------
 
@@ -1084,6 +1108,17 @@ class Verdict:
 
     status: str
     detail: str
+    formula: str | None = None
+    """The formula's state (``agrees``, ``differs``, ...), or None where it was not compiled."""
+    code_failed: bool = False
+    """Whether an output the code returned was out of tolerance (on any input, in any mode)."""
+
+
+def _verdict(block: Mapping[str, Any]) -> Verdict:
+    formula = block.get("formula")
+    state = None if formula is None else str(formula["state"])
+    failed = any(not compared["ok"] for compared in block.get("verdicts", ()))
+    return Verdict(block["status"], block["detail"], state, failed)
 
 
 def start_checker(blocks: Sequence[Block], folder: Path, workers: int) -> subprocess.Popen[str]:
@@ -1117,7 +1152,7 @@ def read_checker(process: subprocess.Popen[str], folder: Path) -> dict[str, Verd
         tail = "\n".join(output.splitlines()[-20:])
         raise RuntimeError(f"formula-check exited with {process.returncode}:\n{tail}")
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    return {b["id"]: Verdict(b["status"], b["detail"]) for b in report["blocks"]}
+    return {b["id"]: _verdict(b) for b in report["blocks"]}
 
 
 # -- the suite ----------------------------------------------------------------------------------
@@ -1338,6 +1373,174 @@ def print_findings(report: Mapping[str, Any], out: Any = sys.stdout) -> None:
         say(f"mutants killed by an error, by exception: {kinds}")
 
 
+# -- the trust corpus: wrongs that look right, each beside its correct twin -----------------------
+
+TRUST_VERDICTS = ("verified", "mismatch", "formula-mismatch", "not-checked")
+_WRONG = frozenset({"mismatch", "formula-mismatch"})
+_PASSING = frozenset({"verified", "not-checked"})
+"""What a build with default settings lets through: a formula left unchecked passes too."""
+_TRUST_BLOCK = re.compile(
+    r"^<!-- expect: (?P<expect>[\w-]+) -->\n+"
+    r"```formula (?P<header>[^\n]*)\n(?P<latex>.*?)\n```\n.*?^```python\n(?P<code>.*?)^```$",
+    re.DOTALL | re.MULTILINE,
+)
+_FRONT_MATTER = re.compile(r"\A---\n(?P<body>.*?)\n---\n", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class TrustBlock:
+    """One block of the trust corpus: its case, what kind of slip it shows, the verdict it
+    must get, and the block as the temporary project holds it."""
+
+    case: str
+    section: str
+    kind: str
+    expect: str
+    line: int
+    block: Block
+
+    @property
+    def where(self) -> str:
+        """``frozen_ffn_bias.md:12``: the block's formula fence in ``fixtures/trust/``."""
+        return f"{self.case}.md:{self.line}"
+
+
+def _front_matter(path: Path, text: str) -> dict[str, str]:
+    found = _FRONT_MATTER.match(text)
+    if found is None:
+        raise ValueError(f"{path}: a trust case starts with a front matter (section, kind)")
+    pairs = (line.partition(":") for line in found["body"].splitlines())
+    fields = {key.strip(): value.strip() for key, _, value in pairs}
+    if not {"section", "kind"} <= set(fields):
+        raise ValueError(f"{path}: the front matter names the case's section and kind")
+    return fields
+
+
+def load_trust(folder: Path = TRUST_FOLDER) -> list[TrustBlock]:
+    """Every block of every case in ``folder``, in file order; a formula fence without its
+    stated verdict, or a verdict this script does not know, is an error."""
+    blocks = []
+    for path in sorted(folder.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        fields = _front_matter(path, text)
+        found = list(_TRUST_BLOCK.finditer(text))
+        if not found or len(found) != text.count("```formula "):
+            raise ValueError(f"{path}: every formula block states its verdict just above it")
+        for number, match in enumerate(found, start=1):
+            if match["expect"] not in TRUST_VERDICTS:
+                raise ValueError(f"{path}: unknown verdict {match['expect']!r}")
+            options = parse_options(match["header"])
+            if "id" in options:
+                raise ValueError(f"{path}: block ids are set by the corpus, not by a case")
+            line = text.count("\n", 0, match.start("header")) + 1
+            block_id = f"{path.stem}-{number}"
+            page = f"trust/{path.stem}.md"
+            block = Block(block_id, page, options, match["latex"], match["code"])
+            section, kind = fields["section"], fields["kind"]
+            blocks.append(TrustBlock(path.stem, section, kind, match["expect"], line, block))
+    return blocks
+
+
+def observed(verdict: Verdict) -> str:
+    """The checker's verdict in the corpus' words: a failing output is the code's mismatch; a
+    formula that differs or does not compile is the formula's; a formula the checker could
+    not compile on a block that otherwise passed is ``not-checked``."""
+    if verdict.status in {"error", "timeout", "skipped", "missing"}:
+        return verdict.status
+    if verdict.code_failed:
+        return "mismatch"
+    if verdict.formula in {"differs", "invalid"}:
+        return "formula-mismatch"
+    if verdict.formula not in {None, "agrees"}:
+        return "not-checked"
+    return "mismatch" if verdict.status == "mismatch" else "verified"
+
+
+def trust_outcome(expect: str, got: str) -> str:
+    """``right``; a ``false pass`` (a wrong block a default build lets through); a ``false
+    alarm`` (a correct block that fails); or ``other`` (caught for another reason, or a
+    correct formula left unchecked)."""
+    if got == expect:
+        return "right"
+    if expect in _WRONG and got in _PASSING:
+        return "false pass"
+    if expect in _PASSING and got not in _PASSING:
+        return "false alarm"
+    return "other"
+
+
+def run_trust(blocks: Sequence[TrustBlock], workers: int = 2) -> dict[str, Any]:
+    """Check every block of ``blocks`` in one temporary project; each with its outcome."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="formula-trust-") as temporary:
+        folder = Path(temporary)
+        verdicts = read_checker(start_checker([b.block for b in blocks], folder, workers), folder)
+    records = []
+    for case in blocks:
+        verdict = verdicts.get(case.block.block_id, Verdict("missing", "not in the report"))
+        got = observed(verdict)
+        records.append(
+            {
+                "id": case.block.block_id,
+                "where": case.where,
+                "section": case.section,
+                "kind": case.kind,
+                "expect": case.expect,
+                "got": got,
+                "outcome": trust_outcome(case.expect, got),
+                "status": verdict.status,
+                "formula": verdict.formula,
+                "detail": verdict.detail,
+            }
+        )
+    seconds = round(time.perf_counter() - started, 1)
+    return {"seconds": seconds, "summary": trust_summary(records), "blocks": records}
+
+
+def trust_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The counts: blocks, wrong blocks and correct ones, and each outcome, by section too."""
+    outcomes = Counter(r["outcome"] for r in records)
+    by_section: dict[str, Counter[str]] = {}
+    for record in records:
+        by_section.setdefault(record["section"], Counter())[record["outcome"]] += 1
+    return {
+        "blocks": len(records),
+        "wrong": sum(r["expect"] in _WRONG for r in records),
+        "correct": sum(r["expect"] in _PASSING for r in records),
+        "right": outcomes["right"],
+        "false_passes": outcomes["false pass"],
+        "false_alarms": outcomes["false alarm"],
+        "other": outcomes["other"],
+        "by_section": {key: dict(sorted(c.items())) for key, c in sorted(by_section.items())},
+    }
+
+
+def print_trust(report: Mapping[str, Any], out: Any = sys.stdout) -> None:
+    """The counts, the corpus by kind, then every block that did not get its verdict."""
+    summary, records = report["summary"], report["blocks"]
+
+    def say(text: str) -> None:
+        print(text, file=out)
+
+    say(f"trust corpus: {summary['blocks']} blocks ({report['seconds']} s)")
+    say(f"  wrong blocks:   {summary['wrong']}, correct blocks: {summary['correct']}")
+    say(f"  right:          {summary['right']}")
+    say(f"  false passes:   {summary['false_passes']}")
+    say(f"  false alarms:   {summary['false_alarms']}")
+    say(f"  other:          {summary['other']}")
+    kinds = Counter((r["section"], r["kind"]) for r in records)
+    say("by kind (section kind: blocks):")
+    for (section, kind), count in sorted(kinds.items()):
+        say(f"  §{section} {kind:<34} {count}")
+    missed = [r for r in records if r["outcome"] != "right"]
+    say(f"not as stated ({len(missed)}):")
+    for r in missed:
+        say(
+            f"  {r['outcome']:<11} §{r['section']} {r['where']:<36} expected {r['expect']}, "
+            f"got {r['got']}: {short(r['detail'], 90)}"
+        )
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
@@ -1372,10 +1575,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a sample of mutants, seeds 0..2")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write every finding as JSON")
     parser.add_argument("--workers", type=int, default=2, help="checker worker processes")
+    parser.add_argument("--trust", action="store_true", help="the trust corpus alone")
     parser.add_argument("--equivalence", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.equivalence is not None:
         return _equivalence_main(args.equivalence)
+    if args.trust:
+        return _trust_main(args.json, args.workers)
     values = args.seeds or (seed_values("0..2") if args.quick else seed_values("0..9"))
     suite = build_suite(values, quick=args.quick)
     print(
@@ -1389,6 +1595,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     print_findings(report)
+    return 0
+
+
+def _trust_main(json_path: Path | None, workers: int) -> int:
+    blocks = load_trust()
+    print(f"{len(blocks)} blocks of {len({b.case for b in blocks})} cases", file=sys.stderr)
+    report = run_trust(blocks, workers)
+    if json_path is not None:
+        text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        json_path.write_text(text, encoding="utf-8")
+    print_trust(report)
     return 0
 
 

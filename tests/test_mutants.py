@@ -323,3 +323,61 @@ def test_variant_is_equivalent_and_verified(checked: dict[str, Any], key: tuple[
     assert len(blocks) == len(TEST_SEED_VALUES)
     assert blocks[0]["not_equivalent"] is None
     assert [(c["status"], c["detail"]) for c in blocks if c["status"] != "verified"] == []
+
+
+# -- the trust corpus --------------------------------------------------------------------------
+
+TRUST = bench.load_trust()
+TRUST_SAMPLE = (
+    "s1_frozen_layer_ffn",
+    "s1_numpy_ln",
+    "s1_first_call_ln",
+    "s1_regime_softmax_empty",
+    "s2_list_zero_batch_ffn",
+    "s2_eager_only_ffn",
+    "s5_quad_forall",
+    "s5_newcommand",
+)
+"""One case of each kind the issue names (a weight a frozen layer or a NumPy array holds, the
+first call, a regime's outputs; a Python side effect and an eager-only branch under
+``tf.function``; a side condition and a macro before a wrong formula), each with its twin."""
+
+
+def test_trust_cases_state_a_verdict_for_every_block_and_pair_a_wrong_with_a_correct() -> None:
+    cases: dict[str, list[str]] = {}
+    for block in TRUST:
+        cases.setdefault(block.case, []).append(block.expect)
+    assert len(TRUST) >= 80
+    assert {block.section for block in TRUST} == {"1", "2", "5"}
+    for case, expects in cases.items():
+        assert "verified" in expects, f"{case}: no correct twin"
+        assert set(expects) - {"verified"}, f"{case}: nothing wrong to catch"
+    assert set(TRUST_SAMPLE) <= set(cases)
+
+
+def test_the_corpus_words_for_a_verdict() -> None:
+    verdict = bench.Verdict
+    assert bench.observed(verdict("verified", "", "agrees")) == "verified"
+    assert bench.observed(verdict("verified", "", None)) == "verified"
+    assert bench.observed(verdict("verified", "", "not_executable")) == "not-checked"
+    assert bench.observed(verdict("mismatch", "", "agrees", code_failed=True)) == "mismatch"
+    assert bench.observed(verdict("mismatch", "", "differs")) == "formula-mismatch"
+    assert bench.observed(verdict("mismatch", "", "agrees")) == "mismatch"
+    assert bench.observed(verdict("error", "", None)) == "error"
+    assert bench.trust_outcome("mismatch", "not-checked") == "false pass"
+    assert bench.trust_outcome("formula-mismatch", "verified") == "false pass"
+    assert bench.trust_outcome("verified", "mismatch") == "false alarm"
+    assert bench.trust_outcome("mismatch", "error") == "other"
+    assert bench.trust_outcome("verified", "not-checked") == "other"
+
+
+@pytest.mark.tf
+def test_a_sample_of_the_trust_corpus_has_no_false_pass_and_no_false_alarm() -> None:
+    blocks = [block for block in TRUST if block.case in TRUST_SAMPLE]
+    report = bench.run_trust(blocks, workers=1)
+    missed = [
+        f"{r['outcome']}: {r['where']} expected {r['expect']}, got {r['got']}: {r['detail']}"
+        for r in report["blocks"]
+        if r["outcome"] != "right"
+    ]
+    assert missed == []
