@@ -56,14 +56,20 @@ def plan_of(root: Path, header: str, code: str = FUNCTION) -> Plan:
 def judged(
     plan: Plan, kind: str = "function", outputs: list[np.ndarray] | None = None
 ) -> CheckResult:
-    """The result for code that returns the oracle's own outputs (or ``outputs``)."""
+    """The result for code that returns the oracle's own outputs (or ``outputs``), on the
+    standard inputs alone: the input regimes say they were not run."""
     arrays = {**plan.inputs, **plan.weights}
     if plan.keep is not None:
         arrays["mask"] = plan.keep
     if outputs is None:
         expected = plan.oracle.compute(arrays, plan.params)
         outputs = [np.asarray(expected[t.name], np.float32) for t in plan.oracle.outputs]
-    reply = CheckReply(kind=kind, outputs=len(outputs), output_dtypes=("float32",) * len(outputs))
+    reply = CheckReply(
+        kind=kind,
+        outputs=len(outputs),
+        output_dtypes=("float32",) * len(outputs),
+        regimes_skipped=tuple((regime.name, "not run here") for regime in plan.regimes),
+    )
     got = {f"out/{i}": value for i, value in enumerate(outputs)}
     if kind != "function":
         got.update({f"w/{k}": v.astype(np.float32) for k, v in plan.weights.items()})
