@@ -179,7 +179,7 @@ def test_a_card_says_which_regimes_ran() -> None:
     oracle, source, options = CORRECT["attention-causal"]
     result = run(oracle, source, **options)
     assert result.status is Status.VERIFIED
-    assert result.regimes() == ("large logits", "masked keys score high")
+    assert result.regimes() == ("large logits", "masked keys score high", "tf.function")
     assert any(
         note.startswith("also checked on other inputs: large logits") for note in result.notes
     )

@@ -94,8 +94,10 @@ def test_control_requests_are_told_apart() -> None:
             created_variables=(("dense/kernel:0", (6, 9)),),
             unmoved_weights=(("b_1", "b1: a property without a setter"),),
             first_call=True,
+            graph_outputs=2,
         ),
         CheckReply(kind="function"),
+        CheckReply(kind="function", graph_error="AttributeError: no attribute 'numpy'"),
         SnippetFailed("ValueError", "bad", "call", 3, "x.py", "Traceback...", "out", ("a.py",)),
         SnippetFailed(type="InternalError", message="a bug of ours"),
         CheckEnded("timeout", "", 1.5, ("docs/x",)),
@@ -122,6 +124,7 @@ def test_a_hello_survives_the_wire_and_says_what_checks_run_on() -> None:
     [
         ({"ok": True, "kind": "layer", "outputs": "2"}, "'outputs' is str"),
         ({"ok": True, "kind": "layer", "outputs": True}, "'outputs' is bool"),
+        ({"ok": True, "kind": "layer", "graph_outputs": "2"}, "'graph_outputs' is str"),
         ({"ok": True, "kind": "layer", "unused_weights": [1]}, "other things than strings"),
         ({"ok": True, "kind": "layer", "timings": [{"label": "x"}]}, "has no 'eager'"),
         ({"ok": False, "line": 2.5}, "'line' is float"),

@@ -6,7 +6,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .model import CheckResult, FormulaVerdict, Location, Verdict, brief_message
+from .model import (
+    CheckResult,
+    FormulaVerdict,
+    Location,
+    Verdict,
+    brief_message,
+    regime_words,
+)
 from .notebooks import cell_source
 from .render import strip_ansi
 from .render.labels import ENGLISH
@@ -21,7 +28,7 @@ FailurePredicate = Callable[[CheckResult], bool]
 def verdict_lines(verdict: Verdict) -> list[str]:
     """A verdict's numbers, one fact per line (the card's table, as text)."""
     dims = f" ({', '.join(verdict.dims)})" if verdict.dims else ""
-    regime = f" on the {verdict.regime} inputs" if verdict.regime else ""
+    regime = f" {regime_words(verdict.regime)}" if verdict.regime else ""
     lines = [f"{'ok  ' if verdict.ok else 'FAIL'} {verdict.name}{dims}{regime}"]
     if verdict.problem:
         return [*lines, f"     {verdict.problem}"]

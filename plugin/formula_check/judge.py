@@ -15,8 +15,9 @@ import numpy as np
 from .compare import Difference, delta_array, squeeze_leading
 from .errors import OracleError, SpecError
 from .formula import judge_formula
-from .messages import FIRST, FLOAT16_WEIGHTS, NOT_A_TENSOR, CheckReply, SnippetFailed
+from .messages import FIRST, FLOAT16_WEIGHTS, GRAPH, NOT_A_TENSOR, CheckReply, SnippetFailed
 from .model import (
+    GRAPH_MODE,
     Array,
     CheckResult,
     Environment,
@@ -38,6 +39,7 @@ from .oracle_weights import (
 from .planning import Plan, attribute_outputs
 from .result_notes import (
     blind_spots,
+    graph_notes,
     output_notes,
     regime_notes,
     tolerance_notes,
@@ -116,10 +118,9 @@ def evaluate(
     oracle_arrays = {**plan.inputs, **weights}
     if plan.keep is not None:
         oracle_arrays["mask"] = plan.keep
-    names = _output_names(plan, len(returned), reply.output_keys)
-    outputs = [value for value in _values(plan, arrays, "", len(names)) if value is not None]
-    positional = list(names)
-    names += list(attribute_outputs(spec))
+    positional = _output_names(plan, len(returned), reply.output_keys)
+    outputs = [v for v in _values(plan, arrays, "", len(positional)) if v is not None]
+    names = [*positional, *attribute_outputs(spec)]
     skipped = dict(reply.regimes_skipped)
     untensored = _not_tensors(positional, reply.output_dtypes)
     if untensored:  # the code ran, but gave no array where an output is compared
@@ -137,6 +138,9 @@ def evaluate(
     )
     if reply.first_call:
         verdicts += _first_call(plan, reply, arrays, names, params)
+    verdicts, pictured = _graph_mode(
+        plan, reply, arrays, (positional, verdicts, pictured), (oracle_arrays, params, expected)
+    )
     dropped = _dropped_training(reply)
     if dropped:
         verdicts = [
@@ -166,7 +170,8 @@ def evaluate(
         + unmoved_notes(plan, reply, weights)
         + artifact_notes(reply.artifact, weights)
         + blind_spots(plan)
-        + untraced(reply.timings)
+        + graph_notes(reply)
+        + untraced(reply.timings, reply.graph_error)
         + regime_notes(plan, skipped, reply.first_call)
         + tolerance_notes(verdicts)
     )
@@ -508,6 +513,47 @@ def _count(arrays: Mapping[str, Array], prefix: str = "") -> int:
     """How many values the call whose arrays are under ``prefix`` returned."""
     start = f"{prefix}out/"
     return sum(1 for key in arrays if key.startswith(start) and key[len(start) :].isdigit())
+
+
+ONLY_GRAPH = (
+    "only under tf.function: called eagerly, the code agrees with the oracle; traced into a "
+    "graph, it does not. Python runs once, when the code is traced: what it reads then (a "
+    "weight read through .numpy() or tf.init_scope, Python state, a branch on "
+    "tf.executing_eagerly()) stays in the graph however the weights and inputs change"
+)
+
+
+def _graph_mode(
+    plan: Plan,
+    reply: CheckReply,
+    arrays: Mapping[str, Array],
+    eager: tuple[Sequence[str], list[Verdict], Pictured],
+    oracle_side: tuple[Mapping[str, Array], Mapping[str, Any], Mapping[str, Array]],
+) -> tuple[list[Verdict], Pictured]:
+    """The verdicts and heatmaps so far (``eager``'s, with the names of the returned
+    values: the graph keeps no attribute a check could read), and after them what the code
+    returned as a traced ``tf.function`` graph on the standard inputs, judged as its eager
+    values are: against the same oracle values and tolerance. Where only the graph's values
+    differ, their verdict says so, and the heatmaps show them."""
+    names, judged, pictured = eager
+    count = reply.graph_outputs
+    if count is None:  # an artifact (a graph already), or code that does not trace: noted
+        return judged, pictured
+    if count != reply.outputs:
+        said = f"the code returned {count} values under {GRAPH_MODE}, {reply.outputs} eagerly"
+        failed = dataclasses.replace(_unmatched("outputs", said), regime=GRAPH_MODE)
+        return [*judged, failed], pictured
+    oracle_arrays, params, expected = oracle_side
+    got = [arrays[f"{GRAPH}out/{index}"] for index in range(count)]
+    graph, shown = _verdicts(plan, names, got, expected, oracle_arrays, params, GRAPH_MODE)
+    agreed = {v.name for v in judged if v.ok and not v.regime}
+    graph = [
+        dataclasses.replace(v, hint=ONLY_GRAPH) if not v.ok and v.name in agreed else v
+        for v in graph
+    ]
+    if all(v.ok for v in judged) and not all(v.ok for v in graph):
+        pictured = (shown, expected)
+    return [*judged, *graph], pictured
 
 
 def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:

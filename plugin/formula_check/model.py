@@ -9,7 +9,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
@@ -191,6 +191,16 @@ BOUND_WORDS = "its least"
 of it is at most the share of the full tolerance the same code would use."""
 
 
+GRAPH_MODE = "tf.function"
+"""The regime a verdict names when it judged what the code returned as a traced
+``tf.function`` graph, on the standard inputs."""
+
+
+def regime_words(regime: str) -> str:
+    """``on the large logits inputs``, or ``under tf.function`` for the graph's outputs."""
+    return f"under {regime}" if regime == GRAPH_MODE else f"on the {regime} inputs"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """How one compared array (e.g. attention ``output``) measured up against the oracle."""
@@ -222,7 +232,7 @@ class Verdict:
     tolerance: str = ""
     """How the tolerance came about (derived from float32 rounding, or stated)."""
     regime: str = ""
-    """The input regime compared (empty: the standard inputs)."""
+    """The input regime compared (empty: the standard inputs), or :data:`GRAPH_MODE`."""
     hint: str = ""
     """What the difference looks like, where its cause is known (sines and cosines in halves)."""
 
@@ -459,7 +469,7 @@ class CheckResult:
             bad = [v.summary() for v in standard or failed]
             others = list(dict.fromkeys(v.regime for v in failed if v.regime))
             if standard and others:
-                bad.append(f"also differs on the {', '.join(others)} inputs")
+                bad.append(f"also differs {_regimes_words(others)}")
             if self.formula is not None and self.formula.failed:
                 bad.append(self.formula.summary())
             return "; ".join(bad) or self.message
@@ -471,11 +481,12 @@ class CheckResult:
         lines = [v.summary() for v in self.verdicts if not v.regime]
         ran = list(dict.fromkeys(v.regime for v in self.verdicts if v.regime))
         if ran:
-            lines.append(f"also within tolerance on {', '.join(ran)} inputs")
+            lines.append(f"also within tolerance {_regimes_words(ran, 'on')}")
         return "; ".join(lines)
 
     def regimes(self) -> tuple[str, ...]:
-        """The input regimes compared besides the standard inputs, in order."""
+        """The input regimes compared besides the standard inputs, in order (with
+        :data:`GRAPH_MODE` where the code's graph was judged too)."""
         return tuple(dict.fromkeys(v.regime for v in self.verdicts if v.regime))
 
     def _failure_where(self) -> str:
@@ -492,6 +503,14 @@ class CheckResult:
     def max_abs_error(self) -> float:
         """The largest absolute error over all compared arrays (0 when none were compared)."""
         return max((v.max_abs for v in self.verdicts), default=0.0)
+
+
+def _regimes_words(regimes: Sequence[str], on: str = "on the") -> str:
+    """``on the large logits, masked inputs and under tf.function``."""
+    inputs = [regime for regime in regimes if regime != GRAPH_MODE]
+    said = [f"{on} {', '.join(inputs)} inputs"] if inputs else []
+    said += [regime_words(GRAPH_MODE)] if GRAPH_MODE in regimes else []
+    return " and ".join(said)
 
 
 _OP_NODE = re.compile(r"\{\{function_node [^{}]*\}\}\s*")

@@ -114,11 +114,23 @@ def tolerance_notes(verdicts: Sequence[Verdict]) -> list[str]:
     return [f"tolerance: {how}" for how in ways]
 
 
-def untraced(runs: Sequence[TimingResult]) -> list[str]:
-    """Why a run has no ``tf.function`` timing: the code ran eagerly but could not be traced."""
+def graph_notes(reply: CheckReply) -> list[str]:
+    """Why the code's outputs were not judged as a ``tf.function`` graph: it ran eagerly, but
+    tracing or calling it as a graph raised."""
+    if not reply.graph_error:
+        return []
+    return [
+        "not judged under tf.function, nor timed so: the code does not run as a graph "
+        f"({reply.graph_error})"
+    ]
+
+
+def untraced(runs: Sequence[TimingResult], said: str = "") -> list[str]:
+    """Why a run has no ``tf.function`` timing: the code ran eagerly but could not be traced;
+    nothing for a run whose reason is ``said`` already (:func:`graph_notes`)."""
     notes = []
     for run in runs:
-        if run.graph_error and not run.label.startswith("sweep"):
+        if run.graph_error and run.graph_error != said and not run.label.startswith("sweep"):
             which = "" if run.label == "check" else f" ({run.label})"
             notes.append(
                 f"no tf.function timing{which}: the code does not trace into a graph "

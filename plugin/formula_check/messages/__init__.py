@@ -22,6 +22,7 @@ from .fields import Value
 from .replies import (
     FIRST,
     FLOAT16_WEIGHTS,
+    GRAPH,
     NOT_A_TENSOR,
     Answer,
     CheckEnded,
@@ -51,6 +52,7 @@ __all__ = [
     "AUTO_REPEATS",
     "FIRST",
     "FLOAT16_WEIGHTS",
+    "GRAPH",
     "NOT_A_TENSOR",
     "Answer",
     "Argument",

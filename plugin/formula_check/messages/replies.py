@@ -64,6 +64,8 @@ def _seconds(fields: Fields, key: str) -> tuple[float, ...]:
 FLOAT16_WEIGHTS = "float32, weights in float16"
 """The dtype an artifact computes in when its weights are stored in float16 and turned back to
 float32 to compute (TFLite's float16 conversion, on a CPU)."""
+GRAPH = "graph/"
+"""The prefix of the arrays the code returned as a traced ``tf.function`` graph."""
 FIRST = "first/"
 """The prefix of the arrays of a layer's first call, made before its weights were moved."""
 NOT_A_TENSOR = "not a tensor:"
@@ -112,6 +114,12 @@ class CheckReply:
     first_call: bool = False
     """The weights were moved after the first call: what it returned and kept, and the
     weights it ran with, travel under :data:`FIRST`, to be judged too."""
+    graph_outputs: int | None = None
+    """How many values the code returned when called as a traced ``tf.function`` graph (their
+    arrays ``graph/out/I``); None when it was not called so: an exported artifact, or code
+    that does not run as a graph (``graph_error`` says why)."""
+    graph_error: str = ""
+    """Why the code did not run as a graph: what tracing or calling it raised."""
     keywords_not_passed: tuple[tuple[str, str], ...] = ()
     """Keywords of the call that the framework kept from the layer's ``call()``, each with the
     method it never reached (``training`` to a Keras 3 layer that takes only ``**kwargs``)."""
@@ -139,9 +147,12 @@ class CheckReply:
             "unmoved_weights": [list(pair) for pair in self.unmoved_weights],
             "first_call": self.first_call,
             "artifact": dict(self.artifact),
+            "graph_error": self.graph_error,
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
+        if self.graph_outputs is not None:
+            header["graph_outputs"] = self.graph_outputs
         return {**header, **_said(self)}
 
     @classmethod
@@ -149,6 +160,7 @@ class CheckReply:
         """The reply ``header`` describes."""
         fields = Fields(header, "a check reply")
         keys = fields.optional("output_keys")
+        graph = fields.optional("graph_outputs")
         return cls(
             kind=fields.text("kind"),
             outputs=fields.integer("outputs", 0),
@@ -170,6 +182,8 @@ class CheckReply:
             unmoved_weights=tuple(_skipped(item) for item in fields.items("unmoved_weights")),
             first_call=fields.flag("first_call", False),
             artifact=Fields(fields.mapping("artifact"), "an artifact").texts_by_name(),
+            graph_outputs=None if graph is None else fields.integer("graph_outputs", 0),
+            graph_error=fields.text("graph_error"),
         )
 
 

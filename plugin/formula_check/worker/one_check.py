@@ -1,5 +1,6 @@
-"""One check, in its own process: load the snippet, call its entry, read weights back, run
-the input regimes and the timing runs; answer with what it returned, or what it raised."""
+"""One check, in its own process: load the snippet, call its entry, trace it under
+``tf.function`` (:mod:`.graph_mode`), read weights back, run the input regimes and the timing
+runs; answer with what it returned eagerly and as a graph, or what it raised."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import tensorflow as tf
 
 from ..messages import FIRST, CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
 from ..model import Array
-from . import artifacts, isolation, layer_weights
+from . import artifacts, graph_mode, isolation, layer_weights
 from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
+from .graph_mode import Traced
 from .project_reads import READS, Reads, changed, folder_state
 from .snippet_failure import MAX_TEXT, SnippetRaised, clean, failure, phase, said
 from .snippet_module import WorkerState, forget_local_modules, load_entry, modules_now
@@ -81,6 +83,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     unmoved: list[tuple[str, str]] = []
     first: dict[str, Array] = {}
     root = ""
+    traced: Traced | None = None
     if kind != "function":
         with phase("reading the preset's weights"):
             root = layer_weights.preset_root(runner.layer, request.weights, request.preset_weights)
@@ -95,12 +98,14 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         if request.perturb and found:
             # the first call is judged too, on the weights it ran with
             first = _first_call(runner, request, result)
+            traced = _traced_before_moving(runner, [v for _, v, _ in found], lap)
             layer_weights.perturb([v for _, v, _ in found], request.seed)
             with phase("call"):
                 result = runner()
         lap("weights moved, called again")
     out, dtypes = outputs(result)
     kept = _kept_outputs(runner, kind, request, "")
+    traced, graph_out, graph_error = _graph_run(runner, traced, result, lap)
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
     lap("input regimes")
@@ -110,13 +115,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     if kind != "function":
         read, unused = layer_weights.read_weights(runner.layer, request.weights)
         lap("reading weights")
-    timings: tuple[TimingResult, ...] = ()
-    if request.timing is not None:
-        # What the code prints is shown once, from the check; the same lines again from each
-        # warm-up and repeat of every timing run would only bury it.
-        with contextlib.redirect_stdout(io.StringIO()):
-            timings = time_all(entry, kind, request, arrays, runner)
-        lap("timing")
+    timings = _timed(entry, kind, request, arrays, (runner, traced), lap)
     reply = CheckReply(
         kind=kind,
         outputs=len(out),
@@ -131,10 +130,65 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         created_variables=tuple(created),
         unmoved_weights=tuple(unmoved),
         first_call=bool(first),
+        graph_outputs=None if graph_out is None else len(graph_out),
+        graph_error=graph_error,
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
-    return reply, reply_arrays(out, read, kept, regime_outputs, first)
+    graph = graph_mode.arrays_of(graph_out or [])
+    return reply, reply_arrays(out, read, kept, regime_outputs, first, graph)
+
+
+def _timed(
+    entry: Any,
+    kind: str,
+    request: CheckRequest,
+    arrays: Mapping[str, Array],
+    checked: tuple[Runner, Traced],
+    lap: _Laps,
+) -> tuple[TimingResult, ...]:
+    """The request's timing runs (none without timing), given the check's own runner and
+    its trace (``checked``)."""
+    if request.timing is None:
+        return ()
+    # What the code prints is shown once, from the check; the same lines again from each
+    # warm-up and repeat of every timing run would only bury it.
+    with contextlib.redirect_stdout(io.StringIO()):
+        timings = time_all(entry, kind, request, arrays, *checked)
+    lap("timing")
+    return timings
+
+
+def _traced_before_moving(runner: Runner, weights: list[Any], lap: _Laps) -> Traced | None:
+    """The entry traced before its weights move, where the graph reads every one of them
+    when it runs (variables): a weight the code reads at trace time then stays behind, as it
+    would after training. None where a weight is a tensor or an array, which a graph holds
+    as traced: it is traced after they moved (:func:`_graph_run`)."""
+    if not all(graph_mode.read_when_run(weight) for weight in weights):
+        return None
+    traced = graph_mode.trace(runner)
+    lap("tracing under tf.function")
+    return traced
+
+
+def _graph_run(
+    runner: Runner, traced: Traced | None, eager: Any, lap: _Laps
+) -> tuple[Traced, list[Array] | None, str]:
+    """The trace (``traced``, or made now: after the call whose kept outputs were read, as
+    a trace leaves symbolic tensors on the layer), and what the graph returns on the check's
+    arguments, read as the ``eager`` result is: None, and why, where it did not run."""
+    if traced is None:
+        traced = graph_mode.trace(runner)
+        lap("tracing under tf.function")
+    result, error = graph_mode.graph_result(traced)
+    got = None
+    if not error:
+        try:
+            got, _ = outputs(graph_mode.aligned(result, eager))
+        except SnippetRaised as raised:
+            error = graph_mode.briefly(raised)
+    lap("the graph's call")
+    return traced, got, error
 
 
 def tensor_like(array: Array, like: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Timing the entry (eager, then under ``tf.function``), and reading what it returned."""
+"""Timing the entry (eager, then under ``tf.function``: the check's own trace, when the run
+calls it as the check did), and reading what it returned."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from ..messages import (
     AUTO_REPEATS,
@@ -20,6 +20,7 @@ from ..messages import (
 from ..messages.requests import enough_runs
 from ..model import Array
 from .entry_call import Runner, bind
+from .graph_mode import Traced, as_sequence, sync, trace
 from .snippet_failure import clean, phase
 
 
@@ -29,12 +30,14 @@ def time_all(
     request: CheckRequest,
     arrays: Mapping[str, Array],
     ready: Runner | None = None,
+    traced: Traced | None = None,
 ) -> tuple[TimingResult, ...]:
     """Each of the request's timing runs, timed. ``ready``: the check's own runner, already
-    called on the check's arrays. A run that calls the entry as the check did (its own
-    arrays, its own ``init``) times that runner, whose calls so far count as one warm-up,
-    rather than building the entry again: a new layer's first call builds its weights, a
-    cold run the warm-up would only repeat."""
+    called on the check's arrays, and ``traced`` its trace under ``tf.function``. A run that
+    calls the entry as the check did (its own arrays, its own ``init``) times that runner,
+    whose calls so far count as one warm-up, and that trace (its first call is the card's
+    "first"), rather than building and tracing the entry again: a new layer's first call
+    builds its weights, a cold run the warm-up would only repeat."""
     timing = request.timing
     if timing is None:
         return ()
@@ -42,12 +45,12 @@ def time_all(
     for run in timing.runs:
         call = run.calls.of(kind)
         if ready is not None and _as_checked(run, kind, request):
-            runner, warmed = ready, 1
+            runner, warmed, done = ready, 1, traced
         else:
             sources = request.init_sources
             runner = bind(entry, kind, call, arrays, run.init, prefix=run.prefix, sources=sources)
-            warmed = 0
-        results.append(_time_runner(runner, run.label, timing, run.eager_only, warmed))
+            warmed, done = 0, None
+        results.append(_time_runner(runner, run.label, timing, run.eager_only, (warmed, done)))
     return tuple(results)
 
 
@@ -58,29 +61,33 @@ def _as_checked(run: TimingRun, kind: str, request: CheckRequest) -> bool:
 
 
 def _time_runner(
-    runner: Runner, label: str, spec: TimingRequest, eager_only: bool, warmed: int
+    runner: Runner,
+    label: str,
+    spec: TimingRequest,
+    eager_only: bool,
+    done: tuple[int, Traced | None],
 ) -> TimingResult:
     """Eager runs, then the trace under ``tf.function`` (timed on its own, as the card's
-    "first") and graph runs, each kind's after ``spec.warmup`` untimed runs; the ``warmed``
-    calls already made eagerly count among the eager ones. The trace does not count among
-    the graph's: the call after it still runs cold (twice as long as the next ones for a
-    small function), and would be the first timed."""
+    "first") and graph runs, each kind's after ``spec.warmup`` untimed runs. ``done``: the
+    calls already made eagerly, which count among the eager ones, and the trace already made
+    (None: traced here). The trace does not count among the graph's: the call after it still
+    runs cold (twice as long as the next ones for a small function), and would be the first
+    timed."""
+    warmed, traced = done
     warmup, repeats = spec.warmup, spec.repeats
     eager = timed_runs(runner, max(0, warmup - warmed), repeats)
     if eager_only:
         return TimingResult(label, eager)
-    compiled = tf.function(runner.target)
-    traced = Runner(compiled, runner.args, runner.kwargs, runner.layer)
-    trace = None
+    if traced is None:
+        traced = trace(runner)
+    if traced.runner is None:  # code that cannot be traced still has its eager timing
+        return TimingResult(label, eager, graph_error=traced.error)
     try:
-        start = time.perf_counter()
-        _sync(traced())
-        trace = time.perf_counter() - start
-        graph = timed_runs(traced, warmup, repeats)
-    except Exception as exc:  # code that cannot be traced still has its eager timing
+        graph = timed_runs(traced.runner, warmup, repeats)
+    except Exception as exc:
         error = clean(f"{type(exc).__name__}: {exc}")[:300]
-        return TimingResult(label, eager, trace, graph_error=error)
-    return TimingResult(label, eager, trace, graph)
+        return TimingResult(label, eager, traced.seconds, graph_error=error)
+    return TimingResult(label, eager, traced.seconds, graph)
 
 
 def timed_runs(runner: Callable[[], Any], warmup: int, repeats: int) -> tuple[float, ...]:
@@ -89,28 +96,13 @@ def timed_runs(runner: Callable[[], Any], warmup: int, repeats: int) -> tuple[fl
     fewest, most, budget = AUTO_REPEATS if repeats == 0 else (repeats, repeats, 0.0)
     with phase("timing"):
         for _ in range(warmup):
-            _sync(runner())
+            sync(runner())
         samples: list[float] = []
         while not enough_runs(samples, fewest, most, budget):
             start = time.perf_counter()
-            _sync(runner())
+            sync(runner())
             samples.append(time.perf_counter() - start)
     return tuple(samples)
-
-
-def _sync(result: Any) -> None:
-    """Force the computation to finish (pull results to host), so the clock is honest."""
-    for item in _as_sequence(result):
-        if hasattr(item, "numpy"):
-            item.numpy()
-
-
-def _as_sequence(result: Any) -> list[Any]:
-    if isinstance(result, (tuple, list)):
-        return list(result)
-    if isinstance(result, dict):
-        return list(result.values())
-    return [result]
 
 
 def returned_keys(result: Any) -> tuple[str, ...] | None:
@@ -139,7 +131,7 @@ def outputs(result: Any) -> tuple[list[Any], list[str]]:
     its dtype ``not a tensor:`` and its type: judging says so if
     ``returns=`` names it, and nothing if it skips it with ``_``."""
     out, dtypes = [], []
-    for index, item in enumerate(_as_sequence(result)):
+    for index, item in enumerate(as_sequence(result)):
         with phase("output"):
             dtype = getattr(item, "dtype", None)
             try:

@@ -1,0 +1,111 @@
+"""The entry under ``tf.function``: traced once, then called as a graph, so that what it
+returns in graph mode is judged as its eager outputs are.
+
+Code can be right eagerly and wrong as a graph: Python runs once, at trace time, so a value
+it reads then (a weight read through ``tf.init_scope``, Python state, a branch on
+``tf.executing_eagerly()``) stays in the graph whatever happens after. A layer is traced
+after its first call built it and before its weights are moved (:func:`trace`), so a weight
+read at trace time shows as the old value; the graph is called once more after the check's
+eager call (:func:`graph_arrays`), on the same arguments. The timing runs reuse this trace
+and call (:mod:`.timing_runs`): with timing on, graph mode costs nothing more.
+
+States: :class:`Traced` holds a traced runner and the seconds its trace took, or why the
+code did not trace. Called by :mod:`.one_check` only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from ..messages import GRAPH
+from ..model import Array
+from .entry_call import Runner
+from .snippet_failure import SnippetRaised, clean, said
+
+
+@dataclass(frozen=True)
+class Traced:
+    """The entry traced under ``tf.function`` (``runner``, its first call ``seconds`` long,
+    the trace included), or ``error``: why it did not trace."""
+
+    runner: Runner | None
+    seconds: float = 0.0
+    error: str = ""
+
+
+def trace(runner: Runner) -> Traced:
+    """``runner``'s entry traced, by one call of it as a graph. What it prints there is
+    dropped: it prints its symbolic tensors, and the check already shows what it printed."""
+    compiled = Runner(tf.function(runner.target), runner.args, runner.kwargs, runner.layer)
+    start = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            sync(compiled())
+    except Exception as exc:  # eager-only code (it reads .numpy()) is still judged eagerly
+        return Traced(None, error=briefly(exc))
+    return Traced(compiled, time.perf_counter() - start)
+
+
+def read_when_run(weight: Any) -> bool:
+    """Whether a graph reads ``weight`` each time it runs (a variable). A tensor or an array
+    is captured by value when the code is traced: one the checker puts in its place later is
+    a value no graph of the code would ever see, so such weights are moved before tracing."""
+    variable = getattr(tf.keras, "Variable", tf.Variable)
+    return isinstance(weight, (tf.Variable, variable))
+
+
+def graph_result(traced: Traced) -> tuple[Any, str]:
+    """What the traced graph returns, called again, or why it did not run: ``(None, why)``."""
+    if traced.runner is None:
+        return None, traced.error
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return traced.runner(), ""
+    except Exception as exc:
+        return None, briefly(exc)
+
+
+def aligned(graph: Any, eager: Any) -> Any:
+    """The graph's result in the order of the eager one: a returned dict comes back from
+    ``tf.function`` with its keys sorted."""
+    if isinstance(graph, dict) and isinstance(eager, dict) and set(graph) == set(eager):
+        return [graph[key] for key in eager]
+    return graph
+
+
+def sync(result: Any) -> None:
+    """Force the computation to finish (pull results to host), so the clock is honest."""
+    for item in as_sequence(result):
+        if hasattr(item, "numpy"):
+            item.numpy()
+
+
+def as_sequence(result: Any) -> list[Any]:
+    """A returned tuple, list or dict's values; anything else as the only value."""
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    if isinstance(result, dict):
+        return list(result.values())
+    return [result]
+
+
+def briefly(error: BaseException) -> str:
+    """``AttributeError: 'SymbolicTensor' object has no attribute 'numpy'``: short enough
+    for a note. TensorFlow says where in the code, then the error, on its last line."""
+    if isinstance(error, SnippetRaised):
+        error = error.error
+    lines = [line.strip() for line in said(error).splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    kind = type(error).__name__
+    return clean(last if last.startswith(f"{kind}:") else f"{kind}: {last}")[:300]
+
+
+def arrays_of(values: list[Array]) -> dict[str, Array]:
+    """The graph's returned values as they travel (``graph/out/I``)."""
+    return {f"{GRAPH}out/{index}": value for index, value in enumerate(values)}

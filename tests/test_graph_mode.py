@@ -1,0 +1,150 @@
+"""Graph mode is judged: what code returns as a traced ``tf.function`` graph meets the oracle
+with the same tolerance as its eager outputs, timing on or off. Code right eagerly and wrong
+only as a graph fails, saying so; its correct twin still verifies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from formula_check.model import GRAPH_MODE, CheckResult, Status
+from formula_check.render.report import report_json
+from support import shared_engine, spec_for
+
+pytestmark = pytest.mark.tf
+
+SOFTMAX = """
+import tensorflow as tf
+
+def softmax(x):
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    if tf.executing_eagerly():  # eagerly, each row's sum is checked on the host first
+        total = tf.reduce_sum(e, axis=-1, keepdims=True)
+        tf.debugging.assert_positive(total)
+        return e / total
+    return e / tf.reduce_sum(e, axis={graph_axis}, keepdims=True)
+"""
+"""A function with a path only a graph takes: wrong where that path sums over the batch."""
+
+LAYER_NORM = """
+import tensorflow as tf
+
+class LayerNorm(tf.keras.layers.Layer):
+    def build(self, shape):
+        self.gamma = self.add_weight(shape=shape[-1:], initializer="ones")
+        self.beta = self.add_weight(shape=shape[-1:], initializer="zeros")
+
+    def call(self, x):
+        {read_gamma}
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return gamma * (x - mean) / tf.sqrt(variance + 1e-6) + self.beta
+"""
+"""A layer whose scale is read as a constant when it is traced: right as long as the weights
+never move after the trace, as an eager call is."""
+
+FOLDED = """with tf.init_scope():  # folded into the graph as a constant
+            gamma = tf.constant(self.gamma.numpy())"""
+READ = "gamma = self.gamma"
+
+EAGER_ONLY = """
+import numpy as np
+import tensorflow as tf
+
+def softmax(x):
+    e = np.exp(x.numpy() - x.numpy().max(axis=-1, keepdims=True))
+    return tf.constant(e / e.sum(axis=-1, keepdims=True))
+"""
+"""Code that only runs eagerly (it reads ``.numpy()``): judged eagerly, and said so."""
+
+LAYER = {"weights": {"gamma": "gamma", "beta": "beta"}}
+
+
+def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
+    return {
+        "softmax-graph-path-wrong": ("softmax", SOFTMAX.format(graph_axis=0), {}),
+        "softmax-graph-path-right": ("softmax", SOFTMAX.format(graph_axis=-1), {}),
+        "layer-norm-folded": ("layer_norm", LAYER_NORM.format(read_gamma=FOLDED), LAYER),
+        "layer-norm-read": ("layer_norm", LAYER_NORM.format(read_gamma=READ), LAYER),
+        "layer-norm-folded-timed": (
+            "layer_norm",
+            LAYER_NORM.format(read_gamma=FOLDED),
+            {**LAYER, "timing": True},
+        ),
+        "layer-norm-read-timed": (
+            "layer_norm",
+            LAYER_NORM.format(read_gamma=READ),
+            {**LAYER, "timing": True},
+        ),
+        "eager-only": ("softmax", EAGER_ONLY, {}),
+        "eager-only-timed": ("softmax", EAGER_ONLY, {"timing": True}),
+    }
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, CheckResult]:
+    """Every block of this file, checked at once on the shared engine."""
+    blocks = _blocks()
+    specs = [
+        spec_for(oracle, source, block_id=name, **options)
+        for name, (oracle, source, options) in blocks.items()
+    ]
+    return dict(zip(blocks, shared_engine().check_many(specs), strict=True))
+
+
+@pytest.mark.parametrize("name", ["softmax-graph-path-wrong", "layer-norm-folded"])
+@pytest.mark.parametrize("timed", [False, True])
+def test_a_difference_only_under_tf_function_is_a_mismatch(
+    results: dict[str, CheckResult], name: str, timed: bool
+) -> None:
+    if timed and not name.startswith("layer"):
+        pytest.skip("one timed case is enough")
+    result = results[f"{name}-timed" if timed else name]
+    assert result.status is Status.MISMATCH, result.headline()
+    eager = [v for v in result.verdicts if not v.regime]
+    graph = [v for v in result.verdicts if v.regime == GRAPH_MODE]
+    assert eager and all(v.ok for v in eager), result.headline()
+    assert graph and not all(v.ok for v in graph)
+    headline = result.headline()
+    assert headline.startswith(
+        f"docs/page.md:6 [{result.block_id}]: mismatch: output (tf.function)"
+    )
+    assert "only under tf.function: called eagerly, the code agrees with the oracle" in headline
+    assert result.arrays["delta"].size  # the heatmaps show the graph's difference
+
+
+@pytest.mark.parametrize("name", ["softmax-graph-path-right", "layer-norm-read"])
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_correct_twin_verifies_judged_under_tf_function(
+    results: dict[str, CheckResult], name: str, timed: bool
+) -> None:
+    if timed and not name.startswith("layer"):
+        pytest.skip("one timed case is enough")
+    result = results[f"{name}-timed" if timed else name]
+    assert result.status is Status.VERIFIED, result.headline()
+    graph = [v for v in result.verdicts if v.regime == GRAPH_MODE]
+    assert graph and all(v.ok for v in graph)
+    assert "also within tolerance" in result.detail() and "under tf.function" in result.detail()
+    block = json.loads(report_json([result]))["blocks"][0]
+    assert GRAPH_MODE in block["regimes"]
+    assert any(v["regime"] == GRAPH_MODE and v["ok"] for v in block["verdicts"])
+    if timed:  # the timing reused the check's trace: a first graph call, and graph runs
+        labels = [t.label for t in result.timings]
+        assert "tf.function" in labels, labels
+        graph_timing = result.timings[labels.index("tf.function")]
+        assert graph_timing.first > 0 and graph_timing.repeats > 0
+
+
+@pytest.mark.parametrize("name", ["eager-only", "eager-only-timed"])
+def test_code_that_does_not_trace_is_judged_eagerly_and_says_so_once(
+    results: dict[str, CheckResult], name: str
+) -> None:
+    result = results[name]
+    assert result.status is Status.VERIFIED, result.headline()
+    assert not [v for v in result.verdicts if v.regime == GRAPH_MODE]
+    said = [note for note in result.notes if "tf.function" in note]
+    assert said == [
+        "not judged under tf.function, nor timed so: the code does not run as a graph "
+        "(AttributeError: 'SymbolicTensor' object has no attribute 'numpy')"
+    ]
