@@ -1,0 +1,63 @@
+"""A formula that cannot be checked, through a real ``mkdocs build --strict``: counted in the
+build's summary line and the report, and a failure where the site says ``formula: required``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support import mkdocs_build
+
+CODE = (
+    "```python\nimport tensorflow as tf\n\n\ndef softmax(x):\n"
+    "    return tf.nn.softmax(x, axis=-1)\n```\n"
+)
+PAGE = (
+    "# Softmax\n\n"
+    '```formula id="primed" oracle="softmax" timing="off"\n'
+    "\\text{softmax}(x')\n```\n\n" + CODE + "\n"
+    '```formula id="decorated" oracle="softmax" timing="off"\n'
+    "{\\color{teal} \\text{softmax}(x)_i} = \\frac{e^{x_i}}{\\sum_j e^{x_j}} \\quad \\forall i\n"
+    "```\n\n" + CODE
+)
+NOT_CHECKED = "formula not checked (formula: required): primes (x') name no executable operation"
+
+
+def _site(project: Path, formula: str | None) -> Path:
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "index.md").write_text(PAGE, encoding="utf-8")
+    option = f"      formula: {formula}\n" if formula else "      report: true\n"
+    (project / "mkdocs.yml").write_text(
+        "site_name: t\nplugins:\n  - formula-check:\n" + option + "markdown_extensions:\n"
+        "  - pymdownx.superfences\n  - pymdownx.arithmatex:\n      generic: true\n",
+        encoding="utf-8",
+    )
+    return project
+
+
+@pytest.mark.site
+@pytest.mark.tf
+def test_a_formula_not_checked_is_counted_and_fails_strict_only_where_required(
+    tmp_path: Path,
+) -> None:
+    plain = mkdocs_build(_site(tmp_path / "plain", None), strict=True)
+    assert plain.returncode == 0, plain.stderr
+    log = plain.stderr
+    assert "docs/index.md:3 [primed]: formula not checked: primes (x') name no" in log
+    assert "2 verified; 1 formula not checked" in log, log
+    site = tmp_path / "plain" / "site"
+    summary = json.loads((site / "formula-check-report.json").read_text("utf-8"))["summary"]
+    assert summary["formulas_not_checked"] == 1
+    card = (site / "index.html").read_text("utf-8")
+    assert 'id="fc-decorated" data-fc-status="verified"' in card
+    assert "side condition set aside, not checked: \\forall i" in card
+
+    required = mkdocs_build(_site(tmp_path / "required", "required"), strict=True)
+    assert required.returncode == 1
+    warnings = [line for line in required.stderr.splitlines() if line.startswith("WARNING")]
+    assert warnings == [f"WARNING -  docs/index.md:3 [primed]: mismatch: {NOT_CHECKED}"]
+    assert "Aborted with 1 warnings in strict mode!" in required.stdout
+    assert "1 verified, 1 failing; 1 formula not checked" in required.stderr
