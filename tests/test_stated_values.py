@@ -71,13 +71,19 @@ def refused(
 
 
 def judged_as_function(planned: Plan) -> CheckResult:
-    """The result for a function that returns the oracle's own outputs."""
+    """The result for a function that returns the oracle's own outputs, on the standard
+    inputs alone: the input regimes say they were not run."""
     arrays = {**planned.inputs, **planned.weights}
     if planned.keep is not None:
         arrays["mask"] = planned.keep
     expected = planned.oracle.compute(arrays, planned.params)
     outputs = [np.asarray(expected[t.name], np.float32) for t in planned.oracle.outputs]
-    reply = CheckReply(kind="function", outputs=len(outputs), output_dtypes=("float32",) * 2)
+    reply = CheckReply(
+        kind="function",
+        outputs=len(outputs),
+        output_dtypes=("float32",) * 2,
+        regimes_skipped=tuple((regime.name, "not run here") for regime in planned.regimes),
+    )
     got = {f"out/{i}": value for i, value in enumerate(outputs)}
     return evaluate(planned, reply, got, Environment())
 
