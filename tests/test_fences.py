@@ -232,6 +232,58 @@ def test_scan_skips_fences_inside_longer_fences() -> None:
     ]
 
 
+COMMENTED = """\
+<!-- work in progress: not shown, so not checked
+```formula id="hidden" oracle="softmax"
+x
+```
+
+```python
+def softmax(x):
+    raise ValueError("never run")
+```
+-->
+
+```formula id="shown" oracle="softmax"
+x
+```
+
+A sentence <!-- that hides a fence
+```python
+def softmax(x):
+    raise ValueError("never run either")
+```
+--> and goes on. A `<!--` in code, ``<!-- `x` -->`` too, and <!-- --> <!--> <!---> end.
+
+```python
+def softmax(x):
+    return x
+```
+
+```markdown
+<!-- an example of a comment, in a fence: opens nothing
+```
+
+```formula id="after" oracle="softmax"
+x
+```
+"""
+
+
+def test_fences_inside_an_html_comment_are_not_blocks() -> None:
+    formulas = find_formulas(COMMENTED.split("\n"))
+    assert [(f.header, f.line) for f in formulas] == [
+        (' id="shown" oracle="softmax"', 12),
+        (' id="after" oracle="softmax"', 32),
+    ]
+    assert formulas[0].snippet is not None
+    assert formulas[0].snippet.body == "def softmax(x):\n    return x"
+    # Long runs of backticks are read in one pass (a backreference took minutes on these).
+    for run in ("a" + "`" * 100_000, "`x" * 50_000):
+        lines = [run + " <!--", "```formula", "x", "```", "-->", "```formula", "y", "```"]
+        assert [f.latex for f in find_formulas(lines)] == ["y"]
+
+
 def test_find_formulas_pairs_snippets_and_counts_lines() -> None:
     formulas = find_formulas(PAGE.split("\n"), line_offset=10)
     assert [(f.line, f.index, f.latex) for f in formulas] == [

@@ -111,13 +111,61 @@ def _dedent(line: str, indent: str) -> str:
     return line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t>")
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
+def _without_code_spans(line: str) -> str:
+    """``line`` less its code spans: a run of backticks opens one, closed by the next run of
+    as many (one pass over the runs: a pattern with a backreference took time growing with
+    the cube of a long run's length)."""
+    runs = [(run.start(), run.end()) for run in _BACKTICKS.finditer(line)]
+    closer: list[int | None] = [None] * len(runs)
+    seen: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        size = runs[index][1] - runs[index][0]
+        closer[index] = seen.get(size)
+        seen[size] = index
+    kept, at, index = [], 0, 0
+    while index < len(runs):
+        closing = closer[index]
+        if closing is None:
+            index += 1
+            continue
+        kept.append(line[at : runs[index][0]])
+        at = runs[closing][1]
+        index = closing + 1
+    return "".join([*kept, line[at:]])
+
+
+def _comment_open_after(line: str, *, was_open: bool) -> bool:
+    """Is an HTML comment (``<!-- ... -->``) still open after ``line``? A ``<!--`` in a code
+    span opens none; ``<!-->`` and ``<!--->`` are whole comments, as HTML reads them."""
+    at = 0
+    if was_open:
+        end = line.find("-->")
+        if end < 0:
+            return True
+        at = end + 3
+    text = _without_code_spans(line[at:])
+    at = 0
+    while (start := text.find("<!--", at)) >= 0:
+        end = text.find("-->", start + 2)
+        if end < 0:
+            return True
+        at = end + 3
+    return False
+
+
 def scan_fences(lines: Sequence[str]) -> list[Fence]:
-    """Every top-level fenced block of ``lines`` (fences inside fences are content)."""
+    """Every top-level fenced block of ``lines`` (fences inside fences are content, and so
+    are fences inside an HTML comment: the page shows neither, so neither is checked)."""
     fences: list[Fence] = []
     row = 0
+    in_comment = False
     while row < len(lines):
-        match = _OPENING.match(lines[row])
+        match = None if in_comment else _OPENING.match(lines[row])
         if match is None or (match["fence"][0] == "`" and "`" in match["info"]):
+            in_comment = _comment_open_after(lines[row], was_open=in_comment)
             row += 1
             continue
         end = _closing(match["fence"])
