@@ -54,26 +54,56 @@ def test_a_cached_result_follows_what_its_check_read_outside_and_listed(
         "    return tf.nn.softmax(x)\n",
         block_id="program",
     )
-    specs = [from_package, from_data, from_listing, ran_a_program]
+    through_gfile = spec_for(
+        "softmax",
+        f"import tensorflow as tf\n\ndef softmax(x):\n"
+        f"    scale = float(tf.io.gfile.GFile({str(data)!r}).read())\n"
+        "    return tf.nn.softmax(scale * x)\n",
+        block_id="gfile",
+    )
+    listed_by_gfile = spec_for(
+        "softmax",
+        "import tensorflow as tf\n\ndef softmax(x):\n"
+        "    return tf.nn.softmax(len(tf.io.gfile.glob('tables/*.txt')) * x)\n",
+        block_id="gfile-glob",
+    )
+    read_by_an_op = spec_for(
+        "softmax",
+        f"import tensorflow as tf\n\ndef softmax(x):\n"
+        f"    scale = float(tf.io.read_file({str(data)!r}).numpy())\n"
+        "    return tf.nn.softmax(scale * x)\n",
+        block_id="read-file",
+    )
+    keyed = [from_package, from_data, from_listing, through_gfile, listed_by_gfile]
+    specs = [*keyed, ran_a_program, read_by_an_op]
     with Engine(project) as engine:
         first = engine.check_many(specs)
-        assert [r.status for r in first] == [Status.VERIFIED] * 4, [(r.message, r.failure) for r in first]
-        assert [n for n in first[3].notes if n.startswith(UNSEEN)] == [
-            f"{UNSEEN}it started a program: what it read there is in no cache key, so this "
-            "result is not cached and the block runs again every build"
+        assert [r.status for r in first] == [Status.VERIFIED] * 7, [r.failure for r in first]
+        assert [[n for n in r.notes if n.startswith(UNSEEN)] for r in first[-2:]] == [
+            [
+                f"{UNSEEN}{why}: what it read there is in no cache key, so this result is not "
+                "cached and the block runs again every build"
+            ]
+            for why in (
+                "it started a program",
+                "it read files with a TensorFlow op (tf.io.read_file, tf.data)",
+            )
         ]
         # the right twins: unchanged inputs serve from the cache, also after a file appears
         # where the import system (not the code) looks for modules
         (project / "unrelated.py").write_text("")
         again = engine.check_many(specs)
-        assert [r.cached for r in again] == [True, True, True, False]
+        assert [r.cached for r in again] == [True] * 5 + [False] * 2
         ops.write_text(WRONG)
         data.write_text("2\n")
         (project / "tables" / "two.txt").write_text("")
         changed = engine.check_many(specs)
-        assert [r.status for r in changed] == [Status.MISMATCH] * 3 + [Status.VERIFIED]
+        assert [r.status for r in changed] == [Status.MISMATCH] * 5 + [
+            Status.VERIFIED,
+            Status.MISMATCH,
+        ]
         assert not any(r.cached for r in changed)
-        assert engine.executed == 4 + 1 + 4
+        assert engine.executed == 7 + 2 + 7
 
 
 FORGER = """\

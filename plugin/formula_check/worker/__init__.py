@@ -22,8 +22,9 @@ In the check processes:
 - :mod:`.execution`: the warm worker made ready (its warm-up: :mod:`.warming`);
   :mod:`.one_check` runs a check with
   :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights`, :mod:`.timing_runs`,
-  :mod:`.project_reads` and :mod:`.snippet_failure`; :mod:`.faults`: the checker's own
-  failures, said as such;
+  :mod:`.project_reads` (what it read and wrote; outside the project :mod:`.outside_reads`,
+  TensorFlow's own reads :mod:`.native_reads`) and :mod:`.snippet_failure`;
+  :mod:`.faults`: the checker's own failures, said as such;
 - :mod:`.artifacts`: an exported artifact checked in place of code (``code=`` naming a
   SavedModel, a ``.keras`` model or a TFLite file): :mod:`.artifact_calls` (calling one,
   its errors), :mod:`.artifact_formats` (SavedModel, ``.keras``), :mod:`.artifact_tflite`

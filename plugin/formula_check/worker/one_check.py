@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from ..messages import FIRST, CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
 from ..model import Array
-from . import artifacts, graph_mode, isolation, layer_weights
+from . import artifacts, graph_mode, isolation, layer_weights, native_reads
 from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
 from .graph_mode import Traced
 from .project_reads import READS, Reads, changed, folder_state
@@ -38,6 +38,7 @@ def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Arra
         sys.path.insert(0, str(session.root))
     tf.keras.utils.set_random_seed(request.seed)
     files = Reads()
+    native_reads.watch()  # TensorFlow's own reads, told to the hook as Python's are
     folder_before = folder_state(session.root, request.page_folder)
     try:
         with contextlib.redirect_stdout(stdout), READS.recording(session.root, files):

@@ -41,6 +41,9 @@ UNSEEN: dict[str, str] = {
 }
 """Audit events of reads the audit cannot follow, and what the card says of each: what a
 program, a database engine or a server on the other end read is nowhere in the key."""
+UNSEEN_EVENT = "formula_check.unseen_read"
+"""The audit event of another read no key can follow (:mod:`.native_reads`: TensorFlow's
+ops); its one argument says what it was."""
 
 
 @functools.cache

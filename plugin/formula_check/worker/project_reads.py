@@ -70,6 +70,8 @@ class _ProjectReads:
                 self._listed(files, args[0] if args else None)
             elif event in outside_reads.UNSEEN:
                 files.unseen.add(outside_reads.UNSEEN[event])
+            elif event == outside_reads.UNSEEN_EVENT:
+                files.unseen.add(str(args[0]))
 
     def _listed(self, files: Reads, path: Any) -> None:
         """A folder the check listed; not one the import system lists to find a module (a
