@@ -5,12 +5,20 @@ offers Landlock; the build that runs checks is not dumpable."""
 from __future__ import annotations
 
 import ctypes
+import errno
+import io
 import os
 import re
+import tempfile
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from formula_check import wire
+from formula_check.messages import Calls, CheckReply, CheckRequest, SnippetFailed, decode_answer
 from formula_check.model import Status
+from formula_check.worker import isolation
 from formula_check.worker.confinement import (
     READ_DIR,
     READ_FILE,
@@ -207,3 +215,59 @@ def test_the_memory_limit_counts_every_process_of_a_check_not_the_largest() -> N
     ), heavy.headline()
     light = engine.check(spec_for("attention", SDPA_KEEP + FORKS.format(mib=20), timeout=60))
     assert light.status is Status.VERIFIED, light.headline()
+
+
+def _writes_outside(request: CheckRequest, arrays: dict[str, Any]) -> tuple[CheckReply, dict]:
+    """A check's handler that says whether it could write beside its own folder."""
+    beside = os.path.join(os.path.dirname(tempfile.gettempdir()), "beside")
+    try:
+        with open(beside, "w") as file:
+            file.write("x")
+    except PermissionError:
+        return CheckReply(kind="refused"), {}
+    return CheckReply(kind="written"), {}
+
+
+def _answer(checks: isolation.CheckProcesses) -> tuple[dict[str, Any], Path]:
+    request = CheckRequest(root=".", calls=Calls())
+    header, _ = wire.read_message(io.BytesIO(checks.run(request, {}, time_limit=30)))
+    return header, Path(checks.scratch) / "beside"
+
+
+@pytest.mark.skipif(not CONFINED, reason="this kernel offers no Landlock")
+def test_a_check_process_is_confined_before_its_handler_runs(tmp_path: Path) -> None:
+    """No TensorFlow: the check's process forked from this one writes in its own folder only."""
+    checks = isolation.CheckProcesses(
+        _writes_outside, lambda: None, conversation=[], scratch=str(tmp_path)
+    )
+    try:
+        header, beside = _answer(checks)
+    finally:
+        checks.close()
+    assert decode_answer(header) == CheckReply(kind="refused") and not beside.exists()
+
+
+def test_a_check_the_kernel_refuses_to_confine_runs_no_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the kernel offers Landlock but refuses a ruleset, the check's code is not run
+    unconfined: its block is an error of the checker's, which says why."""
+
+    def refuse(folder: str) -> str:
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+
+    monkeypatch.setattr(isolation, "confine", refuse)
+    checks = isolation.CheckProcesses(
+        _writes_outside, lambda: None, conversation=[], scratch=str(tmp_path)
+    )
+    try:
+        header, beside = _answer(checks)
+    finally:
+        checks.close()
+    failed = decode_answer(header)
+    assert isinstance(failed, SnippetFailed) and failed.type == "InternalError"
+    assert (
+        "the kernel refused to confine the check's process (Invalid argument): its code was not run"
+        in failed.message
+    )
+    assert not beside.exists()

@@ -197,11 +197,11 @@ def test_megabytes_go_to_the_check_and_back_the_same() -> None:
     assert answers.read() == b""
 
 
-@pytest.mark.parametrize("length", [1 << 62, 2**64 - 1])
-def test_an_answer_claiming_more_than_memory_is_no_answer(length: int) -> None:
-    """A snippet may write anything to its process's answer pipe: a length no buffer can hold
-    is never allocated, and the read ends, when the pipe does, as a check that gave no
-    answer; the worker lives on."""
+@pytest.mark.parametrize("length", [1 << 62, 2**64 - 1, (isolation.ANSWER_LIMIT_MIB << 20) + 1])
+def test_an_answer_claiming_more_than_its_bound_is_no_answer(length: int) -> None:
+    """A snippet may write anything to its process's answer pipe: a length past the bound an
+    answer may have (none a buffer could hold, or one byte more than it) is never allocated,
+    and the read ends at once, as a check that gave no answer; the worker lives on."""
     prefix = struct.pack("<4sHQQ", wire.MAGIC, wire.VERSION, 0, length - wire.PREFIX_SIZE)
     answers_out, answers_in = os.pipe()
     notes_out, notes_in = os.pipe()
@@ -210,7 +210,11 @@ def test_an_answer_claiming_more_than_memory_is_no_answer(length: int) -> None:
     os.close(answers_in)
     process = isolation._Process(os.getpid(), -1, answers_out, notes_out)
     try:
-        assert isolation._read_answer(process, 10, None) == (None, "ended")
+        answer, why = isolation._read_answer(process, 10, None)
+        assert answer is None and why.startswith("its answer (the values it returned, ")
+        assert why.endswith(
+            "MiB, more than the 256 MiB a check may send back; its process was stopped"
+        )
     finally:
         for fd in (answers_out, notes_out, notes_in):
             os.close(fd)

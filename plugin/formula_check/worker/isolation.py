@@ -276,7 +276,7 @@ class CheckProcesses:
         try:
             die_with_parent(warm)
             become_subreaper()
-            confine(folder)  # first: every thread and process made after is confined too
+            unconfined = _confined(folder)  # first: all made after is confined too
             os.environ["TMPDIR"] = folder
             tempfile.tempdir = folder
             null = os.open(os.devnull, os.O_RDWR)
@@ -287,6 +287,8 @@ class CheckProcesses:
             with os.fdopen(requests, "rb") as stream:
                 header, arrays = wire.read_message(stream)
             try:
+                if unconfined is not None:
+                    raise unconfined
                 reply, out = self.handle(CheckRequest.decode(header), arrays)
                 # Its arrays written from where they are: no copy of megabytes of outputs
                 # and weights made only to be written and dropped
@@ -306,6 +308,19 @@ class CheckProcesses:
             os._exit(code)
 
 
+def _confined(folder: str) -> OSError | None:
+    """Confine this process to ``folder`` (:mod:`.confinement`); why not, where the kernel
+    offers it and refuses: the check then runs no code, and says so."""
+    try:
+        confine(folder)
+    except OSError as exc:
+        return OSError(
+            f"the kernel refused to confine the check's process ({exc.strerror}): its code "
+            "was not run"
+        )
+    return None
+
+
 @dataclass
 class _Process:
     """A check's process seen from the warm worker: its pipes, and what it said it wrote."""
@@ -314,7 +329,7 @@ class _Process:
     requests: int
     answers: int
     notes: int
-    folder: str
+    folder: str = ""
     written: list[str] = field(default_factory=list)
 
     def send(self, request: Message) -> None:
