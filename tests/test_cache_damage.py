@@ -9,6 +9,7 @@ that nothing raises.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 import struct
 import tempfile
@@ -21,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formula_check import wire
+from formula_check import sealed, wire
 from formula_check.cache import Inputs, ResultCache, result_from_json, result_to_json
 from formula_check.model import (
     CheckResult,
@@ -283,3 +284,40 @@ def test_every_result_the_checker_makes_reads_back_well_typed() -> None:
     assert well_typed(result_from_json(result_to_json(result), dict(result.arrays)))
     assert not well_typed(dataclasses.replace(result, expect="maybe"))  # type: ignore[arg-type]
     assert not well_typed(dataclasses.replace(result, elapsed=True))
+
+
+def _huge(path: Path) -> Path:
+    """A sparse file of a tebibyte: no disk used, and no memory unless someone reads it."""
+    with path.open("wb") as handle:
+        handle.truncate(1 << 40)
+    return path
+
+
+@pytest.mark.parametrize("put", ["a link to it", "it, sealed"])
+def test_a_huge_file_in_an_entrys_place_is_no_entry_and_is_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, put: str
+) -> None:
+    key = KEYS[0]
+    ResultCache(tmp_path / "cache", tmp_path).put(key, entry_result(0), Inputs())
+    [path] = (tmp_path / "cache").rglob(f"{key}*")
+    huge = _huge(tmp_path / "huge")
+    path.unlink()
+    if put == "a link to it":
+        path.symlink_to(huge)
+    else:  # a seal of its own first: the file is refused for its length, not its seal
+        with huge.open("r+b") as handle:
+            handle.write(b"\0" * 32 + struct.pack("<4sHQQ", wire.MAGIC, wire.VERSION, 2, 0))
+        huge.rename(path)
+    cache = ResultCache(tmp_path / "cache", tmp_path)
+    with caplog.at_level(logging.INFO, logger=sealed.log.name):
+        assert cache.get(key, SPEC) is None and cache.misses == 1
+    if put == "a link to it":
+        assert caplog.messages == [
+            f"formula-check cache: cache/{key[:2]}/{key}.fcr is a link: computed afresh, "
+            "stored in its place"
+        ]
+    # The check's result goes in the entry's place (a link's target is left as it was).
+    cache.put(key, entry_result(1), Inputs())
+    assert not path.is_symlink() and path.stat().st_size < 1 << 20
+    served = ResultCache(tmp_path / "cache", tmp_path).get(key, SPEC)
+    assert served is not None and fingerprint(served) == fingerprint(entry_result(1))

@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from . import wire
+
 log = logging.getLogger("mkdocs.plugins.formula_check.cache")
 """Where cache problems are said: a name under MkDocs' logger (which shows its descendants'
 records in a build) without importing MkDocs; the CLI prints this logger's records too."""
@@ -88,11 +90,21 @@ def _new_temporary(path: Path) -> tuple[int, Path]:
 
 def read_sealed(path: Path, key: str) -> bytes | None:
     """The message of the file at ``path`` if it is sealed for ``key``, else None (``OSError``
-    when it cannot be read). The seal and the message are read apart: the message is never
-    copied out of the file's bytes."""
-    with path.open("rb") as handle:
+    when it cannot be read, a link among them). The seal and the message are read apart: the
+    message is never copied out of the file's bytes. Only a file exactly as long as the
+    message its first bytes declare is read whole: a link is opened not at all, and another
+    file (a huge one put in an entry's place) is None after its first bytes."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
         stored = handle.read(SEAL_SIZE)
-        message = handle.read()
+        try:
+            length = wire.message_length(handle.read(wire.PREFIX_SIZE))
+        except wire.ProtocolError:
+            return None
+        if size != SEAL_SIZE + length:
+            return None
+        handle.seek(SEAL_SIZE)
+        message = handle.read(length)
     return message if stored == seal(key, message) else None
 
 
@@ -155,8 +167,11 @@ class SealedFiles:
         None when there is no such file (a folder in its place is said once)."""
         path = self.path(key)
         try:
-            found = path.stat()
+            found = path.lstat()
         except OSError:  # none yet (or no cache folder: said when storing)
+            return None
+        if stat.S_ISLNK(found.st_mode):  # entries are files renamed into place, never links
+            say_once(path, f"{self._shown(path)} is a link: computed afresh, stored in its place")
             return None
         if not stat.S_ISREG(found.st_mode):
             self._not_a_file(path)
