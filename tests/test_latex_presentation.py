@@ -55,6 +55,29 @@ TWINS = {
         HEAD + r"\boxed{\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)}V",
         HEAD + r"\boxed{\text{softmax}\left(\frac{QK^T}{d_k}\right)}V",
     ),
+    "bbox-smash-colorbox": (
+        HEAD
+        + r"\text{softmax}\left(\frac{\bbox[yellow]{QK^T}}{\colorbox{red}{$\smash[b]{\sqrt{d_k}}$}}"
+        + r"\right)V",
+        HEAD
+        + r"\text{softmax}\left(\frac{\bbox[yellow]{QK^T}}{\fcolorbox{red}{blue}{$d_k$}}\right)V",
+    ),
+    "kern": (
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)\mkern2mu V\kern-1.5em",
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{d_k}\right)\mkern2mu V\kern-1.5em",
+    ),
+    "root-degree": (
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\sqrt[2]{d_k}}\right)V",
+        HEAD + r"\text{softmax}\left(\frac{QK^T}{\sqrt[3]{d_k}}\right)V",
+    ),
+    "trailing-note": (
+        HEAD + RIGHT + r" \quad \text{(row-wise)}.",
+        HEAD + WRONG + r" \quad \text{(row-wise)}.",
+    ),
+    "trailing-range": (
+        HEAD + RIGHT + r" \qquad (i = 1, \dots, n)",
+        HEAD + WRONG + r" \qquad (i \le n)",
+    ),
     "newcommand": (
         r"\newcommand{\sm}{\text{softmax}} " + HEAD + r"\sm\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
         r"\newcommand{\sm}{\text{softmax}} " + HEAD + r"\sm\left(\frac{QK^T}{d_k}\right)V",
@@ -96,6 +119,12 @@ def test_a_set_aside_condition_is_named_in_the_compiled_form() -> None:
     assert found.compiled.endswith(
         "\n(side condition set aside, not checked: \\text{for all } Q)"
     ), found.compiled
+
+
+def test_a_note_inside_the_equation_is_refused_not_set_aside() -> None:
+    inside = HEAD + r"\text{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right) \text{(row-wise)} V"
+    with pytest.raises(LatexError, match="upright text must be a plain word"):
+        agreement("attention", inside)
 
 
 def test_a_denominator_hidden_in_a_phantom_is_no_denominator() -> None:

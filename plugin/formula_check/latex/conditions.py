@@ -1,4 +1,5 @@
-r"""A trailing side condition: ``y_i = … \quad \forall i``, ``… \text{for all } i``.
+r"""A trailing side condition: ``y_i = … \quad \forall i``, ``… \text{for all } i``, a
+range ``\quad (i = 1, \dots, n)`` or a note ``\quad \text{(row-wise)}``.
 
 Papers end an equation with the range it holds over. The condition states nothing the
 compiled function computes (index notation already runs over every ``i``), so it is set
@@ -19,10 +20,39 @@ LEADING = frozenset({",", ";"})
 """Punctuation before a condition, set aside with it."""
 
 
-def _opens_condition(token: Token) -> bool:
+RELATIONS = frozenset({"=", "<", ">", "le", "leq", "ge", "geq", "lt", "gt", "in", "ne", "neq"})
+"""What a range after the equation states: ``(i = 1, \\dots, n)``, ``(i \\le n)``."""
+ENDS = frozenset({",", ".", ";"})
+
+
+def _opens_condition(tokens: list[Token], at: int) -> bool:
+    r"""Whether ``tokens[at]`` opens a trailing condition or note: ``\forall``, ``\text{for
+    all}``, upright text that is no word (``\text{(row-wise)}``), or, after a wide space, a
+    parenthesis stating a range that closes the formula (``\quad (i = 1, \dots, n)``)."""
+    token = tokens[at]
     if token.kind == "command":
         return token.text in QUANTIFIERS
-    return token.kind == "text" and " ".join(token.text.lower().split()) in FOR_WORDS
+    if token.kind == "note":  # the last thing written: a note inside the equation is refused
+        return all(later.text in ENDS for later in tokens[at + 1 : -1])
+    if token.kind == "text":
+        return " ".join(token.text.lower().split()) in FOR_WORDS
+    return token.text == "(" and tokens[at - 1].kind == "break" and _closing_range(tokens, at)
+
+
+def _closing_range(tokens: list[Token], at: int) -> bool:
+    """Whether the parenthesis at ``at`` states a relation and only punctuation follows it."""
+    depth, related = 0, False
+    for later, token in enumerate(tokens[at:], start=at):
+        if token.kind == "symbol" and token.text in OPENERS:
+            depth += 1
+        elif token.kind == "symbol" and token.text in CLOSING:
+            depth -= 1
+            if depth == 0:
+                rest = tokens[later + 1 : -1]
+                return related and all(t.text in ENDS for t in rest)
+        elif depth == 1 and token.kind in ("symbol", "command") and token.text in RELATIONS:
+            related = True
+    return False
 
 
 def split_condition(tokens: list[Token], source: str) -> tuple[list[Token], str]:
@@ -30,12 +60,12 @@ def split_condition(tokens: list[Token], source: str) -> tuple[list[Token], str]
     condition as written (empty when there is none)."""
     depth = 0
     for at, token in enumerate(tokens):
+        if depth == 0 and at > 0 and _opens_condition(tokens, at):
+            return _cut(tokens, at, source)
         if token.kind == "symbol" and token.text in OPENERS:
             depth += 1
         elif token.kind == "symbol" and token.text in CLOSING:
             depth = max(0, depth - 1)
-        elif depth == 0 and at > 0 and _opens_condition(token):
-            return _cut(tokens, at, source)
     return tokens, ""
 
 

@@ -8,10 +8,10 @@ a whole equation. A wide space (``\quad``, ``\hspace{1em}``) or a line break bec
 ``break`` token: the parser takes it for the end of a statement only between two equations
 written side by side.
 
-Presentation commands are read as a reader sees the formula: colour leaves what it colours
-(``\color{red}`` is a switch, ``\textcolor{red}{x}`` is ``x``), a phantom is nothing at all
-(``\phantom{\sqrt{d_k}}`` hides the square root from the reader, and so from the check), a
-label or a tag is not part of the value. A ``#1`` is a macro's parameter (see :mod:`.macros`).
+Presentation commands (colour, boxes, phantoms, kerns, labels) are read as a reader sees the
+formula (see :mod:`.presentation`). A ``#1`` is a macro's parameter (see :mod:`.macros`).
+Upright text that is no plain word (``\text{(row-wise)}``) is a ``note`` token: a trailing
+note is set aside (see :mod:`.conditions`), and anywhere else the parser refuses it.
 """
 
 from __future__ import annotations
@@ -21,23 +21,25 @@ from typing import Literal
 
 from .errors import LatexError
 from .limits import check_length
-
-TokenKind = Literal["letter", "digit", "symbol", "command", "text", "break", "param", "end"]
-
-SPACING = frozenset(
-    {",", ";", ":", "!", " ", "\n", ">", "displaystyle", "textstyle", "scriptstyle"}
-    | {"scriptscriptstyle", "enspace", "thinspace", "medspace", "thickspace", "negthinspace"}
-    | {"negmedspace", "negthickspace", "mathstrut", "strut", "nonumber", "notag", "boxed"}
+from .presentation import (
+    COLOURING,
+    FRAMING,
+    HIDDEN,
+    KEEPING,
+    KERNS,
+    SILENT,
+    TEXT_BOXES,
+    WIDE,
+    dollars,
+    group_end,
+    skip_dimension,
+    skip_optional,
 )
-r"""Commands that leave nothing behind (``\boxed{x}`` leaves its group: ``{x}``)."""
+
+TokenKind = Literal["letter", "digit", "symbol", "command", "text", "note", "break", "param", "end"]
+
+SPACING = frozenset({",", ";", ":", "!", " ", "\n", ">"})
 BREAKS = frozenset({"quad", "qquad"})
-WIDE = frozenset({"hspace", "hspace*"})
-r"""A space of a stated width, ``\hspace{2em}``: a break, as ``\quad`` is."""
-HIDDEN = frozenset({"phantom", "hphantom", "vphantom", "label", "tag", "tag*", "color"})
-r"""Commands whose argument the reader never sees as part of the value: it vanishes with them
-(``\color{red}`` then colours what follows, which stays)."""
-COLOURING = frozenset({"textcolor"})
-r"""``\textcolor{red}{x}``: the colour vanishes, its second argument stays, as a group."""
 SIZES = frozenset(
     {"tiny", "scriptsize", "footnotesize", "small", "normalsize", "large", "Large", "LARGE"}
     | {"huge", "Huge"}
@@ -130,14 +132,10 @@ class _Lexer:
 
     def _command(self, start: int) -> None:
         name = self._command_name()
-        if name in SPACING or name in FONTS or name in LIMITS:
+        if name in SPACING or name in FONTS or name in LIMITS or self._presentation(start, name):
             return
-        if name in WIDE or name in HIDDEN or name in COLOURING:
-            self._skip_argument(start, name)
-        if name in BREAKS or name in WIDE:
+        if name in BREAKS:
             self.tokens.append(Token("break", name, start, self.pos))
-            return
-        if name in HIDDEN or name in COLOURING:
             return
         if name in SIZES:
             self._hide_group()
@@ -154,7 +152,9 @@ class _Lexer:
         if name in ESCAPED:
             self.tokens.append(Token("symbol", ESCAPED[name], start, self.pos))
         elif name in UPRIGHT:
-            self.tokens.append(Token("text", self._braced_word(start), start, self.pos))
+            word = self._braced_word(start)
+            plain = all(c.isalnum() or c in " -" for c in word)
+            self.tokens.append(Token("text" if plain else "note", word, start, self.pos))
         else:
             self.tokens.append(Token("command", name, start, self.pos))
 
@@ -201,32 +201,24 @@ class _Lexer:
         name, self.pos = self.source[self.pos : end], end
         return name
 
-    def _skip_argument(self, start: int, name: str) -> None:
-        r"""Step over the argument of ``\name`` (its ``[model]`` first, as ``\color[rgb]{…}``
-        has one): the whole braced group, whatever it holds."""
-        self._skip_space()
-        if self.source.startswith("[", self.pos):
-            close = self.source.find("]", self.pos)
-            self.pos = len(self.source) if close < 0 else close + 1
-            self._skip_space()
-        if not self.source.startswith("{", self.pos):
-            raise LatexError(f"expected '{{' after \\{name}", self.source, start)
-        depth, scan = 0, self.pos
-        while scan < len(self.source):
-            char = self.source[scan]
-            if char == "\\":  # \{ and \} are delimiters, not braces
-                scan += 2
-                continue
-            depth += {"{": 1, "}": -1}.get(char, 0)
-            scan += 1
-            if depth == 0:
-                self.pos = scan
-                return
-        raise LatexError(f"the argument of \\{name} is never closed", self.source, start)
-
-    def _skip_space(self) -> None:
-        while self.pos < len(self.source) and self.source[self.pos].isspace():
-            self.pos += 1
+    def _presentation(self, start: int, name: str) -> bool:
+        """Step over a command that only changes how the formula looks (see
+        :mod:`.presentation`); whether ``name`` is one. What it keeps stays in the source."""
+        source = self.source
+        if name in KERNS:
+            self.pos = skip_dimension(source, self.pos, start, name)
+        elif name in WIDE:
+            self.pos = group_end(source, self.pos, start, name)
+            self.tokens.append(Token("break", name, start, self.pos))
+        elif name in HIDDEN:
+            self.pos = group_end(source, skip_optional(source, self.pos), start, name)
+        elif name in COLOURING or name in FRAMING or name in KEEPING:
+            self.pos = skip_optional(source, self.pos)
+            for _ in range(2 if name in FRAMING else 1 if name in COLOURING else 0):
+                self.pos = group_end(source, self.pos, start, name)
+            if name in TEXT_BOXES:  # \colorbox{c}{$x$}: the dollars around its math vanish
+                self.hidden.update(dollars(source, self.pos))
+        return name in SILENT | KERNS | WIDE | HIDDEN | COLOURING | FRAMING | KEEPING
 
     def _environment(self, start: int) -> str:
         r"""The ``{name}`` after ``\begin`` or ``\end``."""
@@ -250,7 +242,7 @@ class _Lexer:
             raise LatexError("expected '{' after an upright-text command", self.source, start)
         close = self.source.find("}", self.pos)
         word = self.source[self.pos + 1 : close].strip() if close > 0 else ""
-        if not word or not all(c.isalnum() or c in " -" for c in word):
+        if not word:
             raise LatexError("upright text must be a plain word", self.source, start)
         self.pos = close + 1
         return word

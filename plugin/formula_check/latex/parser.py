@@ -229,7 +229,7 @@ class Parser:
                 return node
 
     def starts_atom(self, token: Token) -> bool:
-        if token.kind in ("letter", "digit"):
+        if token.kind in ("letter", "digit", "note"):  # a note: refused where it stands
             return True
         if token.kind == "text":
             return not self.is_separator_word(token)
@@ -304,6 +304,8 @@ class Parser:
             return items[0] if len(items) == 1 else Tuple(items, token.col)
         if token.kind == "command":
             return self.command()
+        if token.kind == "note":  # \text{(row-wise)}: set aside only after the equation
+            raise LatexError("upright text must be a plain word", self.source, token.col)
         raise self.error("expected a value")
 
     def number(self) -> Num:
@@ -360,8 +362,12 @@ class Parser:
         if name in ("frac", "dfrac", "tfrac"):
             return Binary("/", self.script(), self.script(), token.col)
         if name == "sqrt":
-            if self.at("["):
-                raise NotExecutable("\\sqrt[n]{…}: only square roots are executable")
+            if self.at("["):  # \sqrt[n]{x} is x^{1/n}
+                self.advance()
+                degree = self.expression()
+                self.expect("]")
+                root = Binary("/", Num(1.0, "1", token.col), degree, token.col)
+                return Script(self.script(), None, root, token.col)
             return Apply(Word("sqrt", token.col, upright=True), (self.script(),), token.col)
         if name in BIG_OPS and (name in ("sum", "prod") or self.at("_")):
             return self.big_op(token)
