@@ -10,6 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ from formula_check.model import (
 from formula_check.progress import summary
 from formula_check.render import labels_for, render_card, report_body, report_json
 from formula_check.sinks import REPLACEMENT, SafeLines, Sink, for_sink
+from support import run
 
 # Every code point, lone surrogates included (Hypothesis leaves them out unless told).
 ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
@@ -148,3 +150,17 @@ def test_the_plugin_log_is_safe(caplog) -> None:
         site.log_result(result, frozenset({"error"}))
     assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
     assert all(_is_line(record.getMessage()) for record in caplog.records)
+
+
+@pytest.mark.tf
+def test_a_snippet_raising_a_lone_surrogate_is_said_with_a_replacement() -> None:
+    r"""``raise ValueError("\ud800")`` used to abort every build in the report writer, and its
+    cached result to abort the next: the check process says it with U+FFFD, so the result and
+    its cache entry hold only text every writer can write."""
+    code = 'def softmax(x):\n    raise ValueError("\\ud800 \\x1bc\\x1b[1mbold")\n'
+    result = run("softmax", code)
+    assert result.failure is not None
+    assert result.failure.message == f"{REPLACEMENT} bold"
+    assert REPLACEMENT in result.failure.traceback
+    assert not re.search("[\ud800-\udfff\x1b]", result.failure.traceback)
+    json.loads(report_json([result]).encode("utf-8"))
