@@ -168,6 +168,18 @@ def test_fail_on_raises_superfences_exception(fake: FakeEngine, tmp_path: Path) 
         render(SOFTMAX.format(axis=1), fake, tmp_path, fail_on=["mismatch"])
 
 
+def test_the_formula_option_is_every_blocks_default(fake: FakeEngine, tmp_path: Path) -> None:
+    """``formula="required"`` on the extension requires each block's formula, as the plugin's
+    ``formula: required`` does; a block's own ``formula=`` wins, and a bad value is refused."""
+    text = SOFTMAX.format(axis=-1) + SOFTMAX.format(axis=-1).replace(
+        'id="sm"', 'id="own" formula="on"'
+    )
+    render(text, fake, tmp_path, formula="required")
+    assert [spec.formula_required for spec in fake.checked] == [True, False]
+    with pytest.raises(FormulaCheckError, match="option 'formula' has a bad value 'always'"):
+        render(text, fake, tmp_path, formula="always")
+
+
 def test_superfences_is_required(fake: FakeEngine, tmp_path: Path) -> None:
     md = markdown.Markdown(extensions=[FormulaCheckExtension(engine=fake, root=str(tmp_path))])
     with pytest.raises(FormulaCheckError, match=r"needs pymdownx\.superfences"):

@@ -182,6 +182,7 @@ class FormulaCheckExtension(Extension):
             "fork_workers": [DEFAULTS.fork_workers, "Fork workers from one TensorFlow import"],
             "keep_alive": [DEFAULTS.keep_alive, "Seconds to keep TensorFlow for the next run"],
             "env": [[], "Variables of the build's environment the checks may read, by name"],
+            "formula": [DEFAULTS.formula, "Check each formula: on, off, or required (fails)"],
             "check": [True, "Check formulas; off: each renders as display math, no card"],
         }
         super().__init__(**kwargs)
@@ -306,6 +307,7 @@ class FormulaCheckExtension(Extension):
             fork_workers=bool(self.getConfig("fork_workers")),
             keep_alive=float(self.getConfig("keep_alive")),
             env=_names(self.getConfig("env")),
+            formula=str(self.getConfig("formula")),
         )
         problem = options.problem()
         if problem:
