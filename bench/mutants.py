@@ -1443,8 +1443,9 @@ def load_trust(folder: Path = TRUST_FOLDER) -> list[TrustBlock]:
 
 def observed(verdict: Verdict) -> str:
     """The checker's verdict in the corpus' words: a failing output is the code's mismatch; a
-    formula that differs or does not compile is the formula's; a formula the checker could
-    not compile on a block that otherwise passed is ``not-checked``."""
+    formula that differs or does not compile, or that could not be checked where its block
+    requires it (``formula="required"``), is the formula's; a formula the checker could not
+    check on a block that passed is ``not-checked``."""
     if verdict.status in {"error", "timeout", "skipped", "missing"}:
         return verdict.status
     if verdict.code_failed:
@@ -1452,7 +1453,7 @@ def observed(verdict: Verdict) -> str:
     if verdict.formula in {"differs", "invalid"}:
         return "formula-mismatch"
     if verdict.formula not in {None, "agrees"}:
-        return "not-checked"
+        return "not-checked" if verdict.status == "verified" else "formula-mismatch"
     return "mismatch" if verdict.status == "mismatch" else "verified"
 
 

@@ -360,6 +360,7 @@ def test_the_corpus_words_for_a_verdict() -> None:
     assert bench.observed(verdict("verified", "", "agrees")) == "verified"
     assert bench.observed(verdict("verified", "", None)) == "verified"
     assert bench.observed(verdict("verified", "", "not_executable")) == "not-checked"
+    assert bench.observed(verdict("mismatch", "", "not_executable")) == "formula-mismatch"
     assert bench.observed(verdict("mismatch", "", "agrees", code_failed=True)) == "mismatch"
     assert bench.observed(verdict("mismatch", "", "differs")) == "formula-mismatch"
     assert bench.observed(verdict("mismatch", "", "agrees")) == "mismatch"
