@@ -4,11 +4,14 @@ build's summary line and the report, and a failure where the site says ``formula
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from formula_check.model import CheckResult, FormulaVerdict, Location, Status
+from formula_check.render import labels_for, render_card
 from support import mkdocs_build
 
 CODE = (
@@ -61,3 +64,29 @@ def test_a_formula_not_checked_is_counted_and_fails_strict_only_where_required(
     assert warnings == [f"WARNING -  docs/index.md:3 [primed]: mismatch: {NOT_CHECKED}"]
     assert "Aborted with 1 warnings in strict mode!" in required.stdout
     assert "1 verified, 1 failing; 1 formula not checked" in required.stderr
+
+
+def test_the_card_says_why_a_formula_not_checked_fails_its_block() -> None:
+    """Under ``formula: required`` the card's formula line is a failure and says why; without
+    it the same line is a note, and a reason is escaped either way."""
+    unchecked = FormulaVerdict("not_executable", message="\\int<b> is outside the subset")
+    result = CheckResult("sm", Location("docs/p.md", 3), "softmax", Status.VERIFIED)
+    for labels, said in (
+        (labels_for("en"), "formula: required — a formula that is not"),
+        (labels_for("zh"), "formula: required——未检查的公式"),
+    ):
+        note = render_card(
+            dataclasses.replace(result, formula=unchecked), labels=labels, image_url=str
+        )
+        failing = render_card(
+            dataclasses.replace(
+                result,
+                status=Status.MISMATCH,
+                formula=dataclasses.replace(unchecked, required=True),
+            ),
+            labels=labels,
+            image_url=str,
+        )
+        assert '<div class="fc-formula fc-note">' in note and said not in note
+        assert '<div class="fc-formula fc-bad">' in failing and said in failing
+        assert "<b>" not in failing and "&lt;b&gt;" in failing

@@ -182,6 +182,8 @@ def _formula(formula: FormulaVerdict | None, labels: Labels) -> str:
         parts.append(
             f"<br>{_esc(labels.formula_compiled)}{_esc(labels.colon)}<code>{_esc(formula.compiled)}</code>"
         )
+    if formula.unchecked and formula.required:  # why "not checked" fails this block
+        parts.append(f"<br>{_esc(labels.formula_required)}")
     body = "".join(parts)
     if formula.message and formula.state != "agrees":
         body += f"<pre><code>{_esc(strip_ansi(formula.message))}</code></pre>"

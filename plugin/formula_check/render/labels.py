@@ -107,6 +107,7 @@ class Labels:
     formula_invalid: str = "formula does not compile"
     formula_not_executable: str = "formula not checked — only the code was compared with the oracle"
     formula_compiled: str = "compiled as"
+    formula_required: str = "formula: required — a formula that is not checked fails its block"
     head_title: str = "head {index}"
     sweep_axis: str = "size {dim}"
     legend_guide: str = "O(n²) guide"
@@ -328,6 +329,7 @@ CHINESE = Labels(
     formula_invalid="公式无法编译",
     formula_not_executable="公式未检查——仅将代码与参考实现比对",
     formula_compiled="编译结果",
+    formula_required="formula: required——未检查的公式会使所在的块失败",
     head_title="头 {index}",
     sweep_axis="规模 {dim}",
     legend_guide="O(n²) 参考线",
