@@ -62,6 +62,19 @@ HOLDERS = {
         "(lambda v: tf.Variable(v, trainable=False))",
     ),
     "a tf.Module's tf.constant": ("tf.Module", "__call__", "tf.constant", "tf.constant"),
+    "a non-trainable Keras weight": (
+        "tf.keras.layers.Layer",
+        "call",
+        "tf.Variable",
+        "(lambda v: self.add_weight(shape=v.shape, initializer=tf.constant_initializer(v), "
+        "trainable=False))",
+    ),
+    "a read-only NumPy array": (
+        "tf.keras.layers.Layer",
+        "call",
+        "np.asarray",
+        "(lambda v: np.lib.stride_tricks.as_strided(v, writeable=False))",
+    ),
 }
 
 OPTIONS: dict[str, Any] = {
