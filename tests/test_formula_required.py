@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from formula_check.model import CheckResult, FormulaVerdict, Location, Status
+from formula_check.pages import Settings, page_blocks
 from formula_check.render import labels_for, render_card
 from support import mkdocs_build
 
@@ -90,3 +91,32 @@ def test_the_card_says_why_a_formula_not_checked_fails_its_block() -> None:
         assert '<div class="fc-formula fc-note">' in note and said not in note
         assert '<div class="fc-formula fc-bad">' in failing and said in failing
         assert "<b>" not in failing and "&lt;b&gt;" in failing
+
+
+@pytest.mark.parametrize(
+    ("site", "page", "required"),
+    [
+        ("on", {}, [False, False, False]),
+        ("required", {}, [True, False, False]),
+        ("on", {"formula": "required"}, [True, False, False]),
+        ("required", {"formula": False}, [False, False, False]),  # YAML reads off as false
+    ],
+)
+def test_a_blocks_own_formula_wins_over_its_pages_and_the_sites(
+    tmp_path: Path, site: str, page: dict[str, object], required: list[bool]
+) -> None:
+    text = "\n".join(
+        f'```formula id="b{n}" oracle="softmax"{header}\nx\n```\n\n{CODE}'
+        for n, header in enumerate(("", ' formula="on"', ' formula="off"'))
+    )
+    blocks = page_blocks(
+        text.split("\n"),
+        page="docs/p.md",
+        meta={"formula_check": page} if page else None,
+        settings=Settings(tmp_path, formula=site),
+    )
+    specs = [block.spec for block in blocks]
+    assert all(spec is not None for spec in specs), [block.error for block in blocks]
+    assert [spec.formula_required for spec in specs if spec is not None] == required
+    checked = [spec.check_formula for spec in specs if spec is not None]
+    assert checked == [page.get("formula", site) not in ("off", False), True, False]
