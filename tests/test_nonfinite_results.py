@@ -3,6 +3,8 @@ in the log (warnings are errors in this suite, in the judging threads too)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from formula_check.model import Status
@@ -24,3 +26,41 @@ def test_an_infinite_result_is_a_quiet_mismatch(returned: str, problem: str) -> 
     verdict = next(v for v in result.verdicts if not v.regime)
     assert problem in verdict.problem and verdict.nonfinite == verdict.n_total
     assert result.arrays["delta"].dtype.name == "float32"
+
+
+NAIVE = "e = tf.exp(x)\n    return e / tf.reduce_sum(e, axis=-1, keepdims=True)"
+STABLE = (
+    "e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))\n"
+    "    return e / tf.reduce_sum(e, axis=-1, keepdims=True)"
+)
+OVERFLOW = re.compile(
+    r"\d+ NaN/Inf values in the result: overflows float32 on inputs of about ±(\d+) "
+    r"\(exp is infinite past 88\.7\); subtract the row maximum before exp"
+)
+
+
+@pytest.mark.tf
+def test_an_overflow_on_large_inputs_is_said_with_its_cure() -> None:
+    """exp(x) / Σ exp(x) keeps failing on the large values (logits past 88.7 overflow float32),
+    and says why; the same softmax less its row maximum verifies; NaN everywhere is no
+    overflow (it is NaN on the standard inputs too), and says nothing more."""
+    bodies = {
+        "naive": NAIVE,
+        "stable": STABLE,
+        "nan": "return tf.nn.softmax(x) * float('nan')",
+    }
+    specs = [
+        spec_for(
+            "softmax", f"import tensorflow as tf\n\ndef softmax(x):\n    {body}\n", block_id=name
+        )
+        for name, body in bodies.items()
+    ]
+    naive, stable, nan = shared_engine().check_many(specs)
+    assert stable.status is Status.VERIFIED, stable.message
+    assert naive.status is Status.MISMATCH and nan.status is Status.MISMATCH
+    [large] = [v for v in naive.verdicts if v.regime == "large values"]
+    said = OVERFLOW.fullmatch(large.problem)
+    assert said is not None, large.problem
+    assert 88.7 < float(said[1]) < 1000  # the inputs × 64 of the regime, past exp's limit
+    assert said[0] in naive.headline()
+    assert not any("overflows" in v.problem for v in nan.verdicts)

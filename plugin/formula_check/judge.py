@@ -453,10 +453,55 @@ def _judge_outputs(
             continue
         returned = _count(arrays, regime.prefix)
         more += _returned_less(names, got, returned, _count(arrays), regime.name)
+        more = [_overflowed(plan, v, verdicts, wanted, inputs) for v in more]
         if all(v.ok for v in verdicts) and not all(v.ok for v in more):
             pictured = (seen, wanted)  # the heatmaps show the first inputs where it differs
         verdicts += more
     return verdicts, pictured
+
+
+EXP_LIMIT = float(np.log(np.finfo(np.float32).max))
+"""88.72: exp of any larger float32 is infinite."""
+
+
+def _overflowed(
+    plan: Plan,
+    verdict: Verdict,
+    standard: Sequence[Verdict],
+    expected: Mapping[str, Array],
+    inputs: Mapping[str, Array],
+) -> Verdict:
+    """``verdict`` on a regime, saying so where the code overflowed float32 there: NaN or Inf
+    in its result where the oracle's values are all finite, and none in the same output on
+    the standard inputs. Where the regime's inputs are past :data:`EXP_LIMIT` themselves,
+    exp of them is infinite in float32, and the usual cure is said."""
+    want = expected.get(verdict.name)
+    clean = [v for v in standard if v.name == verdict.name and not v.regime and not v.nonfinite]
+    if not verdict.nonfinite or want is None or not clean or not np.all(np.isfinite(want)):
+        return verdict
+    largest = max(
+        (_largest(np.asarray(inputs[t.name])) for t in plan.oracle.inputs if t.name in inputs),
+        default=0.0,
+    )
+    if largest > EXP_LIMIT:
+        said = (
+            f"overflows float32 on inputs of about ±{_about(largest)} (exp is infinite past "
+            f"{EXP_LIMIT:.1f}); subtract the row maximum before exp"
+        )
+    else:
+        said = "overflows float32 on these inputs, where the oracle's values are all finite"
+    return dataclasses.replace(verdict, problem=f"{verdict.problem}: {said}")
+
+
+def _largest(values: Array) -> float:
+    """The largest finite ``|value|`` (0 when there is none)."""
+    magnitude = np.abs(values, dtype=np.float64)
+    return float(np.max(magnitude, where=np.isfinite(magnitude), initial=0.0))
+
+
+def _about(value: float) -> str:
+    """``value`` to two significant figures, as a plain number (``160``, ``0.25``)."""
+    return f"{float(f'{value:.2g}'):g}"
 
 
 FIRST_CALL = "first call"
