@@ -561,10 +561,8 @@ def _count(arrays: Mapping[str, Array], prefix: str = "") -> int:
 
 
 ONLY_GRAPH = (
-    "only under tf.function: called eagerly, the code agrees with the oracle; traced into a "
-    "graph, it does not. Python runs once, when the code is traced: what it reads then (a "
-    "weight read through .numpy() or tf.init_scope, Python state, a branch on "
-    "tf.executing_eagerly()) stays in the graph however the weights and inputs change"
+    "only under tf.function: eagerly the code agrees with the oracle, its traced graph does "
+    "not (Python runs once, while tracing: what it read or decided then stays in the graph)"
 )
 
 

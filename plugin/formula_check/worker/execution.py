@@ -6,7 +6,8 @@ zygote and each worker), which it makes import TensorFlow. This module makes the
 ready (:func:`begin`) and each check's process (:func:`prepare_check_process`); a check
 itself is :func:`.one_check.check`, whose parts are :mod:`.snippet_module` (the snippet's
 module loaded, the project's forgotten after), :mod:`.entry_call` (the entry built and
-bound to its arguments), :mod:`.layer_weights`, :mod:`.timing_runs`, :mod:`.project_reads`
+bound to its arguments), :mod:`.layer_weights`, :mod:`.graph_mode` (the entry traced and
+called as a graph), :mod:`.timing_runs`, :mod:`.project_reads`
 (what the check read and wrote) and :mod:`.snippet_failure` (what it raised).
 """
 
