@@ -117,6 +117,15 @@ def test_the_card_names_the_artifact_its_dtype_and_what_its_own_weights_hide(
     assert not any(n.startswith("artifact:") for n in results["source"].notes)
 
 
+def test_a_keras_model_s_first_call_is_judged_before_its_weights_move(
+    results: dict[str, CheckResult],
+) -> None:
+    """A ``.keras`` file's weights are moved, as a layer's are; its first call, on the
+    weights it was saved with, is judged too. An artifact whose weights stay is called once."""
+    assert "first call" in results["keras"].regimes()
+    assert "first call" not in results["saved-model"].regimes()
+
+
 def test_a_float16_weight_model_is_judged_on_its_rounded_weights(
     results: dict[str, CheckResult],
 ) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..messages import CheckReply, CheckRequest, TimingResult
+from ..messages import FIRST, CheckReply, CheckRequest, TimingResult
 from ..model import Array
 from . import float16_outputs, layer_weights
 from .artifact_calls import FORMAT_WORDS, ArtifactError, Loaded
@@ -63,10 +63,12 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
         result = model.call(call, arrays, "")
     weights_from = model.weights_object(root, described)
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
+    first: dict[str, Array] = {}
     if form == "keras":  # a Keras model again: its weights move as a layer's do
         found, _ = layer_weights.variables(weights_from, request.weights, None)
         unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
         if request.perturb and found:
+            first = _first_call(result, weights_from, request)
             layer_weights.perturb([v for _, v, _ in found], request.seed)
             with phase("call"):
                 result = model.call(call, arrays, "")
@@ -97,8 +99,19 @@ def check(root: Path, request: CheckRequest, arrays: Mapping[str, Array]) -> Ans
         regimes_skipped=tuple(skipped),
         snippet_seconds=seconds,
         artifact=described,
+        first_call=bool(first),
     )
-    return reply, reply_arrays(out, read, regime_out, explained, rounded)
+    return reply, reply_arrays(out, read, regime_out, explained, rounded, first)
+
+
+def _first_call(result: Any, weights_from: Any, request: CheckRequest) -> dict[str, Array]:
+    """What a Keras model's first call returned, and the weights it ran with, under
+    ``first/``: judged too, as a layer's first call is, before its weights are moved."""
+    got, _ = outputs(result)
+    first = {f"{FIRST}out/{i}": value for i, value in enumerate(got)}
+    read, _ = _weights(weights_from, request, "keras")
+    first.update({f"{FIRST}w/{name}": value for name, value in read.items()})
+    return first
 
 
 def _load(root: Path, described: Mapping[str, str]) -> Loaded:
