@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.cache import Inputs, ResultCache, cache_key
+from formula_check.cache import ResultCache, cache_key
 from formula_check.engine import Engine
 from formula_check.model import CheckResult, Location, Status
+from formula_check.read_stamps import Inputs
 from formula_check.sealed import STALE_AFTER
 from formula_check.sealed import log as cache_logger
 from formula_check.snippets import resolve_code

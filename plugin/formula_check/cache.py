@@ -33,14 +33,13 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from . import wire
-from .digest import Stamp, checker_digest, listing_digest, stamp, unchanged
+from .digest import checker_digest
 from .model import (
     CheckResult,
     CheckSpec,
@@ -59,6 +58,7 @@ from .model import (
 )
 from .oracles import get_oracle
 from .oracles.registry import UNKEYED
+from .read_stamps import Inputs, ReadStamps, in_project
 from .sealed import SealedFiles
 from .version import __version__
 
@@ -163,64 +163,6 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """What a check read, as its reply says: files (relative to the project inside it, else
-    absolute), folders it listed (the same), and why a read could not be followed (then its
-    result is stored nowhere)."""
-
-    files: Sequence[str] = ()
-    listed: Sequence[str] = ()
-    unseen: Sequence[str] = ()
-
-    def project_files(self) -> tuple[str, ...]:
-        """The files of the project among :attr:`files` (what ``mkdocs serve`` watches)."""
-        return tuple(name for name in self.files if not os.path.isabs(name))
-
-
-@dataclass(frozen=True)
-class _Read:
-    """The stamps of what a stored result's check read, each to hold again to serve it."""
-
-    files: Mapping[str, Stamp]
-    listed: Mapping[str, str]
-
-    @classmethod
-    def now(cls, root: Path, inputs: Inputs) -> _Read:
-        return cls(
-            {name: stamp(root / name) for name in inputs.files},
-            {name: listing_digest(root / name) for name in inputs.listed},
-        )
-
-    def holds(self, root: Path) -> bool:
-        return all(unchanged(root / name, was) for name, was in self.files.items()) and all(
-            listing_digest(root / name) == was for name, was in self.listed.items()
-        )
-
-    def encode(self) -> dict[str, Any]:
-        return {"files": {k: list(v) for k, v in self.files.items()}, "listed": dict(self.listed)}
-
-    @classmethod
-    def decode(cls, data: Any) -> _Read:
-        files, listed = data["files"], data["listed"]
-        if not (isinstance(files, dict) and isinstance(listed, dict)):
-            raise TypeError("what the check read is not two mappings")
-        if not all(_file_name(k) and _stamp(v) for k, v in files.items()):
-            raise TypeError("files read are not file names with stamps")
-        if not all(_file_name(k) and isinstance(v, str) for k, v in listed.items()):
-            raise TypeError("folders listed are not file names with digests")
-        return cls({k: (v[0], v[1], v[2]) for k, v in files.items()}, listed)
-
-
-def _stamp(value: object) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == 3
-        and isinstance(value[0], str)
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value[1:])
-    )
-
-
 class ResultCache:
     """Results on disk under ``directory``, one file per key."""
 
@@ -233,7 +175,7 @@ class ResultCache:
         self.decoded = 0
         # Entries already read, by key, with the identity of the file they came from: a
         # rebuild (``mkdocs serve``) re-reads only entries whose file was replaced.
-        self._memory: dict[str, tuple[tuple[int, int, int], CheckResult, _Read]] = {}
+        self._memory: dict[str, tuple[tuple[int, int, int], CheckResult, ReadStamps]] = {}
 
     def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
         """The cached result for ``key`` relocated to ``spec``'s block, or None."""
@@ -248,7 +190,7 @@ class ResultCache:
         self.hits += 1
         return _relocated(result, spec, read)
 
-    def _read(self, key: str) -> tuple[CheckResult, _Read] | None:
+    def _read(self, key: str) -> tuple[CheckResult, ReadStamps] | None:
         identity = self.files.identity(key)
         if identity is None:
             self._memory.pop(key, None)
@@ -275,19 +217,19 @@ class ResultCache:
         an inline snippet (``spec``'s) is stored by its line within the snippet, and placed
         on the page that reads it. A cache that cannot be written is said once, and the
         result is simply not stored."""
-        read = _Read.now(self.root, inputs)
+        read = ReadStamps.now(self.root, inputs)
         stored = dataclasses.replace(result, failure=_unplaced(result.failure, spec))
         header = {"result": portable(result_to_json(stored), self.root), "read": read.encode()}
         self.files.write(key, wire.encode(header, dict(result.arrays)))
 
     @staticmethod
-    def _decode(message: bytes, root: Path) -> tuple[CheckResult, _Read] | None:
+    def _decode(message: bytes, root: Path) -> tuple[CheckResult, ReadStamps] | None:
         try:
             header, arrays = wire.decode_stored(message)
             result = result_from_json(localised(header["result"], root), arrays)
             if not well_typed(result) or not math.isfinite(result.elapsed):
                 raise TypeError("a field of the result is not of its type")
-            return result, _Read.decode(header["read"])
+            return result, ReadStamps.decode(header["read"])
         except wire.MALFORMED:
             return None
 
@@ -337,7 +279,7 @@ class MemoryResults:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._entries: dict[str, tuple[CheckResult, _Read]] = {}
+        self._entries: dict[str, tuple[CheckResult, ReadStamps]] = {}
 
     def put(
         self, key: str, result: CheckResult, inputs: Inputs, spec: CheckSpec | None = None
@@ -345,7 +287,7 @@ class MemoryResults:
         """Keep ``result`` under ``key`` (as :meth:`ResultCache.put` stores it)."""
         self._entries[key] = (
             dataclasses.replace(result, failure=_unplaced(result.failure, spec)),
-            _Read.now(self.root, inputs),
+            ReadStamps.now(self.root, inputs),
         )
 
     def get(self, key: str, spec: CheckSpec) -> CheckResult | None:
@@ -359,25 +301,14 @@ class MemoryResults:
         return _relocated(entry[0], spec, entry[1])
 
 
-def _file_name(name: object) -> bool:
-    """Whether ``name`` is text the system takes for a file's name (no NUL, encodable)."""
-    if not isinstance(name, str) or "\0" in name:
-        return False
-    try:
-        os.fsencode(name)
-    except UnicodeError:
-        return False
-    return True
-
-
-def _relocated(result: CheckResult, spec: CheckSpec, read: _Read) -> CheckResult:
+def _relocated(result: CheckResult, spec: CheckSpec, read: ReadStamps) -> CheckResult:
     """A stored result, as ``spec``'s block shows it."""
     return dataclasses.replace(
         result,
         block_id=spec.block_id,
         location=spec.location,
         cached=True,
-        imports=tuple(name for name in read.files if not os.path.isabs(name)),
+        imports=tuple(name for name in read.files if in_project(name)),
         failure=_placed(result.failure, spec),
     )
 

@@ -12,12 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import Inputs, MemoryResults, ResultCache, cache_key, cacheable, tensorflow_version
+from .cache import MemoryResults, ResultCache, cache_key, cacheable, tensorflow_version
 from .digest import checker_digest
 from .errors import FormulaCheckError, MissingTensorFlowError, WorkerError
 from .model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
 from .oracles import Oracle, get_oracle
 from .oracles.registry import loaded
+from .read_stamps import Inputs
 from .worker.environment import settings_digest
 
 # What only a check that runs needs (planning, the worker client, the messages, BLAS
