@@ -71,15 +71,17 @@ def test_undeclared_name_is_an_error_with_a_caret() -> None:
     assert "^" in result.formula.message
 
 
-def test_formula_outside_the_subset_is_said_not_executable_and_never_passes_silently() -> None:
-    result = run(
-        "softmax",
-        CORRECT["softmax"][1],
-        latex=r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_{j \in S} e^{x_j}}",
-    )
+def test_formula_outside_the_subset_is_said_not_checked_and_never_passes_silently() -> None:
+    latex = r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_{j \in S} e^{x_j}}"
+    result = run("softmax", CORRECT["softmax"][1], latex=latex)
     assert result.status is Status.VERIFIED
     assert result.formula is not None and result.formula.state == "not_executable"
-    assert "checked against the oracle only" in result.formula.summary()
+    assert result.formula.summary().startswith("formula not checked: \\sum under a condition")
+    required = run("softmax", CORRECT["softmax"][1], latex=latex, formula_required=True)
+    assert required.status is Status.MISMATCH, "formula: required fails it"
+    assert required.headline().startswith(
+        "docs/page.md:6 [softmax]: mismatch: formula not checked (formula: required): \\sum"
+    )
 
 
 def test_formula_check_can_be_turned_off() -> None:
