@@ -639,3 +639,28 @@ def test_a_timeout_is_at_most_the_longest_wait_there_is(
     with pytest.raises(SystemExit):
         cli.main(["check", "--timeout", "1e300", "nowhere"])
     assert "--timeout: expected at most" in capsys.readouterr().err
+
+
+def test_regimes_names_the_oracles_regimes_or_none(tmp_path: Path) -> None:
+    def block_of(header: str) -> PageBlock:
+        text = (
+            f'```formula oracle="softmax" {header}\nx\n```\n```python\ndef f(x):\n    return x\n```'
+        )
+        [block] = page_blocks(text.split("\n"), page="docs/r.md", settings=Settings(tmp_path))
+        return block
+
+    chosen = {
+        header: spec.regimes
+        for header in ("", 'regimes="none"', "regimes='large  values'")
+        if (spec := block_of(header).spec) is not None
+    }
+    assert chosen == {"": None, 'regimes="none"': (), "regimes='large  values'": ("large values",)}
+    error = block_of('regimes="large value"').error
+    assert isinstance(error, SpecError) and error.location == Location("docs/r.md", 1)
+    assert error.message == (
+        "regimes: oracle 'softmax' has no regime 'large value'; did you mean 'large values'? "
+        "(its regimes: large values)"
+    )
+    for bad, said in [("a,,b", "names separated by commas"), ("x, x", "'x' is named twice")]:
+        with pytest.raises(ValueError, match=said):
+            option_values.regime_names(bad)

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from formula_check.model import Status
-from support import shared_engine, spec_for
+from formula_check.pages import Settings, page_blocks
+from support import PROJECT, shared_engine, spec_for
 
 
 @pytest.mark.tf
@@ -64,3 +65,35 @@ def test_an_overflow_on_large_inputs_is_said_with_its_cure() -> None:
     assert 88.7 < float(said[1]) < 1000  # the inputs × 64 of the regime, past exp's limit
     assert said[0] in naive.headline()
     assert not any("overflows" in v.problem for v in nan.verdicts)
+
+
+def _page(*blocks: tuple[str, str]) -> str:
+    return "\n".join(
+        f'```formula id="{name}" oracle="softmax" timing="off" {header}\n'
+        "\\mathrm{softmax}(x)_i = \\frac{e^{x_i}}{\\sum_j e^{x_j}}\n```\n\n"
+        f"```python\nimport tensorflow as tf\n\ndef softmax(x):\n    {body}\n```\n"
+        for name, (header, body) in zip(["none", "large", "stable"], blocks, strict=True)
+    )
+
+
+@pytest.mark.tf
+def test_a_block_chooses_its_regimes_and_the_card_says_so() -> None:
+    """``regimes="none"`` checks the naive softmax on its standard inputs only, deliberately
+    (it verifies, and the card says what was left out); naming the large values keeps them,
+    where it fails as without the option, and a stable softmax passes them."""
+    text = _page(
+        ('regimes="none"', NAIVE),
+        ('regimes="large values"', NAIVE),
+        ('regimes="large values"', STABLE),
+    )
+    blocks = page_blocks(text.split("\n"), page="docs/page.md", settings=Settings(PROJECT))
+    assert all(block.spec is not None for block in blocks), [b.error for b in blocks]
+    chosen, large, stable = shared_engine().check_many([b.spec for b in blocks if b.spec])
+    assert chosen.status is Status.VERIFIED, chosen.message
+    assert "large values" not in chosen.regimes()
+    assert "input regimes chosen by the block (regimes=none): not checked on large values" in (
+        chosen.notes
+    )
+    assert large.status is Status.MISMATCH and OVERFLOW.search(large.headline())
+    assert "input regimes chosen by the block (regimes=large values)" in large.notes
+    assert stable.status is Status.VERIFIED and "large values" in stable.regimes()

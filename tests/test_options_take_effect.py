@@ -151,6 +151,15 @@ def _seed(root: Path) -> None:
     assert not np.array_equal(zero.arrays["in/q"], three.arrays["in/q"])
 
 
+def _regimes(root: Path) -> None:
+    chosen = plan_of(root, f'{ATTENTION} mask="padding" regimes="large logits"')
+    assert [regime.name for regime in chosen.regimes] == ["large logits"]
+    every = plan_of(root, f'{ATTENTION} mask="padding"')
+    assert [regime.name for regime in every.regimes] == ["large logits", "masked keys score high"]
+    assert np.array_equal(chosen.arrays["r1/in/q"], every.arrays["r1/in/q"])  # the same inputs
+    assert plan_of(root, f'{ATTENTION} regimes="none"').regimes == ()
+
+
 def _expect(root: Path) -> None:
     result = judged(plan_of(root, f'{ATTENTION} expect="mismatch"'))
     assert result.status is Status.VERIFIED and not result.outcome_ok
@@ -300,6 +309,7 @@ EFFECTS: dict[str, Callable[[Path], None]] = {
     "open": _open,
     "sweep": _sweep,
     "sweep_dim": _sweep_dim,
+    "regimes": _regimes,
     "preset": _preset,
     "mask_dims": _mask_dims,
     "symbols": lambda root: assert_equal(
@@ -384,6 +394,10 @@ REFUSED: dict[str, list[tuple[str, str, str]]] = {
         (f'{ATTENTION} sweep_dim="m"', FUNCTION, "without sweep="),
         (f'{ATTENTION} sweep_dim="n"', FUNCTION, "without sweep="),
         ('oracle="multihead" params="variant=self" sweep="8" sweep_dim="m"', FUNCTION, "makes m 5"),
+    ],
+    "regimes": [
+        (f'{ATTENTION} regimes="large logit"', FUNCTION, "did you mean 'large logits'"),
+        (f'{ATTENTION} regimes="large logits,"', FUNCTION, "names separated by commas"),
     ],
     "preset": [
         (f'{ATTENTION} preset="keras-mhaa"', FUNCTION, "did you mean 'keras-mha'"),

@@ -33,6 +33,7 @@ from .option_values import (
     number,
     oracle_name,
     preset,
+    regime_names,
     returns,
     seed,
     sizes,
@@ -256,6 +257,14 @@ BLOCK_OPTIONS: tuple[BlockOption, ...] = (
         "timing is off).",
     ),
     BlockOption("sweep_dim", name, "n", "The dimension the sweep varies (default `n`)."),
+    BlockOption(
+        "regimes",
+        regime_names,
+        "none",
+        "Which of the oracle's [input regimes](verdicts.md#traps-the-inputs-are-built-to-catch)"
+        " the block is also checked on, by name, separated by commas (`large values`), or "
+        "`none` for its standard inputs only. Default: all of them. The card says the choice.",
+    ),
     BlockOption(
         "preset",
         preset,

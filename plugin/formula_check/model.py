@@ -173,6 +173,9 @@ class CheckSpec:
     formula_required: bool = False
     """A formula that cannot be compiled fails the block (``formula="required"``) instead of
     leaving it verified on its code alone, with "formula not checked"."""
+    regimes: tuple[str, ...] | None = None
+    """The oracle's input regimes the block is also checked on, by name (``regimes=``):
+    ``()`` for the standard inputs only; ``None``: every regime of the oracle."""
     stated: tuple[str, ...] | None = None
     """The options the block's own header states, sorted (a tuple, so that the cache key is
     the same in every process); the others came from the page's defaults or are unset.

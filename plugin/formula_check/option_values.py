@@ -106,6 +106,20 @@ def timeout(value: str) -> float:
     return seconds
 
 
+def regime_names(value: str) -> tuple[str, ...]:
+    """Input regimes by name, separated by commas (``large values``), each once; ``none``
+    for the standard inputs only."""
+    if value.strip().lower() in _EMPTY:
+        return ()
+    names = tuple(" ".join(part.split()) for part in value.split(","))
+    if not all(names):
+        raise ValueError("expected regime names separated by commas, or none")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"regime {twice[0]!r} is named twice")
+    return names
+
+
 def boolean(value: str) -> bool:
     """``true``/``false`` (also yes/no, on/off, 1/0)."""
     lowered = value.strip().lower()

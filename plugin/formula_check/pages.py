@@ -254,6 +254,8 @@ def _fields(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
         fields["symbols"] = options["symbols"]
     mode = options.get("formula", settings.formula)
     fields["check_formula"] = mode != "off"
+    if "regimes" in options:
+        fields["regimes"] = options["regimes"]
     fields["formula_required"] = mode == "required"
     enabled, warmup, repeats = options.get("timing", (True, TimingSpec.warmup, TimingSpec.repeats))
     dims = frozen_map(options.get("timing_dims", {}))
@@ -289,6 +291,7 @@ def build_spec(
         raise SpecError('formula block needs an oracle, e.g. oracle="attention"', where)
     if oracle is not None:
         _check_names(own, [oracle], where)
+        _check_regimes(options.get("regimes", ()), oracle, where)
     snippet = _snippet(options, formula, page, line_offset, settings.root)
     block = options.get("id") or default_id(page, formula.index)
     return CheckSpec(
@@ -301,6 +304,21 @@ def build_spec(
         notes=notes,
         **_fields(options, settings),
     )
+
+
+def _check_regimes(names: Sequence[str], oracle: Oracle, where: Location) -> None:
+    """Every regime ``regimes=`` names is one of the oracle's: a misspelt one would leave the
+    block checked on fewer inputs than its author chose."""
+    known = [regime.name for regime in oracle.input_regimes()]
+    for name in names:
+        if name not in known:
+            listed = ", ".join(known) or "none: it has only its standard inputs"
+            hint = did_you_mean(name, known)
+            raise SpecError(
+                f"regimes: oracle {oracle.name!r} has no regime {name!r}{hint} (its regimes: "
+                f"{listed})",
+                where,
+            )
 
 
 def _named_oracle(name: str | None) -> Oracle | None:

@@ -359,10 +359,13 @@ def _regimes(
     keep: Array | None,
     singles: Singles,
 ) -> tuple[PlannedRegime, ...]:
-    """The oracle's input regimes for this block, each seeded from the block's seed and its
-    place: the same spec always gives the same inputs."""
+    """The oracle's input regimes for this block (those its ``regimes=`` names, if it does),
+    each seeded from the block's seed and its place among the oracle's: the same spec always
+    gives the same inputs, and a regime chosen the same inputs as when all of them run."""
     planned = []
     for index, regime in enumerate(oracle.input_regimes(), start=1):
+        if spec.regimes is not None and regime.name not in spec.regimes:
+            continue
         rng = np.random.default_rng([spec.seed, index])
         resized = regime.sizes(sizes) if regime.sizes is not None else dict(sizes)
         # every regime holds inputs and outputs of its own: counted as the check's are

@@ -96,6 +96,13 @@ def regime_notes(plan: Plan, skipped: Mapping[str, str], first_call: bool = Fals
     ran = [f"{r.name} ({r.says})" for r in plan.regimes if r.name not in skipped]
     if first_call:
         ran.append("first call (the weights it was made with, before they were moved)")
+    chosen = plan.spec.regimes
+    if chosen is not None:  # the block chose: say so, and what it left out
+        left = [r.name for r in plan.oracle.input_regimes() if r.name not in chosen]
+        notes.append(
+            f"input regimes chosen by the block (regimes={', '.join(chosen) or 'none'})"
+            + (f": not checked on {', '.join(left)}" if left else "")
+        )
     if ran:
         notes.append(f"also checked on other inputs: {'; '.join(ran)}")
     for regime in plan.regimes:
