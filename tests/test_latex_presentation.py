@@ -143,6 +143,11 @@ assert SOFTMAX is not None
     ("latex", "reason"),
     [
         (r"\def\a{\a} \a", "the macro \\a expands more than 1,000 times"),
+        (
+            r"\def\a#1{" + "#1" * 3000 + r"}\a{\a{\a{x}}}",
+            "too long: its macros expand the formula past 20,000 tokens",
+        ),
+        (r"\def\a{" + "x" * 4000 + "}" + r"\a" * 1500, "too long: its macros expand"),
         (r"\newcommand{\f}[1][x]{#1} \f", "an optional parameter is not expanded"),
         (r"\newcommand{x}{y} x", "the name it defines is not a command"),
         (r"\newcommand{\f}{x", "its braces are never closed"),

@@ -24,6 +24,10 @@ MAX_EXPANSIONS = 1_000
 r"""The most macro uses one formula expands: far past a written formula, well before a macro
 that uses itself (``\def\a{\a}``) would fill the memory."""
 
+MAX_TOKENS = 20_000
+"""The most tokens the expanded formula may hold: twice the longest source read (see
+:data:`.limits.MAX_CHARACTERS`), whatever a macro that copies its argument makes of it."""
+
 Macro = tuple[int, tuple[Token, ...]]
 """A macro's number of parameters and its body."""
 
@@ -36,6 +40,7 @@ class _Reader:
         self.source = source
         self.macros: dict[str, Macro] = {}
         self.expansions = 0
+        self.out: list[Token] = []
 
     def next(self) -> Token:
         return self.pending.pop()
@@ -44,7 +49,7 @@ class _Reader:
         return self.pending[-1]
 
     def run(self) -> list[Token]:
-        out: list[Token] = []
+        out = self.out
         while self.pending:
             token = self.next()
             if token.kind != "command":
@@ -142,8 +147,18 @@ class _Reader:
             )
         count, body = self.macros[use.text]
         arguments = [self._argument(use) for _ in range(count)]
+        size = sum(len(arguments[int(t.text[1:]) - 1]) if _bound(t, count) else 1 for t in body)
+        if len(self.out) + len(self.pending) + size > MAX_TOKENS:
+            raise NotExecutable(
+                f"too long: its macros expand the formula past {MAX_TOKENS:,} tokens (\\{use.text})"
+            )
         expanded = list(_substituted(body, arguments, use, self.source))
         self.pending.extend(reversed(expanded))
+
+
+def _bound(token: Token, count: int) -> bool:
+    """Whether ``token`` is a parameter the macro has (``#2`` of a macro of two)."""
+    return token.kind == "param" and int(token.text[1:]) <= count
 
 
 def _substituted(
