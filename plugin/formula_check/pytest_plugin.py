@@ -40,7 +40,7 @@ XDIST_KEEP_ALIVE = 10.0
 """Seconds the zygote the xdist workers share outlives the last of them (``formula-check
 stop`` ends it sooner): long enough that a worker starting late still finds it."""
 _NOTE = "formula_check_note"
-"""The user property of an item whose formula was not executable: the line saying so."""
+"""The user property of an item whose formula was not checked: the line saying so."""
 
 
 class BlockFailedError(Exception):
@@ -118,11 +118,11 @@ class FormulaCheckRun:
         return FormulaPage.from_parent(parent, path=file_path)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Keep each block's note that its formula was not executable, for the summary."""
+        """Keep each block's note that its formula was not checked, for the summary."""
         self.notes += [str(value) for name, value in report.user_properties if name == _NOTE]
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
-        """Name every block whose formula was not executable: it passed on its code alone."""
+        """Name every block whose formula was not checked: it passed on its code alone."""
         notes = sorted(set(self.notes))
         if notes:
             terminalreporter.section("formula-check: formulas not checked")
