@@ -15,13 +15,11 @@ from .lexer import Token
 
 QUANTIFIERS = frozenset({"forall"})
 FOR_WORDS = frozenset({"for", "for all", "for each", "for every", "for any"})
-"""Upright words that open a condition (``\text{for all } i``)."""
+r"""Upright words that open a condition (``\text{for all } i``)."""
 LEADING = frozenset({",", ";"})
 """Punctuation before a condition, set aside with it."""
-
-
 RELATIONS = frozenset({"=", "<", ">", "le", "leq", "ge", "geq", "lt", "gt", "in", "ne", "neq"})
-"""What a range after the equation states: ``(i = 1, \\dots, n)``, ``(i \\le n)``."""
+r"""What a range after the equation states: ``(i = 1, \dots, n)``, ``(i \le n)``."""
 ENDS = frozenset({",", ".", ";"})
 
 
