@@ -36,8 +36,9 @@ the verdict it must get::
     ```formula oracle="ffn" kind="layer" ...
 
 ``verified`` (correct code and formula), ``mismatch`` (the code is wrong), ``formula-mismatch``
-(the code is right, the formula is not) or ``not-checked`` (the formula cannot be compiled, and
-the block must say so rather than pass in silence). A case is usually a wrong block and its
+(the code is right, the formula is not), ``not-checked`` (the formula cannot be compiled, and
+the block must say so rather than pass in silence) or ``error`` (the block cannot be checked as
+written, and must say why rather than pass). A case is usually a wrong block and its
 correct twin, written alike but for the one slip. Headers are ``key="value"`` pairs without
 ``id`` (the corpus names each block ``<case>-<n>``). Every block of every case is checked by
 one ``formula-check check --json`` run, at the blocks' own seed. A wrong block that passes (a
@@ -1375,8 +1376,8 @@ def print_findings(report: Mapping[str, Any], out: Any = sys.stdout) -> None:
 
 # -- the trust corpus: wrongs that look right, each beside its correct twin -----------------------
 
-TRUST_VERDICTS = ("verified", "mismatch", "formula-mismatch", "not-checked")
-_WRONG = frozenset({"mismatch", "formula-mismatch"})
+TRUST_VERDICTS = ("verified", "mismatch", "formula-mismatch", "not-checked", "error")
+_WRONG = frozenset({"mismatch", "formula-mismatch", "error"})
 _PASSING = frozenset({"verified", "not-checked"})
 """What a build with default settings lets through: a formula left unchecked passes too."""
 _TRUST_BLOCK = re.compile(

@@ -58,6 +58,28 @@ def softmax(x):
 """
 """Code that only runs eagerly (it reads ``.numpy()``): judged eagerly, and said so."""
 
+BY_NAME = """
+import tensorflow as tf
+
+def softmax(x):
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    total = tf.reduce_sum(e, axis=-1, keepdims=True)
+    return {"sums": total, "output": e / total}
+"""
+"""A dict read by name, its values in no oracle order: the graph's come back in the same
+order, and are judged by the same names."""
+
+MORE_AS_A_GRAPH = """
+import tensorflow as tf
+
+def softmax(x):
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    output = e / tf.reduce_sum(e, axis=-1, keepdims=True)
+    if tf.executing_eagerly():
+        return output
+    return output, e  # the graph hands back its intermediate too
+"""
+
 LAYER = {"weights": {"gamma": "gamma", "beta": "beta"}}
 
 
@@ -78,6 +100,8 @@ def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
             {**LAYER, "timing": True},
         ),
         "eager-only": ("softmax", EAGER_ONLY, {}),
+        "by-name": ("softmax", BY_NAME, {}),
+        "more-as-a-graph": ("softmax", MORE_AS_A_GRAPH, {}),
         "eager-only-timed": ("softmax", EAGER_ONLY, {"timing": True}),
     }
 
@@ -148,3 +172,22 @@ def test_code_that_does_not_trace_is_judged_eagerly_and_says_so_once(
         "not judged under tf.function, nor timed so: the code does not run as a graph "
         "(AttributeError: 'SymbolicTensor' object has no attribute 'numpy')"
     ]
+
+
+def test_a_returned_dict_is_judged_by_name_under_tf_function(
+    results: dict[str, CheckResult],
+) -> None:
+    result = results["by-name"]
+    assert result.status is Status.VERIFIED, result.headline()
+    graph = [(v.name, v.ok) for v in result.verdicts if v.regime == GRAPH_MODE]
+    assert graph == [("output", True)]
+
+
+def test_a_graph_returning_other_values_than_eager_code_is_a_mismatch(
+    results: dict[str, CheckResult],
+) -> None:
+    result = results["more-as-a-graph"]
+    assert result.status is Status.MISMATCH, result.headline()
+    assert result.headline().endswith(
+        "mismatch: outputs (tf.function): the code returned 2 values under tf.function, 1 eagerly"
+    )

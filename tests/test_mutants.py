@@ -369,6 +369,7 @@ def test_the_corpus_words_for_a_verdict() -> None:
     assert bench.trust_outcome("formula-mismatch", "verified") == "false pass"
     assert bench.trust_outcome("verified", "mismatch") == "false alarm"
     assert bench.trust_outcome("mismatch", "error") == "other"
+    assert bench.trust_outcome("error", "verified") == "false pass"
     assert bench.trust_outcome("verified", "not-checked") == "other"
 
 

@@ -71,14 +71,6 @@ def graph_result(traced: Traced) -> tuple[Any, str]:
         return None, briefly(exc)
 
 
-def aligned(graph: Any, eager: Any) -> Any:
-    """The graph's result in the order of the eager one: a returned dict comes back from
-    ``tf.function`` with its keys sorted."""
-    if isinstance(graph, dict) and isinstance(eager, dict) and set(graph) == set(eager):
-        return [graph[key] for key in eager]
-    return graph
-
-
 def sync(result: Any) -> None:
     """Force the computation to finish (pull results to host), so the clock is honest."""
     for item in as_sequence(result):
