@@ -106,7 +106,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         lap("weights moved, called again")
     out, dtypes = outputs(result)
     kept = _kept_outputs(runner, kind, request, "")
-    traced, graph_out, graph_error = _graph_run(runner, traced, result, lap)
+    traced, graph_out, graph_error = _graph_run(runner, traced, lap)
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
     lap("input regimes")
@@ -173,11 +173,12 @@ def _traced_before_moving(runner: Runner, weights: list[Any], lap: _Laps) -> Tra
 
 
 def _graph_run(
-    runner: Runner, traced: Traced | None, eager: Any, lap: _Laps
+    runner: Runner, traced: Traced | None, lap: _Laps
 ) -> tuple[Traced, list[Array] | None, str]:
     """The trace (``traced``, or made now: after the call whose kept outputs were read, as
     a trace leaves symbolic tensors on the layer), and what the graph returns on the check's
-    arguments, read as the ``eager`` result is: None, and why, where it did not run."""
+    arguments, read as the eager result is (a returned dict keeps its order): None, and
+    why, where it did not run."""
     if traced is None:
         traced = graph_mode.trace(runner)
         lap("tracing under tf.function")
@@ -185,7 +186,7 @@ def _graph_run(
     got = None
     if not error:
         try:
-            got, _ = outputs(graph_mode.aligned(result, eager))
+            got, _ = outputs(result)
         except SnippetRaised as raised:
             error = graph_mode.briefly(raised)
     lap("the graph's call")
