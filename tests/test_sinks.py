@@ -14,9 +14,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from fakes import FakeMaker, build_with_fake_engine
 from formula_check import ci_formats
 from formula_check.model import (
     CheckResult,
+    CheckSpec,
     FormulaVerdict,
     Location,
     SnippetFailure,
@@ -164,3 +166,34 @@ def test_a_snippet_raising_a_lone_surrogate_is_said_with_a_replacement() -> None
     assert REPLACEMENT in result.failure.traceback
     assert not re.search("[\ud800-\udfff\x1b]", result.failure.traceback)
     json.loads(report_json([result]).encode("utf-8"))
+
+
+def _raising(spec: CheckSpec) -> CheckResult:
+    failure = SnippetFailure("ValueError", HOSTILE, spec.location, HOSTILE)
+    return CheckResult(
+        spec.block_id, spec.location, spec.oracle, Status.ERROR, failure=failure, stdout=HOSTILE
+    )
+
+
+def test_a_build_whose_snippet_says_anything_writes_its_site_and_report(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: s\nplugins:\n  - formula-check\nmarkdown_extensions:\n"
+        "  - pymdownx.superfences\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "docs" / "index.md").write_text(
+        '# P\n\n```formula id="bad" oracle="softmax"\nx\n```\n\n'
+        "```python\ndef softmax(x):\n    return x\n```\n",
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.INFO):
+        build_with_fake_engine(tmp_path, FakeMaker(_raising))
+    report = json.loads((tmp_path / "site" / "formula-check-report.json").read_bytes())
+    assert report["blocks"][0]["detail"].startswith(f"ValueError: {REPLACEMENT} ##[add-mask]")
+    [said] = [r.getMessage() for r in caplog.records if "[bad]" in r.getMessage()]
+    assert said.startswith(f"docs/index.md:3 [bad]: error: ValueError: {REPLACEMENT} #\u200b#[")
+    assert _is_line(said)
+    (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
