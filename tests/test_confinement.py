@@ -182,7 +182,8 @@ def test_an_answer_past_its_bound_is_a_located_error_and_the_build_never_holds_i
     )
 
 
-FORKS = """
+HOLDERS = {
+    "forked": """
 import os, time
 
 def checked(q, k, v, mask=None):
@@ -197,16 +198,31 @@ def checked(q, k, v, mask=None):
     for child in children:
         os.waitpid(child, 0)
     return attention(q, k, v)
-"""
+""",
+    "programs": """
+import subprocess, sys
+
+def checked(q, k, v, mask=None):
+    hold = "import time; held = b'\\x01' * ({mib} << 20); time.sleep(3)"
+    children = [subprocess.Popen([sys.executable, "-c", hold]) for _ in range(4)]
+    for child in children:
+        child.wait()
+    return attention(q, k, v)
+""",
+}
+"""Four children that hold memory: forked from the check's process (sharing its pages, and
+TensorFlow's), or each a program of its own (sharing nothing)."""
 
 
 @pytest.mark.tf
-def test_the_memory_limit_counts_every_process_of_a_check_not_the_largest() -> None:
-    """Four forked children of 200 MiB each pass a limit of 800 MiB one by one, not together
-    (the worker holds about 250 MiB); four of 20 MiB stay well under, the TensorFlow their
+@pytest.mark.parametrize("children", sorted(HOLDERS))
+def test_the_memory_limit_counts_every_process_of_a_check_not_the_largest(children: str) -> None:
+    """Four children of 200 MiB each pass a limit of 800 MiB one by one, not together (the
+    worker holds about 250 MiB); four of 20 MiB stay well under, the TensorFlow that forked
     processes share with the worker counted once."""
     engine = shared_engine(memory_limit_mb=800)
-    heavy = engine.check(spec_for("attention", SDPA_KEEP + FORKS.format(mib=200), timeout=60))
+    code = SDPA_KEEP + HOLDERS[children]
+    heavy = engine.check(spec_for("attention", code.format(mib=200), timeout=60))
     assert heavy.status is Status.ERROR
     assert re.search(
         r"docs/page\.md:6 \[attention\]: error: crashed: the worker and the processes of its "
@@ -214,7 +230,7 @@ def test_the_memory_limit_counts_every_process_of_a_check_not_the_largest() -> N
         r"\d+ MiB; a fresh worker takes the next check",
         heavy.headline(),
     ), heavy.headline()
-    light = engine.check(spec_for("attention", SDPA_KEEP + FORKS.format(mib=20), timeout=60))
+    light = engine.check(spec_for("attention", code.format(mib=20), timeout=60))
     assert light.status is Status.VERIFIED, light.headline()
 
 

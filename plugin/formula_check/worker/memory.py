@@ -3,16 +3,23 @@
 A process's resident size counts the pages it shares with the process it was forked from:
 a check's process shares most of its warm worker's, and a process the snippet forks shares
 most of the check's. Summing resident sizes would count TensorFlow once per process and stop
-a correct check that forks. So each process counts what it holds beyond its parent
-(:func:`tree_kb`): for a fork, what it allocated or copied since; the tree's first process
-counts whole. A child that runs another program shares nothing with its parent and is
-counted short by up to its parent's size: the sum stays a floor, never an overcount, and
-four children of 900 MB each are four times 900 MB. Read from ``/proc``; 0 where it cannot
-be told.
+a correct check that forks. So a process forked from its parent, and still running its
+parent's program, counts what it holds beyond its parent (:func:`tree_kb`): what it allocated
+or copied since. A process that runs a program of its own shares nothing with its parent and
+counts whole, as does the tree's first. Four children of 900 MB each are thus four times
+900 MB, forked or not.
+
+A child runs its parent's program while its address space is laid out as its parent's (where
+its code, stack and heap begin: a new program is laid out afresh). The kernel shows that
+layout only to whom may trace the process, and as zeros to others: a check's process and
+its forks are not dumpable, so both show zeros, while a program they run is dumpable again
+and shows its own. Read from ``/proc``; 0 where it cannot be told.
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .reaping import children
@@ -39,9 +46,11 @@ def tree_kb(pid: int) -> int:
     """The memory ``pid``'s tree holds now: ``pid``'s resident size, and each descendant's
     beyond its parent's (see the module's docstring); 0 when unknown."""
     tree = process_tree(pid)
-    sizes = {each: _rss_kb(each) for each, _ in tree}
+    seen = {each: _resident(each) for each, _ in tree}
     return sum(
-        sizes[each] if parent is None else max(0, sizes[each] - sizes[parent])
+        seen[each].kb
+        if parent is None or seen[each].layout != seen[parent].layout
+        else max(0, seen[each].kb - seen[parent].kb)
         for each, parent in tree
     )
 
@@ -58,12 +67,24 @@ def process_tree(pid: int, limit: int = 256) -> list[tuple[int, int | None]]:
     return tree
 
 
-def _rss_kb(pid: int) -> int:
+@dataclass(frozen=True)
+class _Resident:
+    """A process's resident memory, and the layout of its address space (zeros where the
+    kernel does not show it)."""
+
+    kb: int
+    layout: tuple[str, ...]
+
+
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024 if hasattr(os, "sysconf") else 4
+_RSS, _LAYOUT = 21, (23, 24, 25, 44)
+"""In ``/proc/<pid>/stat`` after the command's name: the resident pages; where the code
+begins and ends, where the stack begins, where the heap begins."""
+
+
+def _resident(pid: int) -> _Resident:
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return _Resident(int(fields[_RSS]) * _PAGE_KB, tuple(fields[i] for i in _LAYOUT))
+    except (OSError, IndexError, ValueError):  # gone, or not Linux
+        return _Resident(0, ())
