@@ -36,4 +36,6 @@ def test_the_decoder_layers_attention_weights_are_causal_on_the_card() -> None:
     oracle, source, options = CORRECT["decoder_layer-tutorial-preset"]
     result = run(oracle, source, **options)
     assert result.status is Status.VERIFIED, result.headline()
-    assert {v.regime for v in result.verdicts} == {"", "large logits", "large weights"}
+    # judged on its first call and as a tf.function graph too
+    regimes = {"", "large logits", "large weights", "first call", "tf.function"}
+    assert {v.regime for v in result.verdicts} == regimes
