@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
-from formula_check.model import CheckResult, Status
-from support import shared_engine, spec_for
-
-pytestmark = pytest.mark.tf
+from formula_check.errors import SpecError
+from formula_check.judge import evaluate
+from formula_check.messages import CheckReply
+from formula_check.model import CheckResult, Environment, Status
+from formula_check.planning import plan_check
+from support import PROJECT, shared_engine, spec_for
 
 FFN = """
 import numpy as np
@@ -118,6 +121,7 @@ def _ffn_blocks(with_b_1: bool) -> dict[str, tuple[str, str, dict[str, Any]]]:
     return blocks
 
 
+@pytest.mark.tf
 def test_a_forgotten_bias_is_caught_whatever_holds_the_weights() -> None:
     wrong = _checked(_ffn_blocks(with_b_1=False))
     right = _checked(_ffn_blocks(with_b_1=True))
@@ -191,6 +195,7 @@ def softmax(x):
 """
 
 
+@pytest.mark.tf
 def test_regimes_and_the_first_call_are_judged_on_every_output() -> None:
     """A frozen sublayer's weights are scaled for the wide-weights regime as the oracle's
     are; a layer wrong on its first call only, a softmax that returns nothing or two values
@@ -247,6 +252,7 @@ class FeedForward(tf.keras.layers.Layer):
 """
 
 
+@pytest.mark.tf
 def test_a_weight_that_cannot_be_moved_is_named_and_refused_when_it_would_hide_a_term() -> None:
     """A bias read through a property cannot be set: the card names it, and where it holds
     only zeros (a term that left it out would not show) the block is an error saying what
@@ -263,3 +269,32 @@ def test_a_weight_that_cannot_be_moved_is_named_and_refused_when_it_would_hide_a
     assert kept.status is Status.VERIFIED, kept.headline()
     said = "weights at their stored values, not moved: b_1"
     assert any(note.startswith(said) for note in kept.notes), kept.notes
+
+
+def _artifact_judged(perturb: bool) -> CheckResult:
+    """A SavedModel's reply whose exported b_1 is all zeros, its outputs the oracle's own."""
+    spec = spec_for("ffn", "def f(x):\n    return x\n", kind="layer", perturb_weights=perturb)
+    plan = plan_check(spec, str(PROJECT))
+    weights = {**plan.weights, "b_1": np.zeros_like(plan.weights["b_1"])}
+    expected = plan.oracle.compute({**plan.inputs, **weights}, plan.params)
+    arrays = {"out/0": np.asarray(expected["output"], np.float32)}
+    arrays.update({f"w/{name}": value.astype(np.float32) for name, value in weights.items()})
+    reply = CheckReply(
+        kind="layer",
+        outputs=1,
+        output_dtypes=("float32",),
+        regimes_skipped=tuple((regime.name, "not run here") for regime in plan.regimes),
+        artifact={"format": "saved_model", "path": "artifacts/block", "dtype": "float32"},
+    )
+    return evaluate(plan, reply, arrays, Environment())
+
+
+def test_an_artifact_whose_weights_cannot_move_and_hold_only_zeros_is_not_verified() -> None:
+    """A SavedModel is checked with the weights it was exported with: where one of them holds
+    only zeros, a forgotten term would not show, so the block is an error saying what to do;
+    with ``perturb="false"`` it is the block's choice, and a note says what it hides."""
+    with pytest.raises(SpecError, match="b_1 hold only zeros or only ones there"):
+        _artifact_judged(perturb=True)
+    chosen = _artifact_judged(perturb=False)
+    assert chosen.status is Status.VERIFIED, chosen.headline()
+    assert any("b_1 hold only zeros or ones there" in note for note in chosen.notes)

@@ -168,7 +168,7 @@ def evaluate(
         + [note for _, note in checked if note]
         + unmapped_notes(plan, reply)
         + unmoved_notes(plan, reply, weights)
-        + artifact_notes(reply.artifact, weights)
+        + artifact_notes(reply.artifact, weights, plan)
         + blind_spots(plan)
         + graph_notes(reply)
         + untraced(reply.timings, reply.graph_error)
@@ -752,9 +752,13 @@ def _tolerance(
 _ARTIFACT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}
 
 
-def artifact_notes(artifact: Mapping[str, str], weights: Mapping[str, Array]) -> list[str]:
+def artifact_notes(
+    artifact: Mapping[str, str], weights: Mapping[str, Array], plan: Plan
+) -> list[str]:
     """What an exported artifact's card says: which artifact was checked, and what checking
-    it with its own weights cannot see."""
+    it with its own weights cannot see. Weights that cannot be moved (a SavedModel's, a
+    TFLite file's) and hold only zeros or only ones are an error at the block, unless it
+    says ``perturb="false"``: a term that left them out would give the same numbers."""
     if not artifact:
         return []
     signature = f", signature {artifact['signature']}" if artifact.get("signature") else ""
@@ -777,6 +781,16 @@ def artifact_notes(artifact: Mapping[str, str], weights: Mapping[str, Array]) ->
         for name, value in weights.items()
         if np.size(value) > 1 and (np.all(value == 0) or np.all(value == 1))
     ]
+    if plain and plan.spec.perturb_weights:
+        raise SpecError(
+            f"weights: the {_ARTIFACT_WORDS[artifact['format']]} {artifact['path']} is checked "
+            f"with the weights it was exported with, which cannot be moved, and "
+            f"{', '.join(plain)} hold only zeros or only ones there, so code that left their "
+            "terms out would give the same numbers: export it after training (or with its "
+            "weights moved off their initial values), or check the source, whose weights are "
+            "moved",
+            plan.spec.location,
+        )
     notes.append(
         "weights at their exported values, not perturbed (an exported artifact is checked as "
         "shipped)"
