@@ -549,7 +549,10 @@ def _returned_less(
         if value is None and name not in {"_", ""}
     ]
     if count != main and not failed:
-        said = f"the code returned {count} values on the {regime} inputs, {main} on the others"
+        said = (
+            f"the code returned {count} value{'' if count == 1 else 's'} on the {regime} "
+            f"inputs, {main} on the others"
+        )
         failed.append(_unmatched("outputs", said))
     return [dataclasses.replace(verdict, regime=regime) for verdict in failed]
 
