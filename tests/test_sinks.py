@@ -130,6 +130,7 @@ def test_every_writer_survives_any_string(text: str, status: Status) -> None:
         ci_formats.formula_note(result) or "",
     ):
         assert _is_line(text_out)
+    assert _is_line(result.headline())  # as the pytest plugin, the magic and Zensical show it
     told = summary([result], pages=1, seconds=1.0, deselected=0, is_failure=lambda _: True)
     assert _is_line(ci_formats.github_safe(told))
 

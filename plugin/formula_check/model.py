@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from .sinks import Sink, for_sink
+from .sinks import strip_ansi as strip_ansi  # noqa: PLC0414  (re-exported: its old home)
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
@@ -451,7 +454,11 @@ class CheckResult:
         return self.status.value == self.expect
 
     def headline(self) -> str:
-        """The one line a log, a CLI or a pytest failure shows."""
+        """The one line a log, a CLI or a pytest failure shows: a :attr:`.Sink.LINE`, whatever
+        the snippet said (every face shows it as it is)."""
+        return for_sink(self._headline(), Sink.LINE)
+
+    def _headline(self) -> str:
         where = f"{self.location} [{self.block_id}]"
         detail = self.detail(brief=True)
         if self.expected_failure:
@@ -517,21 +524,6 @@ def _regimes_words(regimes: Sequence[str], on: str = "on the") -> str:
 
 
 _OP_NODE = re.compile(r"\{\{function_node [^{}]*\}\}\s*")
-
-# Keras 3 puts colours in error strings even off a terminal; a snippet may print any escape.
-# ECMA-48's escape sequences, all of them: what is not one (a lone ESC) is left for a sink to
-# show (:mod:`formula_check.sinks`).
-_ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
-    r"|[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC, DCS, SOS, PM, APC: a string up to BEL or ST
-    r"|[ -/]*[0-~])"  # every other escape: ``ESC c`` (a full reset), ``ESC 7``, ``ESC ( B``
-)
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without terminal escape sequences."""
-    return _ANSI.sub("", text)
-
 
 _KERAS_CALL = re.compile(r"^Exception encountered when calling .*$")
 _KERAS_ARGUMENTS = re.compile(r"^(Call a|A)rguments received by ")

@@ -16,7 +16,20 @@ import enum
 import logging
 import re
 
-from .model import strip_ansi
+# Keras 3 puts colours in error strings even off a terminal; a snippet may print any escape.
+# ECMA-48's escape sequences, all of them: what is not one (a lone ESC) is left for a sink to
+# show (:func:`for_sink`).
+_ANSI = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC, DCS, SOS, PM, APC: a string up to BEL or ST
+    r"|[ -/]*[0-~])"  # every other escape: ``ESC c`` (a full reset), ``ESC 7``, ``ESC ( B``
+)
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences."""
+    return _ANSI.sub("", text)
+
 
 REPLACEMENT = "\ufffd"
 """What a character that no sink can hold (a lone surrogate) is shown as."""
