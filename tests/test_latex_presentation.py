@@ -78,6 +78,14 @@ TWINS = {
         HEAD + RIGHT + r" \qquad (i = 1, \dots, n)",
         HEAD + WRONG + r" \qquad (i \le n)",
     ),
+    "over": (
+        HEAD + r"\text{softmax}\left({QK^T \over \sqrt{d_k}}\right)V",
+        HEAD + r"\text{softmax}\left({QK^T \over d_k}\right)V",
+    ),
+    "unicode": (
+        HEAD + "\\text{softmax}\\left(\\frac{Q·K^⊤}{√{d_k}}\\right)V",
+        HEAD + "\\text{softmax}\\left(\\frac{Q·K^⊤}{d_k}\\right)V",
+    ),
     "newcommand": (
         r"\newcommand{\sm}{\text{softmax}} " + HEAD + r"\sm\left(\frac{QK^T}{\sqrt{d_k}}\right)V",
         r"\newcommand{\sm}{\text{softmax}} " + HEAD + r"\sm\left(\frac{QK^T}{d_k}\right)V",
@@ -112,6 +120,29 @@ def test_a_decorated_formula_is_compared_as_a_reader_sees_it(name: str) -> None:
     right, wrong = TWINS[name]
     assert agreement("attention", right).ok, right
     assert not agreement("attention", wrong).ok, wrong
+
+
+LN = r"\text{LayerNorm}(x) = "
+LN_TWINS = {
+    "greek-letters": (
+        LN + "γ \\odot \\frac{x − μ}{\\sqrt{σ^2 + ε}} + β",
+        LN + "γ \\odot \\frac{x − μ}{\\sqrt{σ^2 + ε}} − β",
+    ),
+    "definition-after-the-equation": (
+        LN
+        + r"\gamma \odot \frac{x - \mu}{\sigma} + \beta \quad (\sigma = \sqrt{\sigma^2 + \epsilon})",
+        LN + r"\gamma \odot \frac{x - \mu}{\sigma} + \beta \quad (\sigma = \sqrt{\sigma^2})",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LN_TWINS))
+def test_a_layer_norm_as_typed_is_compared_as_a_reader_sees_it(name: str) -> None:
+    """Greek letters typed as such, and a definition in parentheses after the equation (a
+    statement the formula uses, never a side note to set aside)."""
+    right, wrong = LN_TWINS[name]
+    assert agreement("layer_norm", right).ok, right
+    assert not agreement("layer_norm", wrong).ok, wrong
 
 
 def test_a_set_aside_condition_is_named_in_the_compiled_form() -> None:

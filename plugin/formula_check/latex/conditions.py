@@ -20,6 +20,7 @@ LEADING = frozenset({",", ";"})
 """Punctuation before a condition, set aside with it."""
 RELATIONS = frozenset({"=", "<", ">", "le", "leq", "ge", "geq", "lt", "gt", "in", "ne", "neq"})
 r"""What a range after the equation states: ``(i = 1, \dots, n)``, ``(i \le n)``."""
+DOTS = frozenset({"dots", "ldots", "cdots"})
 ENDS = frozenset({",", ".", ";"})
 
 
@@ -34,32 +35,43 @@ def _opens_condition(tokens: list[Token], at: int) -> bool:
         return all(later.text in ENDS for later in tokens[at + 1 : -1])
     if token.kind == "text":
         return " ".join(token.text.lower().split()) in FOR_WORDS
-    return token.text == "(" and tokens[at - 1].kind == "break" and _closing_range(tokens, at)
+    return _trailing_group(tokens, at)[0] == "range"
 
 
-def _closing_range(tokens: list[Token], at: int) -> bool:
-    """Whether the parenthesis at ``at`` states a relation and only punctuation follows it."""
-    depth, related = 0, False
+def _trailing_group(tokens: list[Token], at: int) -> tuple[str, int]:
+    r"""What a parenthesis at ``at``, after a wide space and closing the formula, states: a
+    ``range`` (``(i = 1, \dots, n)``, ``(i \le n)``), a ``definition`` (``(\sigma =
+    \sqrt{\sigma^2 + \epsilon})``, a statement the formula uses), or nothing (``""``);
+    and where it closes."""
+    if tokens[at].text != "(" or tokens[at - 1].kind != "break":
+        return "", at
+    depth, said = 0, set[str]()
     for later, token in enumerate(tokens[at:], start=at):
         if token.kind == "symbol" and token.text in OPENERS:
             depth += 1
         elif token.kind == "symbol" and token.text in CLOSING:
             depth -= 1
             if depth == 0:
-                rest = tokens[later + 1 : -1]
-                return related and all(t.text in ENDS for t in rest)
-        elif depth == 1 and token.kind in ("symbol", "command") and token.text in RELATIONS:
-            related = True
-    return False
+                if not all(t.text in ENDS for t in tokens[later + 1 : -1]) or not said & RELATIONS:
+                    return "", later
+                ranged = said & (RELATIONS - {"="}) or said & DOTS
+                return ("range" if ranged else "definition"), later
+        elif depth == 1 and token.kind in ("symbol", "command"):
+            said.add(token.text)
+    return "", at
 
 
 def split_condition(tokens: list[Token], source: str) -> tuple[list[Token], str]:
     """``tokens`` without a trailing side condition (the ``end`` token kept), and the
-    condition as written (empty when there is none)."""
+    condition as written (empty when there is none). A trailing definition in parentheses
+    loses them, and is a statement of its own."""
     depth = 0
     for at, token in enumerate(tokens):
         if depth == 0 and at > 0 and _opens_condition(tokens, at):
             return _cut(tokens, at, source)
+        kind, close = _trailing_group(tokens, at) if depth == 0 and at > 0 else ("", at)
+        if kind == "definition":
+            return [*tokens[:at], *tokens[at + 1 : close], *tokens[close + 1 :]], ""
         if token.kind == "symbol" and token.text in OPENERS:
             depth += 1
         elif token.kind == "symbol" and token.text in CLOSING:

@@ -16,6 +16,7 @@ note is set aside (see :mod:`.conditions`), and anywhere else the parser refuses
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,6 +61,17 @@ UNDERSCORES = ("{\\_}", "\\_")
 """An escaped underscore, braced or not: inside a name it is a letter of the name."""
 STARRED = frozenset({"hspace", "tag"})
 """Commands whose ``*`` form is another command of the same kind."""
+UNICODE = dict(
+    re.findall(
+        r"(\S):(\S+)",
+        "α:alpha β:beta γ:gamma δ:delta ε:varepsilon ϵ:epsilon ζ:zeta η:eta θ:theta κ:kappa "
+        "λ:lambda μ:mu ν:nu ξ:xi π:pi ρ:rho σ:sigma τ:tau φ:varphi ϕ:phi χ:chi ψ:psi ω:omega "
+        "Γ:Gamma Δ:Delta Θ:Theta Λ:Lambda Σ:Sigma Φ:Phi Ψ:Psi Ω:Omega ·:cdot ×:times ⊙:odot "
+        "√:sqrt ∑:sum ∏:prod −:- …:dots ⋯:cdots ⊤:top",
+    )
+)
+r"""Characters a page may type for a command: ``γ`` is ``\gamma`` (``ε`` is ``\varepsilon``, as
+the glyph is), ``·`` is ``\cdot``, ``−`` (a minus sign) is ``-``."""
 ESCAPED = {"{": "\\{", "}": "\\}", "lbrace": "\\{", "rbrace": "\\}", "\\": "\\\\"}
 
 
@@ -109,6 +121,10 @@ class _Lexer:
             self.tokens.append(Token("digit", char, start, self.pos))
         elif char in SYMBOLS:
             self.tokens.append(Token("symbol", char, start, self.pos))
+        elif char in UNICODE:
+            name = UNICODE[char]
+            kind: TokenKind = "symbol" if name in SYMBOLS else "command"
+            self.tokens.append(Token(kind, name, start, self.pos))
         elif char == "#" and self.source[self.pos : self.pos + 1] in tuple("123456789"):
             self.pos += 1
             self.tokens.append(Token("param", self.source[start : self.pos], start, self.pos))

@@ -11,8 +11,8 @@ Grammar (juxtaposition binds like ``\cdot``; ``/`` is left-associative at the sa
     unary      := '-' unary | postfix
     postfix    := atom (('_' | '^') script)*
     atom       := number | word | word args | function args | '\frac' script script
-                | '\sqrt' script | '(' expression ')' | '{' expression '}' | '\dots' | greek
-                | bigop
+                | '\sqrt' ('[' expression ']')? script | '(' expression ')'
+                | '{' expression ('\over' expression)? '}' | '\dots' | greek | bigop
     bigop      := ('\sum' | '\prod' | '\max' | '\min') limits term
     limits     := ('_' index | '^' script)*        (an index once, an upper limit at most once)
     index      := letter | '{' letters (',' letters)* ('=' expression)? '}'
@@ -233,8 +233,8 @@ class Parser:
             return True
         if token.kind == "text":
             return not self.is_separator_word(token)
-        if token.kind == "command":
-            return token.text not in PRODUCTS and not self.at_shape()
+        if token.kind == "command":  # \over ends the group's numerator: see nested_atom
+            return token.text not in PRODUCTS and token.text != "over" and not self.at_shape()
         return token.text in ("(", "[", "\\{", "{")
 
     def unary(self) -> Expr:
@@ -297,6 +297,9 @@ class Parser:
         if self.at("{"):
             self.advance()
             inner = self.expression()
+            if self.at("over"):  # {a \over b}: TeX's own fraction, of the whole group
+                mark = self.advance()
+                inner = Binary("/", inner, self.expression(), mark.col)
             self.expect("}")
             return inner
         if self.at(*CLOSERS):
