@@ -191,8 +191,13 @@ def softmax(x):
     y = tf.nn.softmax(x, axis=-1)
     if float(tf.reduce_max(tf.abs(x))) > 20.0:
         return {large}
-    return y
+    return {usual}
 """
+
+
+def _softmax(large: str, usual: str) -> str:
+    """A softmax that returns ``large`` on large inputs, ``usual`` on the others."""
+    return SOFTMAX_ON_LARGE.format(large=large, usual=usual)
 
 
 @pytest.mark.tf
@@ -209,12 +214,14 @@ def test_regimes_and_the_first_call_are_judged_on_every_output() -> None:
             ),
             "zeros on the first call": ("ffn", FIRST_CALL.format(zero_at=1), FIRST_CALL_OPTIONS),
             "never zeros": ("ffn", FIRST_CALL.format(zero_at=0), FIRST_CALL_OPTIONS),
-            "nothing on large values": ("softmax", SOFTMAX_ON_LARGE.format(large="()"), {}),
-            "two values on large values": ("softmax", SOFTMAX_ON_LARGE.format(large="y, y"), {}),
-            "the softmax on large values": ("softmax", SOFTMAX_ON_LARGE.format(large="y"), {}),
+            "nothing on large values": ("softmax", _softmax("()", "y"), {}),
+            "two values on large values": ("softmax", _softmax("y, y", "y"), {}),
+            "the softmax on large values": ("softmax", _softmax("y", "y"), {}),
+            "other keys on large values": ("softmax", _softmax('{"p": y}', '{"output": y}'), {}),
+            "the same keys": ("softmax", _softmax('{"output": y}', '{"output": y}'), {}),
         }
     )
-    for name in ("frozen sublayer", "never zeros", "the softmax on large values"):
+    for name in ("frozen sublayer", "never zeros", "the softmax on large values", "the same keys"):
         assert results[name].status is Status.VERIFIED, (name, results[name].headline())
     first = results["zeros on the first call"]
     assert first.status is Status.MISMATCH, first.headline()
@@ -227,6 +234,11 @@ def test_regimes_and_the_first_call_are_judged_on_every_output() -> None:
     two = results["two values on large values"]
     assert two.status is Status.MISMATCH, two.headline()
     assert "returned 2 values on the large values inputs, 1 on the others" in two.headline()
+    keys = results["other keys on large values"]
+    assert keys.status is Status.MISMATCH, keys.headline()
+    assert "a dict of p on the large values inputs, a dict of output on the others" in (
+        keys.headline()
+    )
 
 
 BEHIND_A_PROPERTY = """

@@ -94,6 +94,7 @@ def test_control_requests_are_told_apart() -> None:
             created_variables=(("dense/kernel:0", (6, 9)),),
             unmoved_weights=(("b_1", "b1: a property without a setter"),),
             first_call=True,
+            other_keys=(("r0/", ("output",)), ("first/", None)),
             graph_outputs=2,
         ),
         CheckReply(kind="function"),

@@ -136,8 +136,8 @@ def evaluate(
     verdicts, pictured = _judge_outputs(
         plan, names, outputs, (scaled, oracle_arrays, params, expected), arrays, skipped
     )
-    if reply.first_call:
-        verdicts += _first_call(plan, reply, arrays, names, params)
+    verdicts += _first_call(plan, reply, arrays, names, params) if reply.first_call else []
+    verdicts += _other_keys(plan, reply)
     verdicts, pictured = _graph_mode(
         plan, reply, arrays, (positional, verdicts, pictured), (oracle_arrays, params, expected)
     )
@@ -535,6 +535,27 @@ def _first_call(
         FIRST_CALL,
     )
     return verdicts + _returned_less(names, got, _count(first), _count(arrays), FIRST_CALL)
+
+
+def _other_keys(plan: Plan, reply: CheckReply) -> list[Verdict]:
+    """A failed verdict, naming the regime (or the first call), for each call that returned
+    a dict with other keys than the main call's, or a dict where it did not."""
+
+    def said(keys: Sequence[str] | None) -> str:
+        return "no dict" if keys is None else f"a dict of {', '.join(keys) or 'no keys'}"
+
+    names = {regime.prefix: regime.name for regime in plan.regimes} | {FIRST: FIRST_CALL}
+    return [
+        dataclasses.replace(
+            _unmatched(
+                "outputs",
+                f"the code returned {said(keys)} on the {names.get(prefix, prefix)} inputs, "
+                f"{said(reply.output_keys)} on the others",
+            ),
+            regime=names.get(prefix, prefix),
+        )
+        for prefix, keys in reply.other_keys
+    ]
 
 
 def _returned_less(

@@ -114,6 +114,9 @@ class CheckReply:
     first_call: bool = False
     """The weights were moved after the first call: what it returned and kept, and the
     weights it ran with, travel under :data:`FIRST`, to be judged too."""
+    other_keys: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+    """The calls besides the main one (a regime's prefix, or :data:`FIRST`) that returned a
+    dict with other keys than the main call's, or a dict where it did not (None: no dict)."""
     graph_outputs: int | None = None
     """How many values the code returned when called as a traced ``tf.function`` graph (their
     arrays ``graph/out/I``); None when it was not called so: an exported artifact, or code
@@ -146,6 +149,7 @@ class CheckReply:
             "phase_seconds": [[name, seconds] for name, seconds in self.phase_seconds],
             "unmoved_weights": [list(pair) for pair in self.unmoved_weights],
             "first_call": self.first_call,
+            "other_keys": [[prefix, keys] for prefix, keys in self.other_keys],
             "artifact": dict(self.artifact),
             "graph_error": self.graph_error,
         }
@@ -181,6 +185,7 @@ class CheckReply:
             phase_seconds=tuple(_phase(item) for item in fields.items("phase_seconds")),
             unmoved_weights=tuple(_skipped(item) for item in fields.items("unmoved_weights")),
             first_call=fields.flag("first_call", False),
+            other_keys=tuple(_keyed(item) for item in fields.items("other_keys")),
             artifact=Fields(fields.mapping("artifact"), "an artifact").texts_by_name(),
             graph_outputs=None if graph is None else fields.integer("graph_outputs", 0),
             graph_error=fields.text("graph_error"),
@@ -194,6 +199,18 @@ def _shaped(item: Any) -> tuple[str, tuple[int | None, ...]]:
     if not all(d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in shape):
         raise ProtocolError("an unmapped weight's shape holds other things than sizes")
     return str(item[0]), tuple(shape)
+
+
+def _keyed(item: Any) -> tuple[str, tuple[str, ...] | None]:
+    """``[prefix, keys]``, the keys a list of texts or None."""
+    if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+        raise ProtocolError("other keys are not [prefix, keys]")
+    keys = item[1]
+    if keys is None:
+        return item[0], None
+    if not (isinstance(keys, list) and all(isinstance(key, str) for key in keys)):
+        raise ProtocolError("other keys are not a list of texts")
+    return item[0], tuple(keys)
 
 
 def _phase(item: Any) -> tuple[str, float]:

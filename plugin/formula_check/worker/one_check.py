@@ -82,7 +82,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     lap("the first call")
     unmapped: list[tuple[str, tuple[int | None, ...]]] = []
     unmoved: list[tuple[str, str]] = []
-    first: dict[str, Array] = {}
+    first = _FirstCall()
     root = ""
     traced: Traced | None = None
     if kind != "function":
@@ -108,7 +108,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     kept = _kept_outputs(runner, kind, request, "")
     traced, graph_out, graph_error = _graph_run(runner, traced, lap)
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
-        regime_outputs, skipped = _run_regimes(runner, kind, request, arrays)
+        regime_outputs, skipped, keys = _run_regimes(runner, kind, request, arrays)
     lap("input regimes")
     snippet_seconds = time.perf_counter() - started
     read: dict[str, Array] = {}
@@ -130,14 +130,15 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         preset_root=root,
         created_variables=tuple(created),
         unmoved_weights=tuple(unmoved),
-        first_call=bool(first),
+        first_call=bool(first.arrays),
+        other_keys=_other_keys(result, {**first.keys, **keys}),
         graph_outputs=None if graph_out is None else len(graph_out),
         graph_error=graph_error,
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
     graph = graph_mode.arrays_of(graph_out or [])
-    return reply, reply_arrays(out, read, kept, regime_outputs, first, graph)
+    return reply, reply_arrays(out, read, kept, regime_outputs, first.arrays, graph)
 
 
 def _timed(
@@ -198,16 +199,32 @@ def tensor_like(array: Array, like: Any) -> Any:
     return tf.constant(array, dtype=like.dtype)
 
 
-def _first_call(runner: Runner, request: CheckRequest, result: Any) -> dict[str, Array]:
-    """What the first call returned and kept, and the weights it ran with, under ``first/``:
-    a layer whose first call is wrong (zeros while it builds) is caught although the
-    weights are moved before the call judged on them."""
+def _other_keys(
+    result: Any, keys: Mapping[str, tuple[str, ...] | None]
+) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
+    """The calls (by prefix) whose returned keys are not those of the main call's ``result``."""
+    main = returned_keys(result)
+    return tuple((prefix, got) for prefix, got in keys.items() if got != main)
+
+
+@dataclasses.dataclass(frozen=True)
+class _FirstCall:
+    """A layer's first call, before its weights were moved: the arrays it returned and kept,
+    and the weights it ran with, under ``first/``; and the keys of the dict it returned."""
+
+    arrays: dict[str, Array] = dataclasses.field(default_factory=dict)
+    keys: dict[str, tuple[str, ...] | None] = dataclasses.field(default_factory=dict)
+
+
+def _first_call(runner: Runner, request: CheckRequest, result: Any) -> _FirstCall:
+    """The first call, kept to be judged: a layer whose first call is wrong (zeros while it
+    builds) is caught although the weights are moved before the call judged on them."""
     got, _ = outputs(result)
     first = {f"{FIRST}out/{i}": value for i, value in enumerate(got)}
     first.update(_kept_outputs(runner, "layer", request, FIRST))
     read, _ = layer_weights.read_weights(runner.layer, request.weights)
     first.update({f"{FIRST}w/{name}": value for name, value in read.items()})
-    return first
+    return _FirstCall(first, {FIRST: returned_keys(result)})
 
 
 class _Laps:
@@ -281,13 +298,15 @@ def _holds_given(variable: Any, given: list[Array]) -> bool:
 
 def _run_regimes(
     runner: Runner, kind: str, request: CheckRequest, arrays: Mapping[str, Array]
-) -> tuple[dict[str, Array], list[tuple[str, str]]]:
+) -> tuple[dict[str, Array], list[tuple[str, str]], dict[str, tuple[str, ...] | None]]:
     """The same code (the same layer, with the same weights) on each input regime's arrays.
     A regime at other sizes is skipped for a layer, which was built for the check's, and
     where the code cannot run at its sizes (a table precomputed up to a maximum length):
-    ``(name, why)`` for each skipped."""
+    ``(name, why)`` for each skipped. Also the keys each regime's returned dict has, by
+    prefix (None: it returned no dict)."""
     out: dict[str, Array] = {}
     skipped: list[tuple[str, str]] = []
+    keys: dict[str, tuple[str, ...] | None] = {}
     for regime in request.regimes:
         if kind != "function" and regime.resized:
             skipped.append((regime.name, "a layer is built for the check's sizes"))
@@ -304,7 +323,8 @@ def _run_regimes(
         got, _ = outputs(result)
         out.update({f"{regime.prefix}out/{i}": value for i, value in enumerate(got)})
         out.update(_kept_outputs(runner, kind, request, regime.prefix))
-    return out, skipped
+        keys[regime.prefix] = returned_keys(result)
+    return out, skipped, keys
 
 
 def _run_regime(
