@@ -333,14 +333,16 @@ TRUST_SAMPLE = (
     "s1_numpy_ln",
     "s1_first_call_ln",
     "s1_regime_softmax_empty",
+    "s1_wide_weights_sublayer",
     "s2_list_zero_batch_ffn",
     "s2_eager_only_ffn",
     "s5_quad_forall",
     "s5_newcommand",
 )
 """One case of each kind the issue names (a weight a frozen layer or a NumPy array holds, the
-first call, a regime's outputs; a Python side effect and an eager-only branch under
-``tf.function``; a side condition and a macro before a wrong formula), each with its twin."""
+first call, a regime's outputs, the wide-weights regime on weights that are not trained; a
+Python side effect and an eager-only branch under ``tf.function``; a side condition and a macro
+before a wrong formula), each with its twin."""
 
 
 def test_trust_cases_state_a_verdict_for_every_block_and_pair_a_wrong_with_a_correct() -> None:
