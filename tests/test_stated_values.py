@@ -235,6 +235,25 @@ def test_a_page_s_timed_dim_a_block_s_oracle_lacks_is_left_out_with_a_note(
     assert planned.notes == notes
 
 
+def test_a_page_s_regimes_apply_where_the_block_s_oracle_has_them(tmp_path: Path) -> None:
+    """A page of softmax blocks checked on their large values only also holds an FFN block:
+    the FFN has no such regime, so it keeps its own, and its card says why; a block naming
+    a regime its oracle lacks is an error at the block."""
+    page = {"regimes": "large values"}
+    assert spec(tmp_path, 'oracle="softmax"', page, "def f(x):\n    return x").regimes == (
+        "large values",
+    )
+    ffn = spec(tmp_path, FFN, page, FFN_CODE)
+    assert ffn.regimes is None
+    assert ffn.notes == (
+        "the page's default regimes= does not apply to this block: oracle 'ffn' has no regime "
+        "large values",
+    )
+    assert spec(tmp_path, FFN, {"regimes": "none"}, FFN_CODE).regimes == ()
+    said = refused(tmp_path, f'{FFN} regimes="large values"', None, FFN_CODE)
+    assert said.startswith("regimes: oracle 'ffn' has no regime 'large values'")
+
+
 def test_a_page_s_timing_dims_keep_the_dims_the_block_s_oracle_has(tmp_path: Path) -> None:
     planned = plan(tmp_path, FFN, {"timing_dims": "m=64 n=7"}, FFN_CODE)
     assert dict(planned.spec.timing.dims) == {"n": 7}

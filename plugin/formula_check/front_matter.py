@@ -143,6 +143,8 @@ class OracleNames:
     outputs: frozenset[str]
     """Its outputs and the intermediates it can draw (the FFN's ``hidden``)."""
     takes_mask: bool
+    regimes: frozenset[str] = frozenset()
+    """Its input regimes, by name."""
 
 
 def block_options(
@@ -186,7 +188,8 @@ def _oracle_rules(
 ) -> None:
     """What the block's oracle cannot take: a preset for another oracle (the block's own is
     an error that names the preset); of the page's defaults, a mask for an oracle without
-    one, a sweep along a dim it lacks, a call= or returns= naming what it does not have.
+    one, a sweep along a dim it lacks, a call=, returns= or regimes= naming what it does not
+    have.
     The block's own such values are errors where they are checked (names, mask, call)."""
     misfit = preset_misfit(str(options.get("preset", "")), oracle.name)
     if misfit:
@@ -208,6 +211,9 @@ def _oracle_rules(
     foreign = [name for name in named if name not in oracle.outputs]
     if foreign:
         refuse("returns", f"oracle {oracle.name!r} has no output {', '.join(foreign)}")
+    foreign = [name for name in page.get("regimes") or () if name not in oracle.regimes]
+    if foreign:
+        refuse("regimes", f"oracle {oracle.name!r} has no regime {', '.join(foreign)}")
 
 
 _LITERAL = re.compile(r"true|false|none|[-+]?[\d.]+(?:e[-+]?\d+)?", re.IGNORECASE)

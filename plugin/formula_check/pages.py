@@ -385,6 +385,7 @@ def oracle_names(oracle: Oracle) -> OracleNames:
         inputs=frozenset(tensor.name for tensor in oracle.inputs),
         outputs=frozenset({*(tensor.name for tensor in oracle.outputs), *oracle.heatmaps}),
         takes_mask=oracle.mask_dims is not None,
+        regimes=frozenset(regime.name for regime in oracle.input_regimes()),
     )
 
 
