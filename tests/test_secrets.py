@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from formula_check.worker.environment import settings_digest, worker_environment
-from support import mkdocs_build
+from support import CONFINED, mkdocs_build
 
 SECRET = "ghp_" + "Zq7" * 12  # looks like a token; made here, so it cannot be anywhere else
 CONFIG = """\
@@ -72,6 +72,36 @@ def softmax(x):
 """
 
 
+READS_OTHERS = f"""
+```formula id="reads-others" oracle="softmax"
+{FORMULA}
+```
+
+```python
+import os
+
+import tensorflow as tf
+
+# Every process older than this one, the build among them (/proc itself may not be listed)
+for pid in range(1, os.getpid()):
+    try:
+        found = open(f"/proc/{{pid}}/environ", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    print("read", pid, [each for each in found if each.startswith(b"FC_TEST_TOKEN=")])
+print("every older process asked")
+
+
+def softmax(x):
+    return tf.nn.softmax(x)
+```
+"""
+"""A block that reads the environment of every process it can: the build's is out of its
+reach where checks are confined (Landlock), or run as a user other than root (the build is
+not dumpable). Root on a kernel that confines nothing can read it: see docs/isolation.md."""
+BUILD_OUT_OF_REACH = CONFINED or os.geteuid() != 0
+
+
 def everything_under(folder: Path) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
 
@@ -80,7 +110,8 @@ def everything_under(folder: Path) -> bytes:
 @pytest.mark.tf
 def test_a_token_of_the_build_reaches_no_page_report_index_or_cache(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text(PAGE, encoding="utf-8")
+    page = PAGE + (READS_OTHERS if BUILD_OUT_OF_REACH else "")
+    (tmp_path / "docs" / "index.md").write_text(page, encoding="utf-8")
     (tmp_path / "mkdocs.yml").write_text(CONFIG, encoding="utf-8")
     env = dict(os.environ, FC_TEST_TOKEN=SECRET, FC_TEST_DATA_DIR="/data/shared-corpus")
     done = mkdocs_build(tmp_path, env=env)
@@ -91,6 +122,7 @@ def test_a_token_of_the_build_reaches_no_page_report_index_or_cache(tmp_path: Pa
     for name, content in [("site", site), ("cache", cache), ("log", log)]:
         assert SECRET.encode() not in content, f"the token reached the {name}"
     assert b"token: not here" in site, "the snippet that raised did not run"
+    assert not BUILD_OUT_OF_REACH or b"every older process asked" in site, "it did not run"
     assert b"data in /data/shared-corpus" in site, "a variable asked for by name is missing"
     assert (tmp_path / "site" / "search" / "search_index.json").is_file()
     assert cache, "nothing was cached"
