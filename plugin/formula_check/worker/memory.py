@@ -11,9 +11,10 @@ counts whole, as does the tree's first. Four children of 900 MB each are thus fo
 
 A child runs its parent's program while its address space is laid out as its parent's (where
 its code, stack and heap begin: a new program is laid out afresh). The kernel shows that
-layout only to whom may trace the process, and as zeros to others: a check's process and
-its forks are not dumpable, so both show zeros, while a program they run is dumpable again
-and shows its own. Read from ``/proc``; 0 where it cannot be told.
+layout only to whom may trace the process, and the same placeholders to others: a check's
+process and its forks are not dumpable, so both show the placeholders (to a build that is
+not root), while a program they run is dumpable again and shows its own. Read from
+``/proc``; 0 where it cannot be told.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def process_tree(pid: int, limit: int = 256) -> list[tuple[int, int | None]]:
 
 @dataclass(frozen=True)
 class _Resident:
-    """A process's resident memory, and the layout of its address space (zeros where the
-    kernel does not show it)."""
+    """A process's resident memory, and the layout of its address space (placeholders where
+    the kernel does not show it)."""
 
     kb: int
     layout: tuple[str, ...]
