@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from fakes import FakeMaker, build_with_fake_engine
 from formula_check import ci_formats
+from formula_check.merging import RunFacts, shard_report
 from formula_check.model import (
     CheckResult,
     CheckSpec,
@@ -28,6 +29,7 @@ from formula_check.model import (
 )
 from formula_check.progress import summary
 from formula_check.render import labels_for, render_card, report_body, report_json
+from formula_check.sharding import Shard
 from formula_check.sinks import REPLACEMENT, SafeLines, Sink, for_sink
 from support import run
 
@@ -131,6 +133,11 @@ def test_every_writer_survives_any_string(text: str, status: Status) -> None:
     ):
         assert _is_line(text_out)
     assert _is_line(result.headline())  # as the pytest plugin, the magic and Zensical show it
+    facts = RunFacts("s", "p", 1, 1, 0, ("error",), "")
+    shard = shard_report(
+        document, Shard(1, 2), facts, [(0, result)], seconds=1, startup=0, workers=1
+    )
+    json.loads(shard.encode("utf-8"))
     told = summary([result], pages=1, seconds=1.0, deselected=0, is_failure=lambda _: True)
     assert _is_line(ci_formats.github_safe(told))
 

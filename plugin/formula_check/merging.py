@@ -24,6 +24,7 @@ from .errors import FormulaCheckError
 from .model import CheckResult
 from .project import Project
 from .sharding import Shard
+from .sinks import Sink, for_sink
 from .version import __version__
 
 SHARD_FORMAT = 1
@@ -96,7 +97,8 @@ def shard_report(
     startup: float,
     workers: int,
 ) -> str:
-    """``report`` (the JSON of the shard's own blocks) with its ``shard`` object."""
+    """``report`` (the JSON of the shard's own blocks) with its ``shard`` object, whose
+    results hold any text a snippet printed as UTF-8 can (see :data:`~.sinks.Sink.UTF8`)."""
     document = json.loads(report)
     document["shard"] = {
         "format": SHARD_FORMAT,
@@ -112,7 +114,8 @@ def shard_report(
             {"position": position, "result": result_to_json(result)} for position, result in results
         ],
     }
-    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return for_sink(text, Sink.UTF8)
 
 
 def read_shard(path: Path) -> ShardReport:
