@@ -18,8 +18,10 @@ after), with :func:`confine`:
   does not).
 
 The folder ``/`` itself cannot be listed (its entries are granted one by one). Where the
-kernel lacks Landlock (before 5.13, or switched off), :func:`confine` does nothing and says
-so: the check then runs as before, with the user's rights.
+kernel lacks Landlock (before 5.13, switched off, or hidden by a seccomp filter),
+:func:`confine` does nothing, and the check runs with the user's rights; where it offers
+Landlock and refuses the ruleset, :func:`confine` raises, and the check runs no code
+(:mod:`.isolation`).
 
 The ruleset is described (:func:`ruleset_for`) apart from the system calls that apply it,
 so that what it allows can be told without a kernel that has it.
