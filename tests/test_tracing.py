@@ -65,7 +65,9 @@ def test_code_that_cannot_be_traced_keeps_eager_timing_and_says_why() -> None:
     assert result.status is Status.VERIFIED
     assert "eager" in labels(result) and "tf.function" not in labels(result)
     (note,) = [note for note in result.notes if "tf.function" in note]
-    assert note.startswith("no tf.function timing: the code does not trace into a graph (")
+    assert note.startswith(
+        "not judged under tf.function, nor timed so: the code does not run as a graph ("
+    )
     assert "numpy" in note
 
 
