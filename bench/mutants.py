@@ -47,7 +47,10 @@ fails is a *false alarm*; anything else other than stated (a wrong block caught 
 reason, a correct formula left unchecked) is listed as *other*.
 
     python bench/mutants.py --trust              # the corpus alone: about a minute
-    python bench/mutants.py --trust --json trust.json
+    python bench/mutants.py --trust --seeds 0..2 --json trust.json
+
+Each block runs at its own seed (0 unless its header says otherwise); ``--seeds`` runs every
+block at each of the values given instead, where ``where`` then names the seed as well.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -1402,8 +1405,10 @@ class TrustBlock:
 
     @property
     def where(self) -> str:
-        """``frozen_ffn_bias.md:12``: the block's formula fence in ``fixtures/trust/``."""
-        return f"{self.case}.md:{self.line}"
+        """``frozen_ffn_bias.md:12``: the block's formula fence in ``fixtures/trust/``, and
+        ``seed=1`` where a seed value was given to it."""
+        seed = self.block.options.get("seed")
+        return f"{self.case}.md:{self.line}" + ("" if seed is None else f" seed={seed}")
 
 
 def _front_matter(path: Path, text: str) -> dict[str, str]:
@@ -1583,7 +1588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.equivalence is not None:
         return _equivalence_main(args.equivalence)
     if args.trust:
-        return _trust_main(args.json, args.workers)
+        return _trust_main(args.json, args.workers, args.seeds)
     values = args.seeds or (seed_values("0..2") if args.quick else seed_values("0..9"))
     suite = build_suite(values, quick=args.quick)
     print(
@@ -1600,8 +1605,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _trust_main(json_path: Path | None, workers: int) -> int:
+def at_seeds(blocks: Sequence[TrustBlock], values: Sequence[int]) -> list[TrustBlock]:
+    """Each block at each seed value (the ``seed=`` header option): ``<case>-<n>-s<value>``."""
+    seeded = []
+    for value in values:
+        for case in blocks:
+            block = case.block
+            options = {**block.options, "seed": str(value)}
+            block_id = f"{block.block_id}-s{value}"
+            again = Block(block_id, block.page, options, block.latex, block.code)
+            seeded.append(replace(case, block=again))
+    return seeded
+
+
+def _trust_main(json_path: Path | None, workers: int, values: Sequence[int] | None) -> int:
     blocks = load_trust()
+    if values is not None:
+        blocks = at_seeds(blocks, values)
     print(f"{len(blocks)} blocks of {len({b.case for b in blocks})} cases", file=sys.stderr)
     report = run_trust(blocks, workers)
     if json_path is not None:
