@@ -17,8 +17,10 @@ or another key's copied over it, is discarded and recomputed, never served.
 An entry holds nothing of the machine that wrote it that its use depends on, so that CI
 runners can share one cache (copied over one another, restored into another checkout): the
 key is the content (no page, line or path), the project files a check read are named
-relative to the project, and the project's folder in any text of the result (a message, the
-printed output) is stored as :data:`PROJECT_FOLDER` and read back as the reader's own. The
+relative to the project and installed packages' files relative to where packages are
+installed (:mod:`.read_stamps`; any other file by its full path), and the project's folder in
+any text of the result (a message, the printed output) is stored as :data:`PROJECT_FOLDER`
+and read back as the reader's own. The
 environment a result names (TensorFlow's version, the device) says where it was computed;
 the TensorFlow version is in the key, the device is not (a cache is shared by runners of one
 kind: see ``docs/ci.md``).

@@ -225,12 +225,13 @@ class Engine:
         oracle: Oracle,
     ) -> CheckResult:
         """``result``, kept where its keys allow: on disk under ``key`` when ``keyed`` (its
-        oracle's code has a name), in memory under ``remembered`` when its check wrote into
-        the project. A check that read what no key follows is kept nowhere, and says so."""
+        oracle's code has a name) and its check read nothing no key follows (it then says
+        so), in memory under ``remembered`` when its check wrote into the project (whatever
+        it read: under ``mkdocs serve`` its write would otherwise rebuild the site for ever)."""
         key, keyed, remembered = keys
         if read.unseen:
-            return dataclasses.replace(result, notes=(*result.notes, unseen_note(read)))
-        if self.use_cache and keyed and _deterministic(result):
+            result = dataclasses.replace(result, notes=(*result.notes, unseen_note(read)))
+        elif self.use_cache and keyed and _deterministic(result):
             self.cache.put(key, result, read, spec)
         if any(note.startswith(WROTE) for note in result.notes):
             if remembered != key:  # kept alive while remembered: its id names no other
