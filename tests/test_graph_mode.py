@@ -80,7 +80,25 @@ def softmax(x):
     return output, e  # the graph hands back its intermediate too
 """
 
+HELD = """
+import numpy as np
+import tensorflow as tf
+
+class LayerNorm(tf.keras.layers.Layer):
+    def __init__(self, d_model):
+        super().__init__()
+        self.gamma = {gamma}
+        self.beta = {beta}
+
+    def call(self, x):
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return self.gamma * (x - mean) / tf.sqrt(variance + 1e-6) + self.beta
+"""
+"""A right layer whose weights no graph reads when it runs: a graph holds a tensor or an
+array as it was traced, so the checker, which puts moved ones in their place, traces after."""
+
 LAYER = {"weights": {"gamma": "gamma", "beta": "beta"}}
+HELD_LAYER = {**LAYER, "init": {"d_model": "d_model"}}
 
 
 def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
@@ -101,6 +119,21 @@ def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
         ),
         "eager-only": ("softmax", EAGER_ONLY, {}),
         "by-name": ("softmax", BY_NAME, {}),
+        "held-in-arrays": (
+            "layer_norm",
+            HELD.format(
+                gamma="np.ones((d_model,), np.float32)", beta="np.zeros((d_model,), np.float32)"
+            ),
+            HELD_LAYER,
+        ),
+        "held-in-a-constant-and-a-variable": (
+            "layer_norm",
+            HELD.format(
+                gamma="tf.constant(np.ones((d_model,), np.float32))",
+                beta="tf.Variable(tf.zeros((d_model,)))",
+            ),
+            HELD_LAYER,
+        ),
         "more-as-a-graph": ("softmax", MORE_AS_A_GRAPH, {}),
         "eager-only-timed": ("softmax", EAGER_ONLY, {"timing": True}),
     }
@@ -138,7 +171,15 @@ def test_a_difference_only_under_tf_function_is_a_mismatch(
     assert result.arrays["delta"].size  # the heatmaps show the graph's difference
 
 
-@pytest.mark.parametrize("name", ["softmax-graph-path-right", "layer-norm-read"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "softmax-graph-path-right",
+        "layer-norm-read",
+        "held-in-arrays",
+        "held-in-a-constant-and-a-variable",
+    ],
+)
 @pytest.mark.parametrize("timed", [False, True])
 def test_the_correct_twin_verifies_judged_under_tf_function(
     results: dict[str, CheckResult], name: str, timed: bool
