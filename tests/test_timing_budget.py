@@ -147,7 +147,7 @@ import dataclasses, json, sys
 sys.path.insert(0, TESTS)
 from formula_check.model import TimingSpec
 from formula_check.planning import plan_check
-from formula_check.worker import timing_runs
+from formula_check.worker import graph_mode, timing_runs
 from formula_check.worker.entry_call import bind, resolve_kind
 from support import spec_for
 
@@ -180,6 +180,7 @@ SOURCE = '''
 import tensorflow as tf
 
 BUILT = []
+TRACED = []
 
 class LayerNorm(tf.keras.layers.Layer):
     def __init__(self):
@@ -191,6 +192,8 @@ class LayerNorm(tf.keras.layers.Layer):
         self.beta = self.add_weight(shape=shape[-1:], initializer="zeros")
 
     def call(self, x):
+        if not tf.executing_eagerly():  # Python runs here once per trace
+            TRACED.append(self)
         mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
         return self.gamma * (x - mean) / tf.sqrt(variance + 1e-6) + self.beta
 '''
@@ -204,7 +207,7 @@ def spying(runner, warmup, repeats):
 
 timing_runs.timed_runs = spying
 
-def timed_all(timing, use_ready):
+def timed_all(timing, use_ready, trace_first=False):
     namespace = {}
     exec(SOURCE, namespace)
     spec = spec_for("layer_norm", SOURCE, weights={"gamma": "gamma", "beta": "beta"})
@@ -215,11 +218,16 @@ def timed_all(timing, use_ready):
     call = request.calls.of(kind)
     ready = bind(entry, kind, call, arrays, request.init, sources=request.init_sources)
     ready()  # the check's own call: builds the layer
+    traced = graph_mode.trace(ready) if trace_first else None  # the check's own trace
     seen.clear()
-    results = timing_runs.time_all(entry, kind, request, arrays, ready if use_ready else None)
+    results = timing_runs.time_all(
+        entry, kind, request, arrays, ready if use_ready else None, traced
+    )
     return {
         "kind": kind,
         "built": len(namespace["BUILT"]),
+        "traces": len(namespace["TRACED"]),
+        "first_is_the_checks": traced is not None and results[0].trace == traced.seconds,
         "runs": [
             {"label": r.label, "eager": len(r.eager), "graph": len(r.graph or ()),
              "trace": r.trace is not None, "error": r.graph_error}
@@ -235,6 +243,8 @@ facts["ready"] = timed_all(TimingSpec(), True)
 facts["built_again"] = timed_all(TimingSpec(), False)
 facts["ready_stated"] = timed_all(TimingSpec(warmup=3, repeats=2), True)
 facts["ready_other_sizes"] = timed_all(TimingSpec(dims={"n": 6}), True)
+facts["ready_traced"] = timed_all(TimingSpec(), True, trace_first=True)
+facts["other_sizes_traced"] = timed_all(TimingSpec(dims={"n": 6}), True, trace_first=True)
 print(json.dumps(facts))
 """
 
@@ -318,3 +328,15 @@ def test_a_run_at_other_sizes_builds_its_own_layer(worker_side: dict[str, Any]) 
     assert run["label"] == "timing" and run["trace"]
     eager, _ = other["timed"]
     assert eager["ready"] is False and eager["warmup"] == 1
+
+
+@pytest.mark.tf
+def test_the_checks_own_trace_is_timed_and_not_traced_again(worker_side: dict[str, Any]) -> None:
+    traced = worker_side["ready_traced"]
+    assert traced["traces"] == 1, "the check traced its layer once; the timing reuses it"
+    assert traced["first_is_the_checks"], "the card's first graph call is the check's trace"
+    (run,) = traced["runs"]
+    assert run["trace"] and not run["error"] and FEWEST <= run["graph"] <= MOST
+    assert worker_side["ready"]["traces"] == 1  # without the check's trace: one of its own
+    # at other sizes the run builds and traces a layer of its own
+    assert worker_side["other_sizes_traced"]["traces"] == 2
