@@ -150,14 +150,13 @@ def results() -> dict[str, CheckResult]:
     return dict(zip(blocks, shared_engine().check_many(specs), strict=True))
 
 
-@pytest.mark.parametrize("name", ["softmax-graph-path-wrong", "layer-norm-folded"])
-@pytest.mark.parametrize("timed", [False, True])
+@pytest.mark.parametrize(
+    "name", ["softmax-graph-path-wrong", "layer-norm-folded", "layer-norm-folded-timed"]
+)
 def test_a_difference_only_under_tf_function_is_a_mismatch(
-    results: dict[str, CheckResult], name: str, timed: bool
+    results: dict[str, CheckResult], name: str
 ) -> None:
-    if timed and not name.startswith("layer"):
-        pytest.skip("one timed case is enough")
-    result = results[f"{name}-timed" if timed else name]
+    result = results[name]
     assert result.status is Status.MISMATCH, result.headline()
     eager = [v for v in result.verdicts if not v.regime]
     graph = [v for v in result.verdicts if v.regime == GRAPH_MODE]
@@ -176,17 +175,15 @@ def test_a_difference_only_under_tf_function_is_a_mismatch(
     [
         "softmax-graph-path-right",
         "layer-norm-read",
+        "layer-norm-read-timed",
         "held-in-arrays",
         "held-in-a-constant-and-a-variable",
     ],
 )
-@pytest.mark.parametrize("timed", [False, True])
 def test_the_correct_twin_verifies_judged_under_tf_function(
-    results: dict[str, CheckResult], name: str, timed: bool
+    results: dict[str, CheckResult], name: str
 ) -> None:
-    if timed and not name.startswith("layer"):
-        pytest.skip("one timed case is enough")
-    result = results[f"{name}-timed" if timed else name]
+    result = results[name]
     assert result.status is Status.VERIFIED, result.headline()
     graph = [v for v in result.verdicts if v.regime == GRAPH_MODE]
     assert graph and all(v.ok for v in graph)
@@ -194,7 +191,7 @@ def test_the_correct_twin_verifies_judged_under_tf_function(
     block = json.loads(report_json([result]))["blocks"][0]
     assert GRAPH_MODE in block["regimes"]
     assert any(v["regime"] == GRAPH_MODE and v["ok"] for v in block["verdicts"])
-    if timed:  # the timing reused the check's trace: a first graph call, and graph runs
+    if name.endswith("-timed"):  # the timing reused the check's trace: a first call, runs
         labels = [t.label for t in result.timings]
         assert "tf.function" in labels, labels
         graph_timing = result.timings[labels.index("tf.function")]
