@@ -1405,7 +1405,7 @@ class TrustBlock:
 
     @property
     def where(self) -> str:
-        """``frozen_ffn_bias.md:12``: the block's formula fence in ``fixtures/trust/``, and
+        """``s1_frozen_layer_ffn.md:13``: the block's formula fence in ``fixtures/trust/``, and
         ``seed=1`` where a seed value was given to it."""
         seed = self.block.options.get("seed")
         return f"{self.case}.md:{self.line}" + ("" if seed is None else f" seed={seed}")
