@@ -163,6 +163,17 @@ def test_example_inside_a_longer_fence_is_left_alone(fake: FakeEngine, tmp_path:
     assert "formula" in html
 
 
+def test_a_commented_out_block_is_neither_checked_nor_carded(
+    fake: FakeEngine, tmp_path: Path
+) -> None:
+    """SuperFences reads fences even inside an HTML comment: the block there, which the page
+    does not show and the checker does not check, must not become a card either."""
+    text = f"<!--\n{SOFTMAX.format(axis=1)}-->\n\n{SOFTMAX.format(axis=-1)}"
+    html = render(text, fake, tmp_path)
+    assert [spec.location.line for spec in fake.checked] == [15]
+    assert html.count("fc-card") == 1 and "not found by formula_check" not in html
+
+
 def test_fail_on_raises_superfences_exception(fake: FakeEngine, tmp_path: Path) -> None:
     with pytest.raises(SuperFencesException, match=r"docs/page.md:1 \[sm\]: mismatch: output"):
         render(SOFTMAX.format(axis=1), fake, tmp_path, fail_on=["mismatch"])

@@ -41,6 +41,7 @@ from .oracles import load_oracle
 from .pages import (
     FormulaFence,
     PageBlock,
+    commented_formulas,
     find_formulas,
     page_blocks,
 )
@@ -154,6 +155,10 @@ def _tagged(lines: list[str], fences: list[FormulaFence]) -> list[str]:
         lines[fence.row] = f'{opening[0]}{FENCE_NAME} fc_line="{fence.line}"'
         if not fence.closed:
             lines.append(opening[0])  # so SuperFences still hands us the block
+    for row in commented_formulas(lines):  # hidden by a comment: plain text, not a card
+        opening = _OPENING.match(lines[row])
+        assert opening is not None
+        lines[row] = f"{opening['indent']}{opening['fence']}text"
     return lines
 
 

@@ -156,15 +156,18 @@ def _comment_open_after(line: str, *, was_open: bool) -> bool:
     return False
 
 
-def scan_fences(lines: Sequence[str]) -> list[Fence]:
+def scan_fences(lines: Sequence[str], commented: list[int] | None = None) -> list[Fence]:
     """Every top-level fenced block of ``lines`` (fences inside fences are content, and so
-    are fences inside an HTML comment: the page shows neither, so neither is checked)."""
+    are fences inside an HTML comment: the page shows neither, so neither is checked; the
+    rows of the lines that open one in a comment are added to ``commented``)."""
     fences: list[Fence] = []
     row = 0
     in_comment = False
     while row < len(lines):
-        match = None if in_comment else _OPENING.match(lines[row])
-        if match is None or (match["fence"][0] == "`" and "`" in match["info"]):
+        match = _OPENING.match(lines[row])
+        if in_comment and match is not None and commented is not None:
+            commented.append(row)
+        if in_comment or match is None or (match["fence"][0] == "`" and "`" in match["info"]):
             in_comment = _comment_open_after(lines[row], was_open=in_comment)
             row += 1
             continue
@@ -174,6 +177,15 @@ def scan_fences(lines: Sequence[str]) -> list[Fence]:
         fences.append(Fence(row, match["info"], body, stop < len(lines)))
         row = stop + 1
     return fences
+
+
+def commented_formulas(lines: Sequence[str]) -> list[int]:
+    """The rows of the formula fences an HTML comment holds: not blocks of the page, though
+    SuperFences, which finds fences even there, would render them."""
+    commented: list[int] = []
+    scan_fences(lines, commented)
+    openings = [(row, _OPENING.match(lines[row])) for row in commented]
+    return [row for row, found in openings if found and _FORMULA.match(found["info"])]
 
 
 def find_formulas(lines: Sequence[str], line_offset: int = 0) -> list[FormulaFence]:
