@@ -192,7 +192,7 @@ def checked(q, k, v, mask=None):
         child = os.fork()
         if child == 0:
             held = b"\\x01" * ({mib} << 20)  # written, so resident
-            time.sleep(3)
+            time.sleep(1.5)  # ten samples of the memory watch, and more
             os._exit(0)
         children.append(child)
     for child in children:
@@ -203,7 +203,7 @@ def checked(q, k, v, mask=None):
 import subprocess, sys
 
 def checked(q, k, v, mask=None):
-    hold = "import time; held = b'\\x01' * ({mib} << 20); time.sleep(3)"
+    hold = "import time; held = b'\\x01' * ({mib} << 20); time.sleep(1.5)"
     children = [subprocess.Popen([sys.executable, "-c", hold]) for _ in range(4)]
     for child in children:
         child.wait()
