@@ -20,8 +20,8 @@ from ..messages import (
 from ..messages.requests import enough_runs
 from ..model import Array
 from .entry_call import Runner, bind
-from .graph_mode import Traced, as_sequence, sync, trace
-from .snippet_failure import clean, phase
+from .graph_mode import Traced, as_sequence, briefly, sync, trace
+from .snippet_failure import phase
 
 
 def time_all(
@@ -84,9 +84,8 @@ def _time_runner(
         return TimingResult(label, eager, graph_error=traced.error)
     try:
         graph = timed_runs(traced.runner, warmup, repeats)
-    except Exception as exc:
-        error = clean(f"{type(exc).__name__}: {exc}")[:300]
-        return TimingResult(label, eager, traced.seconds, graph_error=error)
+    except Exception as exc:  # said as the check said it: one note for both
+        return TimingResult(label, eager, traced.seconds, graph_error=briefly(exc))
     return TimingResult(label, eager, traced.seconds, graph)
 
 
