@@ -39,7 +39,7 @@ def run_sharded(
 
 
 def merge(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = cli.main(["merge", *(str(arg) for arg in argv)])
+    code = cli.main(["merge", "--json", *(str(arg) for arg in argv)])
     told = capsys.readouterr()
     return code, told.out, told.err
 
@@ -196,7 +196,7 @@ def test_real_shards_merge_into_the_real_run(tmp_path: Path) -> None:
     codes = [run.returncode for run in runs]
     assert codes[0] == cli.EXIT_FAILED and sorted(codes[1:]) == [cli.EXIT_OK, cli.EXIT_FAILED]
     merged = subprocess.run(
-        [sys.executable, "-m", "formula_check.cli", "merge", "merged.json", "one.json", "two.json"],
+        [sys.executable, "-m", "formula_check.cli", "merge", "--json", "merged.json", "one.json", "two.json"],
         cwd=site,
         capture_output=True,
         text=True,
@@ -212,3 +212,35 @@ def test_real_shards_merge_into_the_real_run(tmp_path: Path) -> None:
         return document
 
     assert timeless("merged.json") == timeless("whole.json")
+
+
+def test_the_old_form_naming_the_output_first_still_merges_and_says_it_is_deprecated(
+    site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shards = run_sharded(site, 2, capsys)
+    merge(capsys, site / "new.json", *shards)
+    code = cli.main(["merge", str(site / "old.json"), *(str(shard) for shard in shards)])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_FAILED
+    assert "deprecated" in err and "merge --json OUT_JSON SHARD_JSON" in err
+    new, old = ((site / name).read_text(encoding="utf-8") for name in ("new.json", "old.json"))
+    assert old == new
+
+
+def test_the_new_form_is_not_told_it_is_deprecated(
+    site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (shard,) = run_sharded(site, 1, capsys)
+    code, _, err = merge(capsys, site / "merged.json", shard)
+    assert code == cli.EXIT_FAILED and "deprecated" not in err
+    assert (site / "merged.json").exists()
+
+
+def test_one_report_and_no_json_is_refused_rather_than_overwritten(
+    site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (shard,) = run_sharded(site, 1, capsys)
+    before = shard.read_bytes()
+    assert cli.main(["merge", str(shard)]) == cli.EXIT_USAGE
+    assert "--json FILE" in capsys.readouterr().err
+    assert shard.read_bytes() == before

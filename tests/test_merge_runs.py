@@ -23,7 +23,7 @@ def _check(site: Path, capsys: pytest.CaptureFixture[str], *argv: str, answer=dr
 
 
 def _merge(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = cli.main(["merge", *(str(arg) for arg in argv)])
+    code = cli.main(["merge", "--json", *(str(arg) for arg in argv)])
     told = capsys.readouterr()
     return code, told.out, told.err
 

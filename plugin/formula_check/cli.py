@@ -105,16 +105,39 @@ def _shard(text: str) -> sharding.Shard:
         raise argparse.ArgumentTypeError(exc.message.removeprefix(f"--shard {text!r}: ")) from None
 
 
+_EPILOG = """\
+exit codes:
+  0  every block came out as its author said
+  1  drift, error or timeout (per --fail-on; a broken expect= promise always)
+  2  the run itself could not happen (no such path, bad mkdocs.yml, unknown oracle
+     module, TensorFlow missing)
+
+'formula-check COMMAND --help' lists a command's options."""
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, text: str
+) -> argparse.ArgumentParser:
+    """A subcommand whose own --help opens with the line the command list shows for it."""
+    return commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``formula-check`` argument parser."""
     parser = argparse.ArgumentParser(
-        prog="formula-check", description="Verify the LaTeX formulas of MkDocs pages."
+        prog="formula-check",
+        description="Verify the LaTeX formulas of MkDocs pages.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--version", action="version", version=f"formula-check {__version__}", help="and exit"
+        "--version",
+        action="version",
+        version=f"formula-check {__version__}",
+        help="print the version and exit",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    check = commands.add_parser("check", help="check every formula block of a project")
+    check = _command(commands, "check", "check every formula block of a project")
     check.add_argument(
         "path",
         nargs="?",
@@ -129,11 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes (0: one per core, at most 4)",
     )
     _run_options(check)
-    check.add_argument("-k", dest="pattern", metavar="PATTERN", help="only ids/pages matching")
+    check.add_argument(
+        "-k",
+        dest="pattern",
+        metavar="PATTERN",
+        help="only the blocks whose id, page or PAGE:LINE contains it or matches it as a "
+        "glob (e.g. 'sdpa*')",
+    )
     check.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
     check.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
     check.add_argument("--github", action="store_true", help="print GitHub annotations")
-    check.add_argument("--fail-on", type=_statuses, metavar="STATUSES", help="e.g. mismatch,error")
+    check.add_argument(
+        "--fail-on",
+        type=_statuses,
+        metavar="STATUSES",
+        help=f"the statuses that fail the run, comma-separated, from {','.join(STATUSES)} "
+        "(default: the project's fail_on option, else mismatch,error,timeout)",
+    )
     check.add_argument(
         "--shard", type=_shard, metavar="I/N", help="check the I-th of N balanced parts (1-based)"
     )
@@ -143,11 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REPORT",
         help="an earlier JSON report: --shard balances by its blocks' seconds",
     )
-    merged = commands.add_parser(
-        "merge", help="merge the JSON reports of a run's shards into the run's report"
+    merged = _command(
+        commands, "merge", "merge the JSON reports of a run's shards into the run's report"
     )
-    merged.add_argument("out", type=Path, metavar="OUT_JSON", help="the merged report to write")
-    merged.add_argument("shards", nargs="+", type=Path, metavar="SHARD_JSON")
+    merged.add_argument(
+        "reports",
+        nargs="+",
+        type=Path,
+        metavar="SHARD_JSON",
+        help="each shard's report (check --shard I/N --json FILE), in any order",
+    )
+    merged.add_argument("--json", type=Path, metavar="FILE", help="write the merged JSON report")
     merged.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
     merged.add_argument("--github", action="store_true", help="print GitHub annotations")
     merged.add_argument(
@@ -156,16 +197,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PAGE",
         help="write the site's report page there (in the docs of the nearest mkdocs.yml)",
     )
-    show = commands.add_parser("show", help="check one block and print its full card")
+    show = _command(commands, "show", "check one block and print its full card")
     show.add_argument("where", metavar="PAGE:LINE", help="e.g. docs/attention.md:42")
     _run_options(show)
-    oracles = commands.add_parser("oracles", help="list the oracle catalog")
-    oracles.add_argument("path", nargs="?", type=Path, help="mkdocs.yml naming your own oracles")
-    commands.add_parser("stop", help="stop the TensorFlow processes kept alive (keep_alive)")
-    written = commands.add_parser(
+    oracles = _command(commands, "oracles", "list the oracle catalog")
+    oracles.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        help="a mkdocs.yml whose oracle_modules option names your own oracles (default: the "
+        "builtin catalog alone)",
+    )
+    _command(commands, "stop", "stop the TensorFlow processes kept alive (keep_alive)")
+    written = _command(
+        commands,
         "assets",
-        help="write the cards' stylesheet and MathJax into a docs folder (for Zensical, or "
-        "any build without the MkDocs plugin) and print the lines mkdocs.yml needs",
+        "write the cards' stylesheet and MathJax into a docs folder (for Zensical, or any "
+        "build without the MkDocs plugin) and print the lines mkdocs.yml needs",
     )
     written.add_argument(
         "folder",
@@ -519,9 +567,28 @@ def _content(block: PageBlock) -> str:
 # -- merge ------------------------------------------------------------------------------------
 
 
+_OLD_MERGE = (
+    "formula-check: deprecated: 'merge OUT_JSON SHARD_JSON...' names its output first; write "
+    "'merge --json OUT_JSON SHARD_JSON...', as check takes --json (the old form will go)"
+)
+
+
+def _merge_paths(args: argparse.Namespace) -> tuple[Path, list[Path]]:
+    """The merged report's path and the shards' paths: ``--json OUT``, or, deprecated, the
+    first of two or more positional paths (the form before ``--json``)."""
+    reports: list[Path] = args.reports
+    if args.json is not None:
+        return args.json, reports
+    if len(reports) < 2:
+        raise UsageError("merge: name the merged report to write with --json FILE")
+    print(_OLD_MERGE, file=sys.stderr)
+    return reports[0], reports[1:]
+
+
 def _merge(args: argparse.Namespace) -> int:
-    run = merging.merge([merging.read_shard(path) for path in args.shards])
-    _write(args.out, report_json(run.results))
+    out, shards = _merge_paths(args)
+    run = merging.merge([merging.read_shard(path) for path in shards])
+    _write(out, report_json(run.results))
     if args.report_page is not None:
         project = project_near(Path.cwd())
         _write(args.report_page, merging.report_page(run.results, project, args.report_page))
