@@ -16,7 +16,9 @@ def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     return [("formula-check", top), *commands.choices.items()]
 
 
-@pytest.mark.parametrize(("name", "parser"), _parsers(), ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    ("name", "parser"), _parsers(), ids=lambda x: x if isinstance(x, str) else ""
+)
 def test_every_argument_has_help_that_reads_as_a_phrase(
     name: str, parser: argparse.ArgumentParser
 ) -> None:
@@ -28,7 +30,9 @@ def test_every_argument_has_help_that_reads_as_a_phrase(
         assert not text.startswith("and "), f"{name} {action.option_strings}: {text!r}"
 
 
-@pytest.mark.parametrize(("name", "parser"), _parsers()[1:], ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    ("name", "parser"), _parsers()[1:], ids=lambda x: x if isinstance(x, str) else ""
+)
 def test_every_command_describes_itself_in_its_own_help(
     name: str, parser: argparse.ArgumentParser
 ) -> None:
