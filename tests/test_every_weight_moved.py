@@ -310,3 +310,41 @@ def test_an_artifact_whose_weights_cannot_move_and_hold_only_zeros_is_not_verifi
     chosen = _artifact_judged(perturb=False)
     assert chosen.status is Status.VERIFIED, chosen.headline()
     assert any("b_1 hold only zeros or ones there" in note for note in chosen.notes)
+
+
+@pytest.mark.tf
+def test_a_weight_a_traced_graph_keeps_is_put_back_and_named() -> None:
+    """A layer whose call is a ``tf.function`` over NumPy or constant weights keeps the
+    values it was traced with (run eagerly, it would not): they are put back, named on the
+    card, and judged at the values the code computed with. A correct layer verifies, but not
+    with a zero ``b_1`` so kept, which would hide a forgotten term; a layer that forgets
+    ``b_1`` (so moving it changes nothing, even eagerly) is a mismatch."""
+
+    def traced(bias: str, b_1: str, zero_b_1: bool) -> str:
+        source = FFN.format(
+            base="tf.keras.layers.Layer", call="call", kernel=bias, bias=bias, b_1=b_1
+        )
+        source = source.replace("    def call", "    @tf.function\n    def call")
+        source = source.replace("np.ones((d_model,)", "rng.standard_normal((d_model,)")
+        if zero_b_1:
+            return source
+        return source.replace("np.zeros((d_ff,)", "rng.standard_normal((d_ff,)")
+
+    cases = {"right": (" + self.b1", False), "zero b_1": (" + self.b1", True), "no b_1": ("", True)}
+    results = _checked(
+        {
+            f"{holder} {case}": ("ffn", traced(bias, *cases[case]), OPTIONS)
+            for holder, bias in (("arrays", "np.asarray"), ("constants", "tf.constant"))
+            for case in cases
+        }
+    )
+    for holder in ("arrays", "constants"):
+        right = results[f"{holder} right"]
+        assert right.status is Status.VERIFIED, (holder, right.headline())
+        said = "a tf.function traced before it moved keeps its value"
+        assert any(said in note for note in right.notes), right.notes
+        zero = results[f"{holder} zero b_1"]
+        assert zero.status is Status.ERROR, (holder, zero.headline())
+        assert "weights: b_1 could not be moved before the check" in zero.headline()
+        forgotten = results[f"{holder} no b_1"]
+        assert forgotten.status is Status.MISMATCH, (holder, forgotten.headline())

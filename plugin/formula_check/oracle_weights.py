@@ -163,8 +163,8 @@ def unmoved_notes(plan: Plan, reply: CheckReply, weights: Mapping[str, Array]) -
         raise SpecError(
             f"weights: {', '.join(plain)} could not be moved before the check ({named}), and "
             "hold only zeros or only ones, so code that leaves their terms out would give the "
-            "same numbers: keep each in a tf.Variable, a NumPy array or an attribute that can "
-            "be set, or give it values of its own",
+            "same numbers: keep each in a tf.Variable held by an attribute that can be set (a "
+            "graph reads a variable whenever it runs), or give it values of its own",
             plan.spec.location,
         )
     return [f"weights at their stored values, not moved: {named}"]

@@ -133,6 +133,12 @@ def _place(layer: Any, path: str) -> tuple[Any, str | int] | str:
     return owner, int(indexes[-1])
 
 
+def held_as_value(holder: Any) -> bool:
+    """Whether ``holder`` moves a weight kept as a value (an array, a constant), which a graph
+    traced before the move keeps as it was; a variable is read whenever a graph runs."""
+    return isinstance(holder, (_InPlace, _Replaced))
+
+
 class _InPlace:
     """A NumPy array the layer keeps: moved by writing into it."""
 

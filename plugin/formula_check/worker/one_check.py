@@ -100,9 +100,8 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
             # the first call is judged too, on the weights it ran with
             first = _first_call(runner, request, result)
             traced = _traced_before_moving(runner, [v for _, v, _ in found], lap)
-            layer_weights.perturb([v for _, v, _ in found], request.seed)
-            with phase("call"):
-                result = runner()
+            result, folded = _moved_call(runner, request, found)
+            unmoved += folded
         lap("weights moved, called again")
     out, dtypes = outputs(result)
     kept = _kept_outputs(runner, kind, request, "")
@@ -205,6 +204,56 @@ def _other_keys(
     """The calls (by prefix) whose returned keys are not those of the main call's ``result``."""
     main = returned_keys(result)
     return tuple((prefix, got) for prefix, got in keys.items() if got != main)
+
+
+def _moved_call(
+    runner: Runner, request: CheckRequest, found: list[tuple[str, Any, bool]]
+) -> tuple[Any, list[tuple[str, str]]]:
+    """Move the weights and call again. A weight kept as a value (an array, a constant) that
+    a ``tf.function`` traced before the move keeps is put back, and said to be unmoved: the
+    oracle must take the value the code computed with."""
+    held = [(n, h, h.numpy()) for n, h, _ in found if layer_weights.held_as_value(h)]
+    layer_weights.perturb([holder for _, holder, _ in found], request.seed)
+    with phase("call"):
+        result = runner()
+    folded = []
+    for name, holder, stored in held:
+        if _kept_by_a_graph(runner, holder, stored, result):
+            holder.assign(stored)
+            path = request.weights.get(name, name)
+            folded.append((name, f"{path}: a tf.function traced before it moved keeps its value"))
+    return result, folded
+
+
+def _kept_by_a_graph(runner: Runner, holder: Any, stored: Array, result: Any) -> bool:
+    """Whether a graph keeps the weight's stored value: putting it back changes nothing the
+    code returns, and with every ``tf.function`` run eagerly, moving it does. (Where it
+    changes nothing even then, the code does not use it: it stays moved, and the comparison
+    says so.)"""
+    moved = holder.numpy()
+    eagerly = tf.config.functions_run_eagerly()
+    holder.assign(stored)
+    try:
+        with phase("call"):
+            if not _same(runner(), result):
+                return False
+            tf.config.run_functions_eagerly(True)
+            eager_stored = runner()
+            holder.assign(moved)
+            return not _same(runner(), eager_stored)
+    finally:
+        tf.config.run_functions_eagerly(eagerly)
+        holder.assign(moved)
+
+
+def _same(first: Any, second: Any) -> bool:
+    """Whether two calls returned the same values, bit for bit."""
+    one, _ = outputs(first)
+    other, _ = outputs(second)
+    return len(one) == len(other) and all(
+        a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+        for a, b in zip(one, other, strict=True)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
