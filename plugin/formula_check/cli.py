@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         "path",
         nargs="?",
         type=Path,
-        help="a mkdocs.yml whose oracle_modules option names your own oracles (default: the "
+        help="a mkdocs.yml whose oracles option names your own oracles (default: the "
         "builtin catalog alone)",
     )
     _command(commands, "stop", "stop the TensorFlow processes kept alive (keep_alive)")
