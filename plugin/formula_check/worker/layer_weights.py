@@ -1,7 +1,8 @@
 """The layer's weights: found, moved off their initial values, read back by the weight map.
 
 No TensorFlow here: a variable is anything with ``assign`` and ``numpy`` (TensorFlow's, or
-Keras 3's own).
+Keras 3's own); a weight kept as a value (a NumPy array, a ``tf.constant``) is moved through a
+holder with the same two methods, and a constant is remade by the function the caller gives.
 """
 
 from __future__ import annotations
