@@ -75,10 +75,6 @@ class Project:
                     f"{where}: plugin {PLUGIN_NAME!r}, option 'oracles': {exc.message}"
                 ) from None
 
-    def cache_path(self) -> Path:
-        """The result cache folder."""
-        return self.root / self.options.cache_dir
-
 
 class _SafeLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """Safe YAML that keeps tags it must not act on as plain values (see the module docstring)."""

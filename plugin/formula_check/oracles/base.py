@@ -200,9 +200,3 @@ class Oracle:
             else:
                 weights[spec.name] = spec.default + 0.1 * rng.standard_normal(shape)
         return weights
-
-    def tolerances(self, output: str, sizes: Mapping[str, int], atol: float) -> float | Array:
-        """Absolute tolerance for ``output``: a number, or an array that broadcasts to it."""
-        if self.tolerance is None:
-            return atol
-        return self.tolerance(output, sizes, atol)

@@ -30,7 +30,6 @@ def resolve_kind(entry: Any, request: CheckRequest) -> str:
         return "layer"
     if request.init:
         return "factory"
-        return "factory"
     with contextlib.suppress(TypeError, ValueError):
         params = inspect.signature(entry).parameters.values()
         required = [
