@@ -1,0 +1,111 @@
+"""The package as a user installs it: the wheel built from this tree, installed (not editable)
+into a fresh virtual environment, builds the README's example site with its formula verified,
+and the site carries its own MathJax and stylesheet, so it renders offline.
+
+The fresh environment gets the wheel alone; its dependencies (TensorFlow, MkDocs, the MathJax
+package...) come from the test environment, through a path file that puts that environment's
+packages *after* its own, so the ``formula_check`` that imports is the wheel's copy, and that is
+asserted. A path file only adds a folder: the test environment's editable install (another path
+file, inside that folder) is not read."""
+
+from __future__ import annotations
+
+import os
+import re
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+pytestmark = [pytest.mark.tf, pytest.mark.site, pytest.mark.package]
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def _readme(language: str) -> str:
+    fence = "````" if language == "markdown" else "```"
+    (found,) = [
+        text
+        for text in re.findall(rf"^{fence}{language}\n(.*?)^{fence}$", README, re.M | re.S)
+        if language != "yaml" or "formula-check" in text
+    ]
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A fresh virtual environment holding the wheel (its python, and the environment to run
+    it in: no PYTHONPATH, so nothing but the wheel can give ``formula_check``)."""
+    where = tmp_path_factory.mktemp("wheel")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(where / "dist"), str(ROOT)],
+        where, env,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (where / "dist").glob("mkdocs_formula_check-*.whl")
+    venv = where / "venv"
+    made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], where, env)
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    done = _run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+         "--no-index", str(wheel)],
+        where, env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ours = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                where, env)  # fmt: skip
+    theirs = {sysconfig.get_paths()["purelib"], *site.getsitepackages()}
+    Path(ours.stdout.strip(), "zz_dependencies.pth").write_text(
+        "".join(f"{path}\n" for path in sorted(theirs)), encoding="utf-8"
+    )
+    return python, env
+
+
+def test_the_wheel_is_what_imports(installed: tuple[Path, dict[str, str]]) -> None:
+    python, env = installed
+    told = _run(
+        [str(python), "-c", "import formula_check, importlib.metadata as m; "
+         "print(formula_check.__file__); print(m.distribution('mkdocs-formula-check')._path)"],
+        python.parent, env,
+    )  # fmt: skip
+    module, metadata = told.stdout.split()
+    venv = python.parent.parent
+    assert Path(module).is_relative_to(venv), module
+    assert Path(metadata).is_relative_to(venv), metadata
+    assert ROOT / "plugin" not in Path(module).parents
+
+
+def test_the_readme_site_builds_from_the_wheel_with_its_own_mathjax(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    python, env = installed
+    config = yaml.safe_load(_readme("yaml"))
+    # Material as the README's offline note says: no font server.
+    config |= {"site_name": "readme", "theme": {"name": "material", "font": False}}
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text(_readme("markdown"), encoding="utf-8")
+    done = _run([str(python), "-m", "mkdocs", "build", "--strict"], tmp_path, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'data-fc-status="verified"' in page
+    assets = tmp_path / "site" / "assets" / "formula-check"
+    assert (assets / "mathjax" / "tex-svg.js").stat().st_size > 100_000
+    assert (assets / "formula-check.css").is_file()
+    assert "assets/formula-check/mathjax/tex-svg.js" in page
+    outside = re.findall(r'<(?:script|link)[^>]+(?:src|href)="(https?://[^"]+)"', page)
+    assert outside == [], "the page loads nothing from another host"
