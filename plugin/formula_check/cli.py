@@ -270,7 +270,7 @@ def main(argv: Sequence[str] | None = None, *, make_engine: EngineMaker = open_e
     try:
         with _printed(sealed.log):
             return command(args)
-    except FormulaCheckError as exc:  # includes MissingTensorFlowError: its text names the extra
+    except FormulaCheckError as exc:  # includes MissingTensorFlowError (says what to install)
         print(for_sink(f"formula-check: error: {exc}", Sink.LINE), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -54,7 +54,7 @@ class MissingTensorFlowError(WorkerError):
 
     def __init__(self, python: str) -> None:
         super().__init__(
-            f"TensorFlow is not installed for {python}. Install it with "
-            "`pip install 'mkdocs-formula-check[cpu]'` (or `[gpu]`), or use the "
-            "TensorFlow you already have."
+            f"TensorFlow is not installed for {python}. Install it there with "
+            "`pip install tensorflow-cpu` (or `pip install 'tensorflow[and-cuda]'` for a GPU, "
+            "as the package's cpu and gpu extras do), or use the TensorFlow you already have."
         )
