@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-import site
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -68,9 +66,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     assert done.returncode == 0, done.stderr
     ours = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                 where, env)  # fmt: skip
-    theirs = {sysconfig.get_paths()["purelib"], *site.getsitepackages()}
+    # Every package folder this run imports from (a venv's, or the system's under
+    # --system-site-packages), never this tree's `plugin` folder, which pytest adds.
+    theirs = [path for path in sys.path if Path(path).name in ("site-packages", "dist-packages")]
     Path(ours.stdout.strip(), "zz_dependencies.pth").write_text(
-        "".join(f"{path}\n" for path in sorted(theirs)), encoding="utf-8"
+        "".join(f"{path}\n" for path in theirs), encoding="utf-8"
     )
     return python, env
 
