@@ -86,7 +86,7 @@ def run_shards(
         times.append((wall, block_seconds(report), block_seconds(report, whole)))
         reports.append(str(report))
     merged = site / f"merged-{count}.json"
-    formula_check(site, "merge", str(merged), *reports)
+    formula_check(site, "merge", "--json", str(merged), *reports)
     return times, timeless(merged) == timeless(whole)
 
 

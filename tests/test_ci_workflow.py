@@ -59,6 +59,8 @@ def test_each_command_is_one_the_cli_takes(
         return
     parsed = cli.build_parser().parse_args(words)
     assert parsed.command in {"check", "merge"}
+    if parsed.command == "merge":
+        assert parsed.json is not None, "merge --json OUT, not the deprecated output-first form"
 
 
 def test_the_workflow_checks_shards_and_merges_them() -> None:
