@@ -11,7 +11,9 @@ import contextlib
 import functools
 import http.server
 import shutil
+import struct
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +99,135 @@ CODE_CONTRAST = """() => {
   });
   return Math.min(...ratios);
 }"""
+
+
+# What a reader at this width cannot see: a card table wider than its box, a page that scrolls
+# sideways, a piece of a card that sticks out of it, a figure drawn so small that its smallest
+# text (`smallest` px in the figure's own pixels) falls under `readable` px. What a box clips
+# or scrolls (display math, a figure, a <pre>) is left out; `SCROLL_BOXES` checks those.
+LAYOUT_PROBLEMS = """([smallest, readable]) => {
+  const problems = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) {
+    problems.push(`the page scrolls sideways: ${root.scrollWidth} > ${root.clientWidth} px`);
+  }
+  for (const table of document.querySelectorAll('.fc-card table')) {
+    const box = table.parentElement;
+    if (table.getBoundingClientRect().width > box.clientWidth + 1) {
+      problems.push(`${table.className} wider than its box: `
+        + `${Math.round(table.getBoundingClientRect().width)} > ${box.clientWidth} px`);
+    }
+  }
+  const clipped = (element, card) => {
+    for (let box = element.parentElement; box && box !== card; box = box.parentElement) {
+      if (getComputedStyle(box).overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  for (const card of document.querySelectorAll('.fc-card')) {
+    const right = card.getBoundingClientRect().right + 1;
+    for (const element of card.querySelectorAll('*')) {
+      if (!element.getClientRects().length || clipped(element, card)) continue;
+      if (element.getBoundingClientRect().right > right) {
+        problems.push(`${element.tagName.toLowerCase()}.${element.className} sticks out of `
+          + `its card: ${element.textContent.trim().slice(0, 40)}`);
+      }
+    }
+  }
+  for (const image of document.querySelectorAll('.fc-card .fc-figure img')) {
+    if (!image.naturalWidth || !image.getClientRects().length) continue;
+    const text = smallest * image.getBoundingClientRect().width / image.naturalWidth;
+    if (text < readable) {
+      problems.push(`${image.getAttribute('alt')}: its labels drawn ${text.toFixed(1)} px high`);
+    }
+  }
+  return problems;
+}"""
+
+# Boxes meant to scroll sideways, each marked with a data-fc-probe number; `wide` says whether
+# it has more than it shows. Its mark is looked at in a screenshot (`unmarked_scroll_boxes`).
+SCROLL_BOXES = """() => [...document.querySelectorAll('div.arithmatex, .fc-scroll, .fc-figure')]
+  .filter((box) => box.getClientRects().length && box.clientWidth > 0)
+  .map((box, index) => {
+    box.dataset.fcProbe = String(index);
+    return {
+      index,
+      wide: box.scrollWidth > box.clientWidth + 1,
+      what: box.textContent.trim().slice(0, 40),
+    };
+  })"""
+
+
+EDGE_PX = 8
+"""How wide a strip at each edge of a box is looked at for its scroll mark."""
+
+
+def png_rows(png: bytes) -> list[list[tuple[int, ...]]]:
+    """The pixels of an 8-bit RGB(A) PNG (what Chromium's screenshots are), row by row, RGB."""
+    width, height, depth, kind = struct.unpack(">IIBB", png[16:26])
+    assert depth == 8 and kind in (2, 6), (depth, kind)
+    channels = 3 if kind == 2 else 4
+    data, at = b"", 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        if png[at + 4 : at + 8] == b"IDAT":
+            data += png[at + 8 : at + 8 + length]
+        at += 12 + length
+    raw, stride, rows = zlib.decompress(data), width * channels, []
+    previous = bytearray(stride)
+    for row in range(height):
+        start = row * (stride + 1)
+        method, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if method == 1:
+                line[i] = (line[i] + left) & 255
+            elif method == 2:
+                line[i] = (line[i] + up) & 255
+            elif method == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif method == 4:
+                guess = left + up - corner
+                near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up))
+                near = min(near, (abs(guess - corner), 2, corner))
+                line[i] = (line[i] + near[2]) & 255
+        rows.append([tuple(line[x : x + 3]) for x in range(0, stride, channels)])
+        previous = line
+    return rows
+
+
+def _edges_differ(drawn: bytes, bare: bytes) -> int:
+    """How many pixels of the edge strips differ clearly (by more than a glyph's
+    anti-aliasing does) between two shots of one box."""
+    differ = 0
+    for one, other in zip(png_rows(drawn), png_rows(bare), strict=True):
+        for x in [*range(EDGE_PX), *range(len(one) - EDGE_PX, len(one))]:
+            differ += max(abs(a - b) for a, b in zip(one[x], other[x], strict=True)) > 24
+    return differ
+
+
+def unmarked_scroll_boxes(page: Any, most_fitting: int = 3) -> list[str]:
+    """Boxes that scroll sideways yet look like boxes that do not, and boxes that fit yet carry
+    a scroll mark. A box is shot as drawn and again with no background: its edge shadows are
+    its background, so a box that scrolls must differ at an edge, and one that fits must not."""
+    wrong = []
+    fitting = 0
+    for box in page.evaluate(SCROLL_BOXES):
+        fitting += not box["wide"]
+        if fitting > most_fitting and not box["wide"]:
+            continue
+        element = page.locator(f'[data-fc-probe="{box["index"]}"]')
+        drawn = element.screenshot(animations="disabled")
+        element.evaluate("(box) => { box.style.background = 'none'; }")
+        bare = element.screenshot(animations="disabled")
+        element.evaluate("(box) => { box.style.background = ''; }")
+        differ = _edges_differ(drawn, bare)
+        if box["wide"] and differ == 0:
+            wrong.append(f"scrolls with no sign of it: {box['what']}")
+        if not box["wide"] and differ:
+            wrong.append(f"fits yet is marked as scrolling ({differ} px): {box['what']}")
+    return wrong
 
 
 @dataclass

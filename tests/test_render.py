@@ -305,7 +305,7 @@ def test_other_codes_fall_back_to_english(code: str | None) -> None:
 
 
 def test_chinese_card_uses_chinese_words() -> None:
-    html = render_card(verified(), labels=ZH, image_url=image_url)
+    html = render_card(verified(), labels=ZH, image_url=image_url, served=True)
     for word in ("已验证", "张量形状", "运行耗时", "输入", "权重", "即时执行", "缓存结果"):
         assert word in html
     html = render_card(error(), labels=ZH, image_url=image_url)

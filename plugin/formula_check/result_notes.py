@@ -24,7 +24,7 @@ def blind_spots(plan: Plan) -> list[str]:
     # a causal mask and self-attention make the queries the keys: n = m is the formula's own
     square = plan.spec.mask in {"causal", "both"} or plan.params.get("variant") == "self"
     for dim, size in plan.sizes.items():
-        if not (square and dim == "m" and plan.sizes.get("n") == size):
+        if not (square and dim == "m" and plan.sizes.get("n") == size) and _settable(plan, dim):
             by_size.setdefault(size, []).append(dim)
     for size, dims in sorted(by_size.items()):
         if size == 1:
@@ -43,6 +43,16 @@ def blind_spots(plan: Plan) -> list[str]:
             "cannot be told apart"
         )
     return notes
+
+
+def _settable(plan: Plan, dim: str) -> bool:
+    """Whether the block could give ``dim`` a size of its own. A dim the oracle derives (a head's
+    width, d_model/h) equals its source by the formula's own definition; stating it helps only
+    when the code takes its sizes from its inputs. A layer built from ``init`` arguments (a
+    standard multi-head layer) makes it d_model/h by construction: telling its reader to give
+    them different sizes would ask for what the layer cannot do."""
+    derived = dim in plan.oracle.derived_dims and dim not in plan.spec.dims
+    return not (derived and plan.spec.init)
 
 
 def unmapped_notes(plan: Plan, reply: CheckReply) -> list[str]:
@@ -116,9 +126,16 @@ def regime_notes(plan: Plan, skipped: Mapping[str, str], first_call: bool = Fals
 
 
 def tolerance_notes(verdicts: Sequence[Verdict]) -> list[str]:
-    """How the tolerances came about, once each."""
-    ways = dict.fromkeys(v.tolerance for v in verdicts if v.tolerance and not v.regime)
-    return [f"tolerance: {how}" for how in ways]
+    """How the tolerances came about, once each. Where the outputs' tolerances came about in
+    different ways, each line names the outputs it is for: two bare "tolerance: derived"
+    lines would leave the reader to guess which is which."""
+    ways: dict[str, list[str]] = {}
+    for verdict in verdicts:
+        if verdict.tolerance and not verdict.regime:
+            ways.setdefault(verdict.tolerance, []).append(verdict.name)
+    if len(ways) == 1:
+        return [f"tolerance: {how}" for how in ways]
+    return [f"tolerance of {', '.join(dict.fromkeys(names))}: {how}" for how, names in ways.items()]
 
 
 def graph_notes(reply: CheckReply) -> list[str]:

@@ -149,6 +149,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             on_result=self._on_result,
             figure_cache=self._figure_cache(engine.cache_dir if engine.cache else None),
             superseded=self._superseded,
+            served=self.serving,
         )
 
     def _on_result(self, result: CheckResult) -> None:

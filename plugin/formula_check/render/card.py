@@ -8,6 +8,7 @@ piece of text that came from a user, a snippet or TensorFlow is escaped here, on
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Collection, Iterable
 
 from ..model import (
@@ -25,6 +26,7 @@ from ..model import (
 from ..sinks import Sink, for_sink
 from .figure import Figure, figures_for
 from .labels import OUTCOME_KEYS, Labels, outcome_key
+from .picture import SMALLEST_TEXT
 
 ImageUrl = Callable[[Figure], str]
 """Stores a figure somewhere the page can reach and returns its URL (relative to the page)."""
@@ -43,6 +45,9 @@ _ADMONITION = {
 _CSS_STATUS = {"expected_failure": "xfail", "unexpected_pass": "xpass"}
 _ROLES = ("input", "weight", "output")
 
+
+READABLE_PX = 10.0
+"""The smallest text a figure may be drawn at on a page, in CSS pixels."""
 
 ARTIFACT_ROUNDING = ("+ int8 quantization", "+ float16 outputs")
 """How the worker's account of an artifact's own rounding begins, in a tolerance's text: a
@@ -72,6 +77,7 @@ def render_card(
     timeout: float | None = None,
     code: str | None = None,
     open_sections: Collection[str] = (),
+    served: bool = False,
 ) -> str:
     """The HTML fragment for one result: badge, errors, figures, shapes, timings, output.
 
@@ -79,13 +85,15 @@ def render_card(
     ``timeout``: the block's, said in the card's language when it ran out. ``code``: which
     code was checked, when it is not the fence under the formula (``pkg.mod:Name``).
     ``open_sections``: of :data:`~formula_check.model.CARD_SECTIONS`, those drawn open.
+    ``served``: the card is the author's preview (``mkdocs serve``), where "cached" says the
+    check did not run again; a published page's reader cannot act on that, and never sees it.
     """
     figures = make_figures(result, heatmaps, labels, sweep_dim=sweep_dim)
     by_name = {figure.name: figure for figure in figures}
     values = [f for f in figures if f.name not in {"delta", "sweep"}]
     key = outcome_key(result)
     sections = [
-        _title(result, key, labels, code),
+        _title(result, key, labels, code, cached=served and result.cached),
         _message(result, labels, timeout),
         _verdicts(result.verdicts, labels),
         _formula(result.formula, labels),
@@ -135,7 +143,9 @@ def _expected_text(expect: str, labels: Labels) -> str:
     return labels.expected_other.format(expect=word)
 
 
-def _title(result: CheckResult, key: str, labels: Labels, code: str | None = None) -> str:
+def _title(
+    result: CheckResult, key: str, labels: Labels, code: str | None = None, *, cached: bool = False
+) -> str:
     parts = [f'<span class="fc-badge">{_esc(labels.outcome(key))}</span>']
     if key == "expected_failure":
         underlying = labels.outcome(result.status.value)
@@ -150,7 +160,7 @@ def _title(result: CheckResult, key: str, labels: Labels, code: str | None = Non
         parts.append(
             f'<span class="fc-code">{_esc(labels.checked_code)} <code>{_esc(code)}</code></span>'
         )
-    if result.cached:
+    if cached:
         parts.append(f'<span class="fc-cached">{_esc(labels.cached)}</span>')
     return f'<p class="admonition-title fc-title">{" ".join(parts)}</p>'
 
@@ -190,20 +200,21 @@ def _formula(formula: FormulaVerdict | None, labels: Labels) -> str:
     return f'<div class="fc-formula {css}">{body}</div>'
 
 
+def _columns(labels: Labels) -> tuple[str, ...]:
+    return (
+        labels.output_column,
+        labels.max_abs_column,
+        labels.tolerance_column,
+        labels.worst_column,
+        labels.bad_column,
+    )
+
+
 def _verdicts(verdicts: Iterable[Verdict], labels: Labels) -> str:
     rows = [_verdict_row(verdict, labels) for verdict in verdicts]
     if not rows:
         return ""
-    header = "".join(
-        f"<th>{_esc(text)}</th>"
-        for text in (
-            labels.output_column,
-            labels.max_abs_column,
-            labels.tolerance_column,
-            labels.worst_column,
-            labels.bad_column,
-        )
-    )
+    header = "".join(f"<th>{_esc(text)}</th>" for text in _columns(labels))
     return (
         f'<div class="fc-scroll"><table class="fc-verdicts" aria-label="{_esc(labels.compared)}">\n'
         f"<thead><tr>{header}</tr></thead>\n<tbody>\n"
@@ -213,9 +224,12 @@ def _verdicts(verdicts: Iterable[Verdict], labels: Labels) -> str:
 
 
 def _verdict_row(verdict: Verdict, labels: Labels) -> str:
+    # Each cell carries its column's name: in a card too narrow for five columns the rows
+    # stack, one output to a block, and each value is shown beside its name (the CSS).
+    column = [f' data-label="{_esc(text)}"' for text in _columns(labels)]
     css = "fc-ok" if verdict.ok else "fc-bad"
     regime = f"<br><small>{_esc(verdict.regime)}</small>" if verdict.regime else ""
-    name = f"<td><code>{_esc(verdict.name)}</code>{regime}</td>"
+    name = f'<td class="fc-output"{column[0]}><code>{_esc(verdict.name)}</code>{regime}</td>'
     if verdict.problem:
         return f'<tr class="{css}">{name}<td colspan="4">{_esc(verdict.problem)}</td></tr>'
     if verdict.ok:
@@ -245,9 +259,11 @@ def _verdict_row(verdict: Verdict, labels: Labels) -> str:
     if not verdict.ok and verdict.max_index and verdict.max_index != verdict.worst_index:
         index = f"({', '.join(str(i) for i in verdict.max_index)})"  # the worst is in its column
         largest += f"<br><small>{_esc(labels.largest_at.format(index=index))}</small>"
-    cells = [largest, tolerance]
-    numbers = "".join(f'<td class="fc-num">{cell}</td>' for cell in cells)
-    return f'<tr class="{css}">{name}{numbers}<td>{worst}</td><td class="fc-num">{bad}</td></tr>'
+    return (
+        f'<tr class="{css}">{name}<td class="fc-num"{column[1]}>{largest}</td>'
+        f'<td class="fc-num"{column[2]}>{tolerance}</td><td{column[3]}>{worst}</td>'
+        f'<td class="fc-num"{column[4]}>{bad}</td></tr>'
+    )
 
 
 def _failure(result: CheckResult, labels: Labels) -> str:
@@ -275,9 +291,13 @@ def _failure(result: CheckResult, labels: Labels) -> str:
 
 
 def _figure_html(figure: Figure, image_url: ImageUrl) -> str:
+    # A figure shrinks with the page only as far as its smallest text stays readable; on a
+    # narrower page it keeps that width and its box scrolls (the CSS marks the edge).
+    narrowest = math.ceil(figure.width * READABLE_PX / SMALLEST_TEXT)
     return (
         f'<figure class="fc-figure"><img src="{html.escape(image_url(figure), quote=True)}" '
         f'alt="{_esc(figure.alt)}" width="{figure.width}" height="{figure.height}" '
+        f'style="min-width: {min(narrowest, figure.width)}px" '
         f'loading="lazy"><figcaption>{_esc(figure.title)}</figcaption></figure>'
     )
 

@@ -41,7 +41,7 @@ from ..model import (
     largest_index,
 )
 from .labels import Labels
-from .picture import Figure
+from .picture import SMALLEST_TEXT, Figure
 from .svg import (
     AXIS_COLOUR,
     COLORMAPS,
@@ -60,7 +60,7 @@ from .svg import (
 
 # Type sizes and spacing, in CSS pixels. A white figure with dark text reads the same on
 # Material's light and slate palettes (the stylesheet adds a thin border on slate).
-_TICK_SIZE = 11.0
+_TICK_SIZE = SMALLEST_TEXT  # a page keeps this readable: it shrinks a figure only so far
 _LABEL_SIZE = 12.0
 _TITLE_SIZE = 13.0
 _TICK = 4.0  # tick mark length

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 
 _SUFFIXES = {"image/svg+xml": ".svg", "image/png": ".png"}
 
+SMALLEST_TEXT = 11.0
+"""The smallest text any figure draws (its tick labels), in the figure's own pixels: a card
+lets the page shrink a figure only as far as this stays readable."""
+
 
 def data_uri(media_type: str, data: bytes) -> str:
     """``data`` as a base64 ``data:`` URI: a picture inlined in a page or in another picture."""

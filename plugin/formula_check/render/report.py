@@ -186,6 +186,14 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
+def _cached(result: CheckResult, labels: Labels) -> str:
+    """The report says which results came from the cache (the time is the stored run's); the
+    published cards do not."""
+    if not result.cached:
+        return ""
+    return f'<br><small class="fc-cached">{html.escape(labels.cached)}</small>'
+
+
 def _row(result: CheckResult, labels: Labels, page_url: Callable[[CheckResult], str]) -> str:
     key = outcome_key(result)
     css = "fc-ok" if result.outcome_ok else "fc-bad"
@@ -207,7 +215,7 @@ def _row(result: CheckResult, labels: Labels, page_url: Callable[[CheckResult], 
         _error_cell(result, labels),
         f'<td class="fc-num" data-label="{_attr(labels.median_time)}" '
         f'data-fc-key="{_sort_key(_median_seconds(result))}">'
-        f"{html.escape(_median_time(result))}</td>",
+        f"{html.escape(_median_time(result))}{_cached(result, labels)}</td>",
     ]
     # Newlines inside a cell would split the raw HTML block; inside <pre> the entity still
     # starts a new line.

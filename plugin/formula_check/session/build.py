@@ -65,6 +65,8 @@ class FormulaSession:
     superseded: Callable[[], bool] = lambda: False
     """True once the results being checked are stale (``mkdocs serve``: an edit came in): a
     page waiting for one stops the batch instead of waiting out a slow or hanging check."""
+    served: bool = False
+    """Cards are the author's preview (``mkdocs serve``): they say which results were cached."""
     _checking: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
     _batch_stop: threading.Event = field(default_factory=threading.Event)
@@ -299,6 +301,7 @@ class FormulaSession:
             timeout=spec.timeout if spec else None,
             code=checked_code(spec.snippet) if spec else None,
             open_sections=spec.open_sections if spec else (),
+            served=self.served,
         )
 
     def _figures(self) -> FigureCache:
