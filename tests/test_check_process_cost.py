@@ -329,6 +329,7 @@ def test_a_state_never_marked_looks_at_every_name() -> None:
         del sys.modules["fc_test_unmarked"]
 
 
+@pytest.mark.tf
 def test_the_zygote_freezes_what_it_imported_out_of_the_collector() -> None:
     code = (
         "import gc\n"

@@ -295,6 +295,7 @@ def test_outside_a_repository_a_site_above_is_found_up_to_the_home_folder(
     assert cli._nearest_site() is None, "not above the home folder"
 
 
+@pytest.mark.tf
 def test_run_inside_the_docs_folder_checks_the_site_above(
     first_runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

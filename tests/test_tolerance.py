@@ -23,6 +23,7 @@ from support import run
 TUTORIAL_MHA = {"b": 1, "n": 60, "m": 60, "d_model": 512, "h": 8}
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("case", ["multihead-tutorial", "multihead-keras"])
 def test_tutorial_sized_multihead_attention_verifies_with_no_tolerance_option(case: str) -> None:
     oracle, source, options = CORRECT[case]
@@ -37,6 +38,7 @@ def test_tutorial_sized_multihead_attention_verifies_with_no_tolerance_option(ca
     assert "within tolerance (at most " in result.headline()
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize(
     ("case", "dims"),
     [
@@ -74,6 +76,7 @@ LARGE_DRIFTS = {
 }
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(LARGE_DRIFTS))
 def test_drifts_are_still_caught_at_large_sizes(name: str) -> None:
     case, old, new, dims = LARGE_DRIFTS[name]
@@ -93,17 +96,20 @@ def _only_on(result: Any, regime: str) -> None:
     assert f"({regime}): max |Δ|" in result.headline()
 
 
+@pytest.mark.tf
 def test_relu6_is_caught_on_wide_inputs() -> None:
     result = run("ffn", FFN.replace("tf.nn.relu(", "tf.nn.relu6("))
     _only_on(result, "wide")
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("mask", ["causal", "padding"])
 def test_a_weak_mask_constant_is_caught_where_masked_keys_score_high(mask: str) -> None:
     result = run("attention", SDPA.replace("mask * -1e9", "mask * -100.0"), mask=mask)
     _only_on(result, "masked keys score high")
 
 
+@pytest.mark.tf
 def test_a_weak_replacement_constant_is_caught_too() -> None:
     oracle, source, options = CORRECT["attention-keep-mask"]
     weak = source.replace("tf.fill(tf.shape(scores), -1e9)", "tf.fill(tf.shape(scores), -100.0)")
@@ -112,6 +118,7 @@ def test_a_weak_replacement_constant_is_caught_too() -> None:
     assert result.status is Status.MISMATCH, result.headline()
 
 
+@pytest.mark.tf
 def test_a_weak_mask_constant_is_caught_through_projections() -> None:
     oracle, source, options = CORRECT["multihead-tutorial-masked-self"]
     weak = source.replace("mask * -1e9", "mask * -100.0")
@@ -121,6 +128,7 @@ def test_a_weak_mask_constant_is_caught_through_projections() -> None:
     assert any(v.regime == "large logits" and not v.ok for v in result.verdicts)
 
 
+@pytest.mark.tf
 def test_a_tf_function_entry_is_checked() -> None:
     decorated = SDPA.replace(
         "def scaled_dot_product_attention", "@tf.function\ndef scaled_dot_product_attention"
@@ -128,6 +136,7 @@ def test_a_tf_function_entry_is_checked() -> None:
     assert run("attention", decorated, mask="causal").status is Status.VERIFIED
 
 
+@pytest.mark.tf
 def test_a_table_shorter_than_the_far_positions_is_noted_not_failed() -> None:
     capped = """
 import numpy as np
@@ -148,6 +157,7 @@ def positional_encoding(position, d_model):
     assert any(note.startswith("not checked on the far positions inputs") for note in result.notes)
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize(
     ("old", "new"),
     [
@@ -164,6 +174,7 @@ def test_epsilon_mistakes_are_caught_on_rows_of_variance_near_epsilon(old: str, 
     assert any(v.regime == "variance near ε" and not v.ok for v in result.verdicts)
 
 
+@pytest.mark.tf
 def test_positions_far_along_a_sequence_are_checked() -> None:
     narrow = PE.replace(
         "pos = tf.range(position, dtype=tf.float32)",
@@ -175,6 +186,7 @@ def test_positions_far_along_a_sequence_are_checked() -> None:
     assert any("far positions (positions 0 to 4095)" in note for note in result.notes)
 
 
+@pytest.mark.tf
 def test_a_card_says_which_regimes_ran() -> None:
     oracle, source, options = CORRECT["attention-causal"]
     result = run(oracle, source, **options)
@@ -186,6 +198,7 @@ def test_a_card_says_which_regimes_ran() -> None:
     assert "also within tolerance on large logits, masked keys score high inputs" in result.detail()
 
 
+@pytest.mark.tf
 def test_a_stated_tolerance_wins() -> None:
     wrong = SDPA.replace("tf.math.sqrt(dk)", "dk")
     loose = run("attention", wrong, atol=10.0)
@@ -198,6 +211,7 @@ def _upcasting(arrays: Any, params: Any) -> dict[str, Any]:
     return {"output": np.asarray(arrays["x"], dtype=np.float64) * 2.0}
 
 
+@pytest.mark.tf
 def test_an_oracle_that_upcasts_is_judged_with_the_fixed_tolerance_and_says_so() -> None:
     register(
         Oracle(
@@ -272,6 +286,7 @@ def test_regimes_are_part_of_the_request_and_deterministic() -> None:
     assert not np.array_equal(other.arrays["r1/in/q"], first.arrays["r1/in/q"])
 
 
+@pytest.mark.tf
 def test_positional_encoding_in_halves_is_told_so() -> None:
     halves = PE.replace(
         "pe = tf.sin(angles) * even + tf.cos(angles) * (1 - even)",
@@ -286,6 +301,7 @@ def test_positional_encoding_in_halves_is_told_so() -> None:
     assert "halves" not in wrong_base.headline()
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("case", ["sublayer-pre", "sublayer-post"])
 def test_a_relu6_behind_a_norm_is_caught_with_wide_weights(case: str) -> None:
     oracle, source, options = CORRECT[case]
@@ -309,6 +325,7 @@ def test_wide_weights_reach_a_function_too() -> None:
     assert np.array_equal(plan.arrays["r3/wt/W_1"], plan.arrays["wt/W_1"] * 8)
 
 
+@pytest.mark.tf
 def test_a_softmax_that_never_subtracts_the_maximum_is_caught_on_large_values() -> None:
     naive = (
         "import tensorflow as tf\n\n"
@@ -323,6 +340,7 @@ def test_a_softmax_that_never_subtracts_the_maximum_is_caught_on_large_values() 
     assert "NaN/Inf values in the result" in result.headline()
 
 
+@pytest.mark.tf
 def test_positions_built_in_float16_are_caught_far_along() -> None:
     half = PE.replace(
         "pos = tf.range(position, dtype=tf.float32)",

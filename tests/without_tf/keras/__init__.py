@@ -1,0 +1,4 @@
+"""Stands in for keras where a test not marked ``tf`` runs: it fails to import, as where
+TensorFlow is not installed (see ``tests/conftest.py``)."""
+
+raise ImportError("keras is blocked here: a test not marked tf runs as without TensorFlow")
