@@ -41,11 +41,10 @@ def _readme(language: str) -> str:
     return found
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def _install(where: Path) -> tuple[Path, dict[str, str]]:
     """A fresh virtual environment holding the wheel (its python, and the environment to run
     it in: no PYTHONPATH, so nothing but the wheel can give ``formula_check``)."""
-    where = tmp_path_factory.mktemp("wheel")
+    where.mkdir()
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     built = _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -75,35 +74,34 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return python, env
 
 
-def test_the_wheel_is_what_imports(installed: tuple[Path, dict[str, str]]) -> None:
-    python, env = installed
+def test_the_readme_site_builds_from_the_installed_wheel_with_its_own_mathjax(
+    tmp_path: Path,
+) -> None:
+    # One test: building and installing the wheel is most of its cost, paid once.
+    python, env = _install(tmp_path / "wheel")
     told = _run(
         [str(python), "-c", "import formula_check, importlib.metadata as m; "
-         "print(formula_check.__file__); print(m.distribution('mkdocs-formula-check')._path)"],
-        python.parent, env,
+         "print(formula_check.__file__); "
+         "print(m.distribution('mkdocs-formula-check').locate_file(''))"],
+        tmp_path, env,
     )  # fmt: skip
     module, metadata = told.stdout.split()
     venv = python.parent.parent
     assert Path(module).is_relative_to(venv), module
     assert Path(metadata).is_relative_to(venv), metadata
-    assert ROOT / "plugin" not in Path(module).parents
 
-
-def test_the_readme_site_builds_from_the_wheel_with_its_own_mathjax(
-    installed: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
-    python, env = installed
     config = yaml.safe_load(_readme("yaml"))
     # Material as the README's offline note says: no font server.
     config |= {"site_name": "readme", "theme": {"name": "material", "font": False}}
-    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text(_readme("markdown"), encoding="utf-8")
-    done = _run([str(python), "-m", "mkdocs", "build", "--strict"], tmp_path, env)
+    site = tmp_path / "site_project"
+    (site / "docs").mkdir(parents=True)
+    (site / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (site / "docs" / "index.md").write_text(_readme("markdown"), encoding="utf-8")
+    done = _run([str(python), "-m", "mkdocs", "build", "--strict"], site, env)
     assert done.returncode == 0, done.stdout + done.stderr
-    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    page = (site / "site" / "index.html").read_text(encoding="utf-8")
     assert 'data-fc-status="verified"' in page
-    assets = tmp_path / "site" / "assets" / "formula-check"
+    assets = site / "site" / "assets" / "formula-check"
     assert (assets / "mathjax" / "tex-svg.js").stat().st_size > 100_000
     assert (assets / "formula-check.css").is_file()
     assert "assets/formula-check/mathjax/tex-svg.js" in page
