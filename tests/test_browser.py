@@ -42,7 +42,7 @@ GOOD_SITE = ROOT / "fixtures" / "sites" / "good"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 README_SCREENSHOT = ROOT / "docs" / "assets" / "verified-card.png"
 # Every page is served from one real `mkdocs build` of the good site: its blocks run in TensorFlow.
-pytestmark = [pytest.mark.site, pytest.mark.tf]
+pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.tf]
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
 )

@@ -36,6 +36,7 @@ from formula_check.model import CheckResult, CheckSpec, FormulaVerdict, Status, 
 from formula_check.render.card import READABLE_PX
 from formula_check.render.picture import SMALLEST_TEXT
 
+pytestmark = pytest.mark.browser
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)

@@ -33,6 +33,7 @@ from fakes import FakeMaker, build_with_fake_engine, by_id, mismatch, verified
 from formula_check import assets
 from formula_check.model import CheckResult, CheckSpec, SnippetFailure, Status
 
+pytestmark = pytest.mark.browser
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
