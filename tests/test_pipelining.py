@@ -21,6 +21,7 @@ from formula_check.engine import Engine, _bare
 from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, CheckSpec, Environment, Status
 from formula_check.planning import Plan
+from formula_check.read_stamps import Inputs
 from formula_check.worker.idle import IdleWorkers
 from formula_check.worker.pool import Reply, WorkerPool
 from implementations import SDPA
@@ -85,7 +86,7 @@ def test_the_worker_runs_the_next_check_while_the_last_is_judged(
             with worker.received:
                 overlapped.append(worker.received.wait_for(lambda: "run b1" in worker.log, 20))
         worker.log.append(f"judged {spec.block_id}")
-        return _bare(spec, Status.VERIFIED, ""), []
+        return _bare(spec, Status.VERIFIED, ""), Inputs()
 
     monkeypatch.setattr(engine, "_judge", judge)
     results = engine.check_many(specs(3))
@@ -101,7 +102,9 @@ def test_waiting_for_a_busy_worker_is_not_the_blocks_own_time(
     about 2 s for it, and its own time stays about 2 s, not 4."""
     worker = OneWorker(hold=2.0)
     engine = engine_with(worker, monkeypatch)
-    monkeypatch.setattr(engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), []))
+    monkeypatch.setattr(
+        engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), Inputs())
+    )
     results = engine.check_many(specs(2))
     assert all(2.0 <= r.elapsed < 3.2 for r in results), [r.elapsed for r in results]
 
@@ -135,7 +138,7 @@ def test_a_result_is_the_same_whatever_was_in_flight(monkeypatch: pytest.MonkeyP
     def judge(spec: CheckSpec, plan: Plan, reply: Reply, env: object) -> Any:
         seen.append((spec.block_id, plan.request.block))  # type: ignore[attr-defined]
         result = dataclasses.replace(_bare(spec, Status.VERIFIED, ""), message=spec.block_id)
-        return result, []
+        return result, Inputs()
 
     monkeypatch.setattr(engine, "_judge", judge)
     results: list[CheckResult] = engine.check_many(specs(12))
@@ -170,7 +173,9 @@ def test_a_stopped_run_does_not_start_the_checks_still_waiting_for_a_worker(
     a whole check first."""
     worker = OneWorker(hold=1.5)
     engine = engine_with(worker, monkeypatch)
-    monkeypatch.setattr(engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), []))
+    monkeypatch.setattr(
+        engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), Inputs())
+    )
     results = engine.iter_check(specs(5))
     assert next(results).block_id == "b0"
     results.close()  # one check runs in the worker by now, another waits for it
@@ -190,7 +195,9 @@ def test_a_block_waiting_for_the_worker_is_not_overtaken_by_later_ones(
     ``b0`` while every later block runs (as a plain queue let happen)."""
     worker = OneWorker(hold=0.2)  # far longer than a thread takes to ask again
     engine = engine_with(worker, monkeypatch)
-    monkeypatch.setattr(engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), []))
+    monkeypatch.setattr(
+        engine, "_judge", lambda spec, *_: (_bare(spec, Status.VERIFIED, ""), Inputs())
+    )
     engine.check_many(specs(10))
     ran = [int(entry.removeprefix("run b")) for entry in worker.log]
     assert sorted(ran) == list(range(10))
