@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from formula_check import sealed
+from formula_check import sealed, wire
 from formula_check.sealed import SEAL_SIZE, TEMPORARY_PREFIX, SealedFiles, read_sealed, seal
 
 
@@ -24,6 +24,12 @@ def umask() -> Iterator[None]:
         os.umask(original)
 
 
+def framed(text: str) -> bytes:
+    """A message as the cache stores one (the wire's framing): an entry is read back only
+    when it is exactly as long as its first bytes say."""
+    return wire.encode({"text": text})
+
+
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -35,7 +41,7 @@ def test_an_entry_gets_the_mode_the_umask_gives_every_new_file(
 ) -> None:
     os.umask(mask)
     files = SealedFiles(tmp_path / "cache", ".fcr", "results")
-    assert files.write("ab12", b"message")
+    assert files.write("ab12", framed("message"))
     assert mode(files.path("ab12")) == expected
     plain = tmp_path / "plain-file"
     plain.write_bytes(b"")
@@ -46,26 +52,26 @@ def test_an_entry_gets_the_mode_the_umask_gives_every_new_file(
 def test_a_rewritten_entry_gets_the_umask_mode_too(tmp_path: Path) -> None:
     os.umask(0o077)
     files = SealedFiles(tmp_path, ".fcr", "results")
-    files.write("ab12", b"old")
+    files.write("ab12", framed("old"))
     os.umask(0o022)
-    files.write("ab12", b"new")
+    files.write("ab12", framed("new"))
     assert mode(files.path("ab12")) == 0o644
-    assert files.read("ab12") == b"new"
+    assert files.read("ab12") == framed("new")
 
 
 def test_a_failed_write_leaves_the_old_entry_and_no_temporary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = SealedFiles(tmp_path, ".fcr", "results")
-    files.write("ab12", b"old")
+    files.write("ab12", framed("old"))
 
     def no_disk(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(sealed.os, "fsync", no_disk)
-    assert not files.write("ab12", b"new")
+    assert not files.write("ab12", framed("new"))
     monkeypatch.undo()
-    assert files.read("ab12") == b"old"
+    assert files.read("ab12") == framed("old")
     assert [p.name for p in files.path("ab12").parent.iterdir()] == ["ab12.fcr"]
 
 
@@ -79,9 +85,9 @@ def test_a_temporary_name_in_use_is_never_overwritten(
     taken.write_bytes(b"another writer's")
     tokens = iter(["0" * 16, "1" * 16])
     monkeypatch.setattr(sealed.secrets, "token_hex", lambda _: next(tokens))
-    assert files.write("ab12", b"mine")
+    assert files.write("ab12", framed("mine"))
     assert taken.read_bytes() == b"another writer's"
-    assert files.read("ab12") == b"mine"
+    assert files.read("ab12") == framed("mine")
 
 
 def test_no_unused_temporary_name_is_a_failure_said_not_raised(
@@ -92,13 +98,13 @@ def test_no_unused_temporary_name_is_a_failure_said_not_raised(
     folder.mkdir(parents=True)
     (folder / f"{TEMPORARY_PREFIX}{'0' * 16}.fcr").write_bytes(b"")
     monkeypatch.setattr(sealed.secrets, "token_hex", lambda _: "0" * 16)
-    assert not files.write("ab12", b"mine")
+    assert not files.write("ab12", framed("mine"))
     assert not files.path("ab12").exists()
 
 
 def test_the_file_is_the_seal_then_the_message(tmp_path: Path) -> None:
     files = SealedFiles(tmp_path, ".fcr", "results")
-    message = bytes(range(256)) * 5000
+    message = framed("".join(map(chr, range(256))) * 5000)
     files.write("cd34", message)
     blob = files.path("cd34").read_bytes()
     assert blob[:SEAL_SIZE] == seal("cd34", message)
@@ -112,9 +118,9 @@ def test_a_seal_covers_the_key_and_every_byte(tmp_path: Path) -> None:
     assert seal("k1", b"m") != seal("k", b"1m"), "the key ends where the message begins"
     assert len(seal("k", b"")) == SEAL_SIZE
     files = SealedFiles(tmp_path, ".fcr", "results")
-    files.write("ef56", b"payload")
+    files.write("ef56", framed("payload"))
     path = files.path("ef56")
-    assert read_sealed(path, "ef56") == b"payload"
+    assert read_sealed(path, "ef56") == framed("payload")
     assert read_sealed(path, "ef57") is None, "another key's file"
     blob = path.read_bytes()
     for where in (0, SEAL_SIZE - 1, SEAL_SIZE, len(blob) - 1):
@@ -129,7 +135,7 @@ def test_a_seal_covers_the_key_and_every_byte(tmp_path: Path) -> None:
 
 def test_a_damaged_entry_reads_as_none_and_is_removed(tmp_path: Path) -> None:
     files = SealedFiles(tmp_path, ".fcr", "results")
-    files.write("ab12", b"message")
+    files.write("ab12", framed("message"))
     path = files.path("ab12")
     path.write_bytes(path.read_bytes()[:-1] + b"?")
     assert files.read("ab12") is None
