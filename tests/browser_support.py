@@ -102,9 +102,10 @@ CODE_CONTRAST = """() => {
 
 
 # What a reader at this width cannot see: a card table wider than its box, a page that scrolls
-# sideways, a piece of a card that sticks out of it, a figure drawn so small that its smallest
-# text (`smallest` px in the figure's own pixels) falls under `readable` px. What a box clips
-# or scrolls (display math, a figure, a <pre>) is left out; `SCROLL_BOXES` checks those.
+# sideways, a piece of a card that sticks out of it, a message or note that does not wrap, a
+# figure drawn so small that its smallest text (`smallest` px in the figure's own pixels) falls
+# under `readable` px. What a box clips or scrolls (display math, a figure, a <pre>) is not
+# said to stick out; `SCROLL_BOXES` checks that those show they scroll.
 LAYOUT_PROBLEMS = """([smallest, readable]) => {
   const problems = [];
   const root = document.documentElement;
@@ -134,6 +135,15 @@ LAYOUT_PROBLEMS = """([smallest, readable]) => {
       }
     }
   }
+  // Messages and notes wrap: their point must not hide at the end of a scroll box.
+  const wrapping = ['.fc-formula pre', '.fc-formula pre > code', 'pre.fc-error-message',
+    'pre.fc-error-message > code', '.fc-notes'].map((inside) => `.fc-card ${inside}`).join();
+  for (const text of document.querySelectorAll(wrapping)) {
+    if (text.getClientRects().length && text.scrollWidth > text.clientWidth + 1) {
+      problems.push(`${text.className || text.tagName} does not wrap: `
+        + `${text.textContent.trim().slice(0, 40)}`);
+    }
+  }
   for (const image of document.querySelectorAll('.fc-card .fc-figure img')) {
     if (!image.naturalWidth || !image.getClientRects().length) continue;
     const text = smallest * image.getBoundingClientRect().width / image.naturalWidth;
@@ -144,7 +154,7 @@ LAYOUT_PROBLEMS = """([smallest, readable]) => {
   return problems;
 }"""
 
-# Boxes meant to scroll sideways, each marked with a data-fc-probe number; `wide` says whether
+# Boxes meant to scroll sideways, each tagged with a data-fc-probe number; `wide` says whether
 # it has more than it shows. Its mark is looked at in a screenshot (`unmarked_scroll_boxes`).
 SCROLL_BOXES = """() => [...document.querySelectorAll('div.arithmatex, .fc-scroll, .fc-figure')]
   .filter((box) => box.getClientRects().length && box.clientWidth > 0)
@@ -152,11 +162,18 @@ SCROLL_BOXES = """() => [...document.querySelectorAll('div.arithmatex, .fc-scrol
     box.dataset.fcProbe = String(index);
     return {
       index,
-      wide: box.scrollWidth > box.clientWidth + 1,
+      wide: box.scrollWidth > box.clientWidth, // as the browser sees it: it scrolls 1 px too
       what: box.textContent.trim().slice(0, 40),
     };
   })"""
 
+
+# Hides what stays put while the page scrolls (Material's header fades its shadow in).
+HIDE_FIXED = """() => document.querySelectorAll('body *').forEach((element) => {
+  if (['fixed', 'sticky'].includes(getComputedStyle(element).position)) {
+    element.style.visibility = 'hidden';
+  }
+})"""
 
 EDGE_PX = 8
 """How wide a strip at each edge of a box is looked at for its scroll mark."""
@@ -209,19 +226,22 @@ def _edges_differ(drawn: bytes, bare: bytes) -> int:
 
 def unmarked_scroll_boxes(page: Any, most_fitting: int = 3) -> list[str]:
     """Boxes that scroll sideways yet look like boxes that do not, and boxes that fit yet carry
-    a scroll mark. A box is shot as drawn and again with no background: its edge shadows are
-    its background, so a box that scrolls must differ at an edge, and one that fits must not."""
+    a scroll mark. A box is shot as drawn and again with neither background nor mask (its
+    edge shadows are its background, a figure's fade its mask), so a box that scrolls must
+    differ at an edge, and one that fits must not."""
     wrong = []
     fitting = 0
+    page.evaluate(HIDE_FIXED)  # a fixed bar over a tall box would differ between the shots
     for box in page.evaluate(SCROLL_BOXES):
         fitting += not box["wide"]
         if fitting > most_fitting and not box["wide"]:
             continue
         element = page.locator(f'[data-fc-probe="{box["index"]}"]')
-        drawn = element.screenshot(animations="disabled")
-        element.evaluate("(box) => { box.style.background = 'none'; }")
-        bare = element.screenshot(animations="disabled")
-        element.evaluate("(box) => { box.style.background = ''; }")
+        # Not `animations="disabled"`: that would run a figure's scroll-driven fade to its end.
+        drawn = element.screenshot()
+        element.evaluate("(box) => { box.style.background = 'none'; box.style.mask = 'none'; }")
+        bare = element.screenshot()
+        element.evaluate("(box) => { box.style.background = ''; box.style.mask = ''; }")
         differ = _edges_differ(drawn, bare)
         if box["wide"] and differ == 0:
             wrong.append(f"scrolls with no sign of it: {box['what']}")
