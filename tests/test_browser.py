@@ -25,6 +25,7 @@ import yaml
 from browser_support import (
     CHROMIUM,
     CODE_CONTRAST,
+    LAYOUT_PROBLEMS,
     MATH_WIDTHS,
     MATHJAX_DONE,
     PALETTE_TOGGLE,
@@ -33,8 +34,11 @@ from browser_support import (
     chromium,
     serve,
     set_scheme,
+    unmarked_scroll_boxes,
     watch,
 )
+from formula_check.render.card import READABLE_PX
+from formula_check.render.picture import SMALLEST_TEXT
 from support import mkdocs_build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -345,6 +349,10 @@ def test_math_keeps_its_size_and_cells_their_words_at_every_width(
         assert squeezed == [], f"{name}: formulas drawn smaller than their content: {squeezed}"
         assert page.evaluate(BROKEN_CELLS) == [], f"{name}: card cells cut mid-word"
         assert_headers_unbroken(page, name)
+        assert_figures_loaded(page, name)  # opens every section: its tables and figures too
+        problems = page.evaluate(LAYOUT_PROBLEMS, [SMALLEST_TEXT, READABLE_PX])
+        assert problems == [], f"{name}: {problems}"
+        assert unmarked_scroll_boxes(page) == [], name
         if page_url == "":
             page.screenshot(path=artifacts / f"index-{width}-{scheme}.png", full_page=True)
         assert_nothing_external_or_failed(log, name)
