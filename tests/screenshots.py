@@ -32,11 +32,11 @@ def shoot(site: Path, folder: Path) -> list[Path]:
                 page = context.new_page()
                 log = watch(page)
                 page.goto(url + path, wait_until="load")
-                set_scheme(page, scheme)
                 page.wait_for_function(
                     "() => MathJax && MathJax.startup && MathJax.startup.promise"
                 )
                 page.evaluate(MATHJAX_DONE)
+                set_scheme(page, scheme)  # after the page's own scripts have set theirs
                 # The formula above the card at the top, below Material's bar.
                 page.evaluate(
                     """(card) => {
