@@ -148,7 +148,8 @@ MUTANTS = {
 def test_a_correct_schedule_verifies_on_the_far_steps_too() -> None:
     result = run("transformer_lr_schedule", SCHEDULE, **OPTIONS)
     assert result.status is Status.VERIFIED, result.headline()
-    assert {verdict.regime for verdict in result.verdicts} == {"", "far steps"}
+    # the graph tf.function traces is judged too (a schedule is called, never built)
+    assert {verdict.regime for verdict in result.verdicts} == {"", "far steps", "tf.function"}
 
 
 @pytest.mark.tf
