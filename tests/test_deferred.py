@@ -5,11 +5,13 @@ Real ``mkdocs build`` runs with the result cache off, so every card starts as a 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -41,14 +43,14 @@ SLOW = """```formula id="slow-{index}" oracle="softmax" dims="b=1 n=2 m=3" timin
 
 ```python
 import os
+import tempfile
 import time
 
 import tensorflow as tf
 
 
 def softmax(x):
-    with open(os.environ["FC_TEST_LEDGER"], "a", encoding="utf-8") as ledger:
-        ledger.write("{index}\\n")
+    open(os.path.join(tempfile.gettempdir(), "started-{index}"), "w").close()
     time.sleep(1.5)
     return tf.nn.softmax(x, axis=-1)
 ```
@@ -95,6 +97,32 @@ def test_cards_survive_rewritten_placeholders_and_missing_ones_are_reported(
     assert "cards missing from docs/layers.md: their placeholders were removed" in warnings[0]
 
 
+class Ledger:
+    """The blocks whose snippet has started, seen as it runs: each snippet leaves a file in
+    its own temporary folder, the one place a confined check may write, and the build's
+    temporary files (each check's folder among them) are in ``temporary``. A check's folder
+    is removed once it ends, so the folder is watched all along; each snippet then sleeps
+    1.5 s, long enough to be seen."""
+
+    def __init__(self, temporary: Path) -> None:
+        self.temporary = temporary
+        self.started: set[str] = set()
+        self._done = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.02):
+            with contextlib.suppress(OSError):  # a folder may go while it is walked
+                self.started |= {
+                    path.name.removeprefix("started-") for path in self.temporary.rglob("started-*")
+                }
+
+    def close(self) -> None:
+        self._done.set()
+        self._watcher.join()
+
+
 def test_ctrl_c_drops_the_queued_checks_and_leaves_no_process(tmp_path: Path) -> None:
     project = tmp_path / "slow"
     (project / "docs").mkdir(parents=True)
@@ -102,23 +130,23 @@ def test_ctrl_c_drops_the_queued_checks_and_leaves_no_process(tmp_path: Path) ->
     (project / "docs" / "index.md").write_text(page, encoding="utf-8")
     (project / "mkdocs.yml").write_text(
         "site_name: Slow\nplugins:\n  - formula-check:\n      cache: false\n"
-        "      env: [FC_TEST_LEDGER]\n"
         "markdown_extensions:\n  - pymdownx.superfences\n  - pymdownx.arithmatex:\n"
         "      generic: true\n",
         encoding="utf-8",
     )
-    ledger = tmp_path / "ledger.txt"
-    ledger.touch()
-    env = dict(os.environ, FC_TEST_LEDGER=str(ledger))
-    process = build(project, env=env)
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    process = build(project, env=dict(os.environ, TMPDIR=str(temporary)))
+    ledger = Ledger(temporary)
     try:
-        assert wait_until(lambda: ledger.read_text().strip(), 180), "no snippet ever started"
+        assert wait_until(lambda: ledger.started, 180), "no snippet ever started"
         os.killpg(process.pid, signal.SIGINT)
         output, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    ran = ledger.read_text().split()
+        ledger.close()
+    ran = sorted(ledger.started)
     assert process.returncode != 0
     assert len(ran) <= 2, f"queued blocks kept running after Ctrl-C: {ran}"
     assert "crashed: " not in output

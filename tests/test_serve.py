@@ -55,6 +55,15 @@ def wait_for(what: str, probe: Callable[[], bool], seconds: float = 120.0) -> No
     pytest.fail(f"timed out waiting for {what}")
 
 
+def holds(folder: Path, name: str) -> bool:
+    """Whether a file called ``name`` is somewhere in ``folder``; a check's folder may be
+    removed while it is looked through."""
+    try:
+        return any(folder.rglob(name))
+    except OSError:
+        return False
+
+
 def copy_fixture(tmp_path: Path) -> Path:
     project = tmp_path / "zh"
     shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("site", ".cache"))
@@ -93,10 +102,17 @@ def first_build_served(server: subprocess.Popen[str], url: str, marker: str) -> 
 
 
 @contextlib.contextmanager
-def serving(project: Path, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def serving(
+    project: Path, log: Path | None = None, temporary: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``mkdocs serve`` of ``project`` after its first build (what it logs into ``log``, if
-    given); Ctrl-C at the end."""
+    given; its temporary files, each check's folder among them, in ``temporary``, if given);
+    Ctrl-C at the end."""
     marker = uuid.uuid4().hex
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    if temporary is not None:
+        temporary.mkdir(exist_ok=True)
+        env["TMPDIR"] = str(temporary)
     (project / "docs" / "serve-marker.txt").write_text(marker, encoding="utf-8")
     for _ in range(5):
         port = free_port()
@@ -108,7 +124,7 @@ def serving(project: Path, log: Path | None = None) -> Iterator[tuple[str, subpr
             stderr=logged,
             text=True,
             start_new_session=True,
-            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+            env=env,
         )
         if log is not None:
             logged.close()  # the server has its own copy
@@ -131,7 +147,7 @@ def serving(project: Path, log: Path | None = None) -> Iterator[tuple[str, subpr
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[str]]]:
     project = copy_fixture(tmp_path)
-    with serving(project) as (url, server):
+    with serving(project, temporary=tmp_path / "temporary") as (url, server):
         yield project, url, server
 
 
@@ -209,19 +225,27 @@ def test_an_edit_stops_a_check_still_running_instead_of_waiting_for_its_timeout(
     served: tuple[Path, str, subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     """A slip that makes a snippet loop forever, saved: pages wait for that build. Saving the
-    fix stops the running check at once, rather than after the block's 300 s timeout."""
+    fix stops the running check at once, rather than after the block's 300 s timeout.
+
+    The snippet tells it has started by a file in its own temporary folder, the one place a
+    confined check may write (a file anywhere else would never land); the server's
+    temporary files, that folder among them, are in ``tmp_path``."""
     project, url, server = served
     page = project / "docs" / "index.md"
     original = page.read_text(encoding="utf-8")
-    started = tmp_path / "loop-started"
-    looping = f"    open({str(started)!r}, 'w').close()\n    while True:\n        pass\n"
+    looping = (
+        "    import tempfile\n"
+        "    open(tempfile.gettempdir() + '/loop-started', 'w').close()\n"
+        "    while True:\n        pass\n"
+    )
     page.write_text(
         original.replace(GOOD_LINE, looping, 1).replace(
             'timing="off"', 'timing="off" timeout="300"', 1
         ),
         encoding="utf-8",
     )
-    wait_for("the looping check to start", started.exists)
+    temporary = tmp_path / "temporary"
+    wait_for("the looping check to start", lambda: holds(temporary, "loop-started"))
     page.write_text(original, encoding="utf-8")
     wait_for("the fixed block", lambda: card_status(url, "注意力") == "verified", seconds=120)
     assert server.poll() is None, "the server is still running"
