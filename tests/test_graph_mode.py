@@ -97,6 +97,45 @@ class LayerNorm(tf.keras.layers.Layer):
 """A right layer whose weights no graph reads when it runs: a graph holds a tensor or an
 array as it was traced, so the checker, which puts moved ones in their place, traces after."""
 
+COPIED_BESIDE_AN_ARRAY = """
+import numpy as np
+import tensorflow as tf
+
+class LayerNorm(tf.keras.layers.Layer):
+    def __init__(self, d_model):
+        super().__init__()
+        self.gamma = tf.Variable(tf.ones((d_model,)))
+        self.beta = np.zeros((d_model,), np.float32)
+        self.scale = None
+
+    def call(self, x):
+        {copy}
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return self.scale * (x - mean) / tf.sqrt(variance + 1e-6) + self.beta
+"""
+"""A layer that copies its scale variable, beside a bias kept as an array (which a graph
+holds as traced): wrong where the copy is made only eagerly, so a graph keeps a stale one."""
+
+COPY_WHEN_EAGER = """if tf.executing_eagerly() or self.scale is None:
+            self.scale = tf.identity(self.gamma)"""
+COPY_ALWAYS = "self.scale = tf.identity(self.gamma)"
+
+CACHED = """
+import tensorflow as tf
+
+_transposed = {{}}
+
+def ffn(x, w1, b1, w2, b2):
+    key = tuple(w1.shape)
+    {refresh}_transposed[key] = tf.transpose(w1)
+    hidden = tf.nn.relu(tf.matmul(x, _transposed[key], transpose_b=True) + b1)
+    return tf.matmul(hidden, w2) + b2
+"""
+"""A function that caches its kernel transposed: wrong where the cache is refreshed only
+eagerly, so a graph keeps the kernel of the call before its trace, whatever it is given."""
+
+REFRESH_WHEN_EAGER = "if tf.executing_eagerly() or key not in _transposed:\n        "
+
 LAYER = {"weights": {"gamma": "gamma", "beta": "beta"}}
 HELD_LAYER = {**LAYER, "init": {"d_model": "d_model"}}
 
@@ -135,6 +174,18 @@ def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
             HELD_LAYER,
         ),
         "more-as-a-graph": ("softmax", MORE_AS_A_GRAPH, {}),
+        "copy-beside-an-array-stale": (
+            "layer_norm",
+            COPIED_BESIDE_AN_ARRAY.format(copy=COPY_WHEN_EAGER),
+            HELD_LAYER,
+        ),
+        "copy-beside-an-array-fresh": (
+            "layer_norm",
+            COPIED_BESIDE_AN_ARRAY.format(copy=COPY_ALWAYS),
+            HELD_LAYER,
+        ),
+        "cached-transpose-stale": ("ffn", CACHED.format(refresh=REFRESH_WHEN_EAGER), {}),
+        "cached-transpose-fresh": ("ffn", CACHED.format(refresh=""), {}),
         "eager-only-timed": ("softmax", EAGER_ONLY, {"timing": True}),
     }
 
@@ -151,7 +202,14 @@ def results() -> dict[str, CheckResult]:
 
 
 @pytest.mark.parametrize(
-    "name", ["softmax-graph-path-wrong", "layer-norm-folded", "layer-norm-folded-timed"]
+    "name",
+    [
+        "softmax-graph-path-wrong",
+        "layer-norm-folded",
+        "layer-norm-folded-timed",
+        "copy-beside-an-array-stale",
+        "cached-transpose-stale",
+    ],
 )
 def test_a_difference_only_under_tf_function_is_a_mismatch(
     results: dict[str, CheckResult], name: str
@@ -178,6 +236,8 @@ def test_a_difference_only_under_tf_function_is_a_mismatch(
         "layer-norm-read-timed",
         "held-in-arrays",
         "held-in-a-constant-and-a-variable",
+        "copy-beside-an-array-fresh",
+        "cached-transpose-fresh",
     ],
 )
 def test_the_correct_twin_verifies_judged_under_tf_function(

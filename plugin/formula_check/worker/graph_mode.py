@@ -3,12 +3,14 @@ returns in graph mode is judged as its eager outputs are.
 
 Code can be right eagerly and wrong as a graph: Python runs once, at trace time, so a value
 it reads then (a weight read through ``tf.init_scope``, Python state, a branch on
-``tf.executing_eagerly()``) stays in the graph whatever happens after. A layer whose weights
-are all variables is traced (:func:`trace`) after its first call built it and before its
-weights are moved (:func:`read_when_run`), so a weight read at trace time shows as the old
-value; the graph is called once more after the check's eager call (:func:`graph_result`), on
-the same arguments. The timing runs reuse this trace (:mod:`.timing_runs`): with timing on,
-graph mode costs one call of the graph more.
+``tf.executing_eagerly()``) stays in the graph whatever happens after. A layer is traced
+(:func:`trace`) after its first call built it, once the weights a graph holds as traced have
+moved and before its variables (:func:`read_when_run`) do, so a variable read at trace time
+shows as the old value; the graph is called once more after the check's eager call
+(:func:`graph_result`), on the same arguments. A function is traced on moved weights, after
+an eager call on them, and its graph is called on the check's own, so a weight it kept from
+an earlier call shows as stale. The timing runs reuse this trace (:mod:`.timing_runs`): with
+timing on, graph mode costs one call of the graph more.
 
 States: :class:`Traced` holds a traced runner and the seconds its trace took, or why the
 code did not trace. Called by :mod:`.one_check` and :mod:`.timing_runs`.

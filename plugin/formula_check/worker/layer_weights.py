@@ -178,13 +178,22 @@ class _Replaced:
 
 def perturb(variables: list[Any], seed: int) -> None:
     """Move every weight off its initial value, so zero biases and unit gains are exercised."""
+    for variable, value in zip(variables, moved_values(variables, seed), strict=True):
+        variable.assign(value)
+
+
+def moved_values(weights: list[Any], seed: int) -> list[Any]:
+    """The values :func:`perturb` moves ``weights`` to (arrays, or anything with ``numpy``),
+    in order: a caller may assign some before others (a graph traced in between)."""
     rng = np.random.default_rng(seed + 7919)
-    for variable in variables:
-        current = np.asarray(variable.numpy())
+    values = []
+    for weight in weights:
+        current = np.asarray(weight.numpy() if hasattr(weight, "numpy") else weight)
         noise = rng.standard_normal(current.shape).astype(current.dtype)
         noise *= 0.1  # in place, as 0.1 * noise and current + noise: the same bits, in
         noise += current  # one array instead of three
-        variable.assign(noise)
+        values.append(noise)
+    return values
 
 
 def read_weights(layer: Any, mapping: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:

@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..messages import FIRST, CheckReply, CheckRequest, RegimeRequest, SnippetFailed, TimingResult
+from ..messages import (
+    FIRST,
+    Call,
+    CheckReply,
+    CheckRequest,
+    RegimeRequest,
+    SnippetFailed,
+    TimingResult,
+)
 from ..model import Array
 from . import artifacts, graph_mode, isolation, layer_weights, native_reads
 from .entry_call import Runner, arguments, bind, keywords_not_passed, resolve_kind
@@ -99,12 +107,13 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         if request.perturb and found:
             # the first call is judged too, on the weights it ran with
             first = _first_call(runner, request, result)
-            traced = _traced_before_moving(runner, [v for _, v, _ in found], lap)
-            result, folded = _moved_call(runner, request, found)
+            traced, result, folded = _moved_call(runner, request, found, lap)
             unmoved += folded
         lap("weights moved, called again")
     out, dtypes = outputs(result)
     kept = _kept_outputs(runner, kind, request, "")
+    if kind == "function":
+        traced = _traced_on_moved_weights(runner, call, arrays, request.seed, lap)
     traced, graph_out, graph_error = _graph_run(runner, traced, lap)
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped, keys = _run_regimes(runner, kind, request, arrays)
@@ -160,16 +169,45 @@ def _timed(
     return timings
 
 
-def _traced_before_moving(runner: Runner, weights: list[Any], lap: _Laps) -> Traced | None:
-    """The entry traced before its weights move, where the graph reads every one of them
-    when it runs (variables): a weight the code reads at trace time then stays behind, as it
-    would after training. None where a weight is a tensor or an array, which a graph holds
-    as traced: it is traced after they moved (:func:`_graph_run`)."""
-    if not all(graph_mode.read_when_run(weight) for weight in weights):
-        return None
+def _traced_between(runner: Runner, moves: list[tuple[Any, Array]], lap: _Laps) -> Traced:
+    """Move the weights a graph holds as traced (a tensor, an array: ``moves`` pairs each
+    weight with its moved value), then trace the entry, then move the variables, which the
+    graph reads when it runs. So the graph is traced on the weights it is judged on, except
+    the variables: a value the code reads from one at trace time stays behind, as it would
+    after training."""
+    later = [(weight, value) for weight, value in moves if graph_mode.read_when_run(weight)]
+    for weight, value in moves:
+        if not graph_mode.read_when_run(weight):
+            weight.assign(value)
     traced = graph_mode.trace(runner)
     lap("tracing under tf.function")
+    for weight, value in later:
+        weight.assign(value)
     return traced
+
+
+def _traced_on_moved_weights(
+    runner: Runner, call: Call, arrays: Mapping[str, Array], seed: int, lap: _Laps
+) -> Traced:
+    """A function traced on moved weights, after an eager call on them, and called as a graph
+    on the check's own: a value the code keeps from one call (a cache, a copy read at trace
+    time) then shows as stale, as when a graph is called with the weights of later steps."""
+    names = [name for name in dict.fromkeys(call.arrays()) if name[:3] == "wt/"]
+    names = [name for name in names if np.asarray(arrays[name]).dtype.kind == "f"]
+    values = layer_weights.moved_values([arrays[name] for name in names], seed)
+    moved = dict(zip(names, values, strict=True))
+    args, kwargs = arguments(call, {**arrays, **moved}, "")
+    other = Runner(runner.target, args, kwargs, None)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            other()
+    except Exception as exc:  # said where the graph's outputs would be
+        return Traced(None, error=graph_mode.briefly(exc))
+    traced = graph_mode.trace(other)
+    lap("tracing under tf.function")
+    if traced.runner is None:
+        return traced
+    return Traced(Runner(traced.runner.target, runner.args, runner.kwargs, None), traced.seconds)
 
 
 def _graph_run(
@@ -207,13 +245,17 @@ def _other_keys(
 
 
 def _moved_call(
-    runner: Runner, request: CheckRequest, found: list[tuple[str, Any, bool]]
-) -> tuple[Any, list[tuple[str, str]]]:
-    """Move the weights and call again. A weight kept as a value (an array, a constant) that
-    a ``tf.function`` traced before the move keeps is put back, and said to be unmoved: the
-    oracle must take the value the code computed with."""
+    runner: Runner, request: CheckRequest, found: list[tuple[str, Any, bool]], lap: _Laps
+) -> tuple[Traced | None, Any, list[tuple[str, str]]]:
+    """Move the weights, tracing the entry on the way (:func:`_traced_between`), and call
+    again. A weight kept as a value (an array, a constant) that a ``tf.function`` of the
+    code's own traced before the move keeps is put back, and said to be unmoved: the oracle
+    must take the value the code computed with. The trace then holds a value the check no
+    longer uses: None, to trace again after the move."""
     held = [(n, h, h.numpy()) for n, h, _ in found if layer_weights.held_as_value(h)]
-    layer_weights.perturb([holder for _, holder, _ in found], request.seed)
+    holders = [holder for _, holder, _ in found]
+    moves = list(zip(holders, layer_weights.moved_values(holders, request.seed), strict=True))
+    traced: Traced | None = _traced_between(runner, moves, lap)
     with phase("call"):
         result = runner()
     folded = []
@@ -222,7 +264,7 @@ def _moved_call(
             holder.assign(stored)
             path = request.weights.get(name, name)
             folded.append((name, f"{path}: a tf.function traced before it moved keeps its value"))
-    return result, folded
+    return (None if folded else traced), result, folded
 
 
 def _kept_by_a_graph(runner: Runner, holder: Any, stored: Array, result: Any) -> bool:
