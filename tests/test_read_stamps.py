@@ -10,6 +10,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import formula_check
 from formula_check.read_stamps import INSTALLED, Inputs, ReadStamps, stamp, unchanged
 from formula_check.worker.outside_reads import keyed
@@ -64,7 +66,12 @@ def test_entries_name_project_files_relatively_and_installed_ones_by_their_packa
     assert not stamps.holds(project), "a file outside the project, edited"
 
 
-def test_only_reads_that_can_change_between_builds_are_keyed() -> None:
+def test_only_reads_that_can_change_between_builds_are_keyed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a check, the temporary folder is the check's own (isolation sets it); here it stands
+    # in, so that a project or environment under the system's /tmp is keyed as anywhere else.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "check"))
     purelib = sysconfig.get_paths()["purelib"]
     checker = Path(formula_check.__file__).parent
     assert keyed("/srv/data/weights.npy")
