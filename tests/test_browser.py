@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from browser_support import (
     WIDTHS,
     PageLog,
     chromium,
+    png_rows,
     serve,
     set_scheme,
     unmarked_scroll_boxes,
@@ -278,43 +277,8 @@ def test_code_chips_stay_readable_when_the_system_is_dark(
 
 
 def png_pixel(png: bytes, x: int, y: int) -> tuple[int, ...]:
-    """The colour of one pixel of an 8-bit RGB(A) PNG (what Chromium's screenshots are)."""
-    width, _, depth, kind = struct.unpack(">IIBB", png[16:26])
-    assert depth == 8 and kind in (2, 6), (depth, kind)
-    channels = 3 if kind == 2 else 4
-    data, at = b"", 8
-    while at < len(png):
-        (length,) = struct.unpack(">I", png[at : at + 4])
-        if png[at + 4 : at + 8] == b"IDAT":
-            data += png[at + 8 : at + 8 + length]
-        at += 12 + length
-    raw, stride, rows = zlib.decompress(data), width * channels, []
-    previous = bytearray(stride)
-    for row in range(y + 1):
-        kind_of_filter, line = (
-            raw[row * (stride + 1)],
-            bytearray(raw[row * (stride + 1) + 1 : (row + 1) * (stride + 1)]),
-        )
-        for i in range(stride):
-            left = line[i - channels] if i >= channels else 0
-            up, corner = previous[i], previous[i - channels] if i >= channels else 0
-            if kind_of_filter == 1:
-                line[i] = (line[i] + left) & 255
-            elif kind_of_filter == 2:
-                line[i] = (line[i] + up) & 255
-            elif kind_of_filter == 3:
-                line[i] = (line[i] + (left + up) // 2) & 255
-            elif kind_of_filter == 4:
-                guess = left + up - corner
-                near = min(
-                    (abs(guess - left), 0, left),
-                    (abs(guess - up), 1, up),
-                    (abs(guess - corner), 2, corner),
-                )
-                line[i] = (line[i] + near[2]) & 255
-        rows.append(line)
-        previous = line
-    return tuple(rows[y][x * channels : x * channels + 3])
+    """The colour of one pixel of a Chromium screenshot."""
+    return png_rows(png)[y][x]
 
 
 def test_figures_sit_in_a_dark_page(browser: Any, server: str, built_site: Path) -> None:
