@@ -1,6 +1,7 @@
 """Every weight is exercised: the weights a block maps are moved off their initial values
 before judging whatever holds them (a frozen layer's, a non-trainable variable, a
-``tf.constant`` or a NumPy array kept on an attribute, a ``tf.Module``'s), the wide-weights
+``tf.constant``, a NumPy array or a list or tuple of floats kept on an attribute, a
+``tf.Module``'s), the wide-weights
 regime scales them all as the oracle does, the first call is judged too, and each input
 regime is judged on every output the main call returns. Each wrong layer (one that forgets
 ``b_1``, whose zero start hides it) is caught, and its correct twin verifies."""
@@ -78,6 +79,14 @@ HOLDERS = {
         "np.asarray",
         "(lambda v: np.lib.stride_tricks.as_strided(v, writeable=False))",
     ),
+    "a list of floats": ("tf.keras.layers.Layer", "call", "tf.Variable", "(lambda v: v.tolist())"),
+    "a tuple of floats": (
+        "tf.keras.layers.Layer",
+        "call",
+        "tf.Variable",
+        "(lambda v: tuple(v.tolist()))",
+    ),
+    "a tf.Module's list of floats": ("tf.Module", "__call__", "tf.constant", "list"),
 }
 
 OPTIONS: dict[str, Any] = {

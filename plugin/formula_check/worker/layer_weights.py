@@ -1,12 +1,14 @@
 """The layer's weights: found, moved off their initial values, read back by the weight map.
 
 No TensorFlow here: a variable is anything with ``assign`` and ``numpy`` (TensorFlow's, or
-Keras 3's own); a weight kept as a value (a NumPy array, a ``tf.constant``) is moved through a
-holder with the same two methods, and a constant is remade by the function the caller gives.
+Keras 3's own); a weight kept as a value (a NumPy array, a ``tf.constant``, a list or tuple of
+numbers) is moved through a holder with the same two methods, and a constant is remade by the
+function the caller gives.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,11 +32,11 @@ def variables(layer: Any, mapping: Mapping[str, str], tensor_like: TensorLike | 
     count: Keras tracks its own; a ``tf.Module`` lists its ``trainable_variables``; a plain
     ``tf.Variable`` kept in an attribute is tracked by neither in Keras 3, so the attributes
     (and lists of them) are searched too. So does every weight the map reaches, whatever holds
-    it: a frozen layer's or any other non-trainable variable, a NumPy array, a ``tf.constant``
-    (``tensor_like`` remakes one; None: none is moved). Keras biases start at zero, so a term
-    whose weight is never moved could be left out unseen. Scalars are left out (a mapped
-    scalar is a parameter of the formula, not a weight), and so are weights that hold no
-    floating-point numbers."""
+    it: a frozen layer's or any other non-trainable variable, a NumPy array, a list or tuple
+    of numbers, a ``tf.constant`` (``tensor_like`` remakes one; None: none is moved). Keras
+    biases start at zero, and so does ``[0.0] * d_ff``, so a term whose weight is never moved
+    could be left out unseen. Scalars are left out (a mapped scalar is a parameter of the
+    formula, not a weight), and so are weights that hold no floating-point numbers."""
     named: dict[int, tuple[str, Any]] = {}
     unmoved: list[tuple[str, str]] = []
 
@@ -76,7 +78,10 @@ def _is_variable(value: Any) -> bool:
 
 def _is_weight(value: Any) -> bool:
     """An array of floating-point numbers, at least a vector: integer indices, masks and
-    strings are no weights, and a scalar is a parameter."""
+    strings are no weights, and a scalar is a parameter. A list or tuple of numbers that the
+    weight map names is a weight too (``[0.0] * d_ff``, moved as floats)."""
+    if isinstance(value, (list, tuple)):
+        return _numbers(value)
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is None or dtype is None or not len(shape):
@@ -90,10 +95,15 @@ def _holder(
     """Something that moves the weight at ``path``, or None and why it cannot be moved."""
     if _is_variable(value):
         return value, ""
-    if isinstance(value, np.ndarray) and value.flags.writeable:
-        return _InPlace(value), ""  # every reference to the array sees the move
-    remake = _read_only if isinstance(value, np.ndarray) else tensor_like
-    if remake is None or not (isinstance(value, np.ndarray) or hasattr(value, "numpy")):
+    if isinstance(value, list) or (isinstance(value, np.ndarray) and value.flags.writeable):
+        return _InPlace(value), ""  # every reference to the list or array sees the move
+    if isinstance(value, np.ndarray):
+        remake: TensorLike | None = _read_only
+    elif isinstance(value, tuple):
+        remake = _tuple_of
+    else:
+        remake = tensor_like if hasattr(value, "numpy") else None
+    if remake is None:
         return None, f"{_kind_of(value)} cannot be remade with moved values here"
     place = _place(layer, path)
     if isinstance(place, str):
@@ -105,6 +115,28 @@ def _holder(
         said = f"{type(exc).__name__}: {exc}"[:160]
         return None, f"its holder cannot be given a moved value ({said})"
     return holder, ""
+
+
+def _numbers(value: list[Any] | tuple[Any, ...]) -> bool:
+    """A non-empty list or tuple of real numbers, or of such lists (rows of a matrix)."""
+    return bool(value) and all(
+        _numbers(item)
+        if isinstance(item, (list, tuple))
+        else isinstance(item, numbers.Real) and not isinstance(item, (bool, np.bool_))
+        for item in value
+    )
+
+
+def _as_array(value: Any) -> Any:
+    """The numbers ``value`` holds, as floating-point numbers: a list of Python ints (a bias
+    of ``[0] * d_ff``) moves to floats, as a float32 computation reads it."""
+    array = np.array(value.numpy() if hasattr(value, "numpy") else value)
+    return array if array.dtype.kind == "f" else array.astype(np.float64)
+
+
+def _tuple_of(array: Any, like: Any) -> tuple[Any, ...]:
+    """A tuple of Python floats (rows as tuples) holding ``array``."""
+    return tuple(_tuple_of(row, like) if np.ndim(row) else float(row) for row in array)
 
 
 def _read_only(array: Any, like: Any) -> Any:
@@ -141,17 +173,20 @@ def held_as_value(holder: Any) -> bool:
 
 
 class _InPlace:
-    """A NumPy array the layer keeps: moved by writing into it."""
+    """A NumPy array or a list of numbers the layer keeps: moved by writing into it."""
 
-    def __init__(self, array: Any) -> None:
-        self.array = array
-        self.shape = array.shape
+    def __init__(self, held: Any) -> None:
+        self.held = held
+        self.shape = tuple(np.shape(held))
 
     def numpy(self) -> Any:
-        return self.array.copy()
+        return _as_array(self.held)  # a copy
 
     def assign(self, value: Any) -> None:
-        self.array[...] = value
+        if isinstance(self.held, list):
+            self.held[:] = np.asarray(value).tolist()
+        else:
+            self.held[...] = value
 
 
 class _Replaced:
@@ -162,10 +197,10 @@ class _Replaced:
         self.owner, self.place = place
         self.value = value
         self.remake = remake
-        self.shape = tuple(value.shape)
+        self.shape = tuple(np.shape(value))
 
     def numpy(self) -> Any:
-        return np.array(self.value.numpy() if hasattr(self.value, "numpy") else self.value)
+        return _as_array(self.value)
 
     def assign(self, value: Any) -> None:
         made = self.remake(np.asarray(value), self.value)
