@@ -84,6 +84,65 @@ def test_formula_outside_the_subset_is_said_not_checked_and_never_passes_silentl
     )
 
 
+@pytest.mark.parametrize(
+    "latex",
+    [
+        r"\text{FFN}(x) = \max(0, xW_1)W_2 + b_2 \quad \text{(bias } b_1 \text{ omitted)}",
+        FFN_TEX + r", \quad b_1 := 0",
+    ],
+)
+def test_latex_the_compiler_cannot_read_is_not_checked_unless_required(latex: str) -> None:
+    r"""Math inside ``\text``, or ``:=``: the formula is not checked (the code still is), and
+    the card says why; under ``formula: required`` the block fails."""
+    result = run("ffn", FFN, latex=latex)
+    assert result.status is Status.VERIFIED, result.headline()
+    assert result.formula is not None and result.formula.unchecked
+    said = "formula not checked: the compiler cannot read this LaTeX: "
+    assert result.formula.summary().startswith(said), result.formula.summary()
+    assert "^" in result.formula.message, "the caret marks where"
+    required = run("ffn", FFN, latex=latex, formula_required=True)
+    assert required.status is Status.MISMATCH, required.headline()
+    assert "formula not checked (formula: required): the compiler cannot read" in (
+        required.headline()
+    )
+
+
+LN_TEX = r"\mathrm{LN}(x) = \gamma \odot \frac{x-\mu}{\sqrt{\sigma^2+\epsilon}} + \beta"
+KERAS_LN = ("tf.keras.layers.LayerNormalization(epsilon=1e-6)", {"preset": "keras-layer-norm"})
+PLAIN_LN = (
+    "tf.keras.layers.LayerNormalization(epsilon=1e-6, center=False, scale=False)",
+    {"kind": "factory"},
+)
+
+
+@pytest.mark.parametrize(
+    ("left_out", "code", "latex", "state"),
+    [
+        ("nothing", KERAS_LN, LN_TEX, "agrees"),
+        ("gamma", KERAS_LN, LN_TEX.replace(r"\gamma \odot", ""), "differs"),
+        ("beta", KERAS_LN, LN_TEX.replace(r"+ \beta", ""), "differs"),
+        (
+            "both, as the code does",
+            PLAIN_LN,
+            r"\mathrm{LN}(x) = \frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}",
+            "agrees",
+        ),
+    ],
+)
+def test_a_formula_is_judged_on_the_weights_the_code_ran_with(
+    left_out: str, code: tuple[str, dict[str, str]], latex: str, state: str
+) -> None:
+    """A gain or shift the oracle's own formula names is no paper's leniency: a formula that
+    leaves it out, next to code that has it, differs (the code's weights are moved off 1 and
+    0); where the code has none, the formula needs none."""
+    layer, options = code
+    source = f"import tensorflow as tf\n\ndef make():\n    return {layer}\n"
+    result = run("layer_norm", source, latex=latex, **options)
+    assert result.formula is not None, left_out
+    assert result.formula.state == state, (left_out, result.headline())
+    assert result.status is (Status.VERIFIED if state == "agrees" else Status.MISMATCH)
+
+
 def test_formula_check_can_be_turned_off() -> None:
     result = run(
         "attention", SDPA, latex=ATTENTION.replace(r"\sqrt{d_k}", "d_k"), check_formula=False

@@ -95,10 +95,12 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
 
     formula = c.Choice(FORMULA_MODES, default=DEFAULTS.formula)
     """How a block's formula is checked when its header and page do not say: ``on``
-    (compiled and compared with the oracle; a formula that cannot be compiled leaves its block
-    verified on its code alone, "formula not checked", counted in the build's summary and the
-    report), ``required`` (such a block fails: a WARNING, so ``--strict`` fails the build), or
-    ``off`` (only the code is checked)."""
+    (compiled and compared with the oracle; a formula outside what the compiler reads, such as
+    an integral or math inside ``\\text``, leaves its block verified on its code alone, "formula
+    not checked", counted in the build's summary and the report, while one read whose names or
+    shapes do not fit fails its block), ``required`` (a block whose formula is not checked
+    fails: a WARNING, so ``--strict`` fails the build), or ``off`` (only the code is
+    checked)."""
 
     mathjax = c.Type(bool, default=True)
     """Bundle MathJax 3 (offline, from ``django-static-mathjax``); off if you load your own."""

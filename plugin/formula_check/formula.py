@@ -24,6 +24,7 @@ from .latex import (
     LatexError,
     NotExecutable,
     SymbolTable,
+    UnreadableLatexError,
     compare_with_oracle,
     compile_for_oracle,
     parse_symbols,
@@ -115,6 +116,9 @@ def _judge(
         )
     except NotExecutable as exc:
         return _with_notes(FormulaVerdict("not_executable", message=exc.reason), page, spec.latex)
+    except UnreadableLatexError as exc:  # outside what the compiler reads, as a prime or \int is
+        said = f"the compiler cannot read this LaTeX: {exc.message}\n{exc.caret()}"
+        return _with_notes(FormulaVerdict("not_executable", message=said), page, spec.latex)
     except LatexError as exc:
         verdict = FormulaVerdict("invalid", message=f"{exc.message}\n{exc.caret()}")
         return _with_notes(verdict, page, spec.latex)

@@ -5,7 +5,9 @@ types with named dims) -> NumPy evaluation. Index notation (``x_i``, ``\sum_j``,
 lowers to reductions over named axes (see :mod:`.indices`), and a formula may be split into
 statements that use one another (see :mod:`.where`). An oracle's ``axis`` param places a
 formula whose indices name no axis (see :mod:`.along`). Anything outside the executable subset
-raises :class:`NotExecutable`; mistakes raise :class:`LatexError` with a column and a caret.
+raises :class:`NotExecutable`, and so does text the grammar cannot read
+(:class:`UnreadableLatexError`); mistakes in what was read raise :class:`LatexError` with a column
+and a caret.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .agreement import (
 from .compiler import CompiledFormula, compile_formula
 from .declarations import parse_symbols
 from .defaults import default_definitions, default_symbols
-from .errors import NOT_EXECUTABLE, EvaluationError, LatexError, NotExecutable
+from .errors import NOT_EXECUTABLE, EvaluationError, LatexError, NotExecutable, UnreadableLatexError
 from .symbols import SymbolTable
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "LatexError",
     "NotExecutable",
     "SymbolTable",
+    "UnreadableLatexError",
     "check_against_oracle",
     "compare_with_oracle",
     "compile_for_oracle",

@@ -14,7 +14,7 @@ from .along import compile_along
 from .compiler import CompiledFormula
 from .declarations import parse_symbols
 from .defaults import default_definitions, default_symbols
-from .errors import NotExecutable
+from .errors import LatexError, NotExecutable
 from .limits import within_stack
 from .shapes import base
 from .symbols import SymbolTable
@@ -83,13 +83,11 @@ def compare_with_oracle(
     atol: float = ATOL,
     expected: Mapping[str, Array] | None = None,
 ) -> FormulaAgreement:
-    """Evaluate ``compiled`` and ``oracle`` on the same arrays; optional weights the formula
-    does not name take the oracle's defaults (the paper's formulas have no biases).
-    ``expected``: the oracle's outputs on ``arrays`` and ``params`` when the caller has them
-    already; used only where the oracle would run on ``arrays`` as they are (the formula
-    names every optional weight given), else the oracle runs without those weights."""
-    unused = {s.name for s in oracle.weights if s.optional and s.name in arrays}
-    unused -= compiled.keys
+    """Evaluate ``compiled`` and ``oracle`` on the same arrays, the weights the code ran
+    with, but for the optional weights :func:`_left_out` names: those take the oracle's
+    defaults. ``expected``: the oracle's outputs on ``arrays`` and ``params`` when the caller
+    has them already; used only where the oracle runs on ``arrays`` as they are."""
+    unused = _left_out(compiled, oracle, arrays, params)
     if expected is None or unused:
         expected = oracle.compute({k: v for k, v in arrays.items() if k not in unused}, params)
     result = compiled.evaluate(arrays, _sizes(oracle, arrays, params))
@@ -107,6 +105,29 @@ def compare_with_oracle(
             _agreement(name, aligned, np.asarray(expected[target]), compiled.describe(), rtol, atol)
         )
     return max(agreements, key=lambda a: (not a.ok, a.max_abs))
+
+
+def _left_out(
+    compiled: CompiledFormula,
+    oracle: Oracle,
+    arrays: Mapping[str, Array],
+    params: Mapping[str, Any],
+) -> set[str]:
+    """The optional weights given that the formula may leave out: those the oracle's own
+    formula leaves out too, as a paper's multi-head attention leaves out its projections'
+    biases. A weight the oracle's own formula names (LayerNorm's gamma and beta) is part of what
+    the page states: a formula without it is compared with the weights the code ran with,
+    and differs. An oracle whose own formula cannot be compiled (a composite's) lets no
+    weight be left out."""
+    unnamed = {s.name for s in oracle.weights if s.optional and s.name in arrays}
+    unnamed -= compiled.keys
+    if not unnamed:
+        return unnamed
+    try:
+        own = compile_for_oracle(oracle.latex, oracle.name, params)
+    except (LatexError, NotExecutable):
+        return set()
+    return unnamed - own.keys
 
 
 def compile_for_oracle(

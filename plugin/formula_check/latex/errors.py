@@ -1,4 +1,4 @@
-"""The three ways a formula can fail to become a checked function, each with its own remedy."""
+"""The ways a formula can fail to become a checked function, each with its own remedy."""
 
 from __future__ import annotations
 
@@ -31,6 +31,12 @@ class LatexError(FormulaCheckError):
 
     def __str__(self) -> str:
         return f"column {self.column + 1}: {self.message}"
+
+
+class UnreadableLatexError(LatexError):
+    r"""LaTeX the compiler's grammar cannot read (math inside ``\text{...}``, ``:=``, an
+    unclosed brace): like :class:`NotExecutable`, the formula is not checked. A formula read
+    whose names or shapes do not fit is a plain :class:`LatexError`, and fails its block."""
 
 
 class NotExecutable(FormulaCheckError):  # noqa: N818  (the outcome's name, not a fault)

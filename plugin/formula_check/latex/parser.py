@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 from .breaks import is_separator_word, statement_breaks
 from .conditions import split_condition
-from .errors import LatexError, NotExecutable
+from .errors import LatexError, NotExecutable, UnreadableLatexError
 from .lexer import Token, tokenize
 from .limits import MAX_NESTING, check_depth, within_stack
 from .macros import expand_macros
@@ -467,10 +467,14 @@ def _col(node: Expr) -> int:
 
 
 def parse(source: str) -> tuple[Statement, ...]:
-    """The statements of ``source``; raises :class:`LatexError` or :class:`NotExecutable`."""
+    """The statements of ``source``; raises :class:`UnreadableLatexError` where the text cannot be
+    read (any error of the lexer, the macros or the grammar), or :class:`NotExecutable`."""
     if not source.strip():
         raise LatexError("the formula is empty", source, 0)
     with within_stack(source):
-        statements = Parser(source).document()
+        try:
+            statements = Parser(source).document()
+        except LatexError as exc:
+            raise UnreadableLatexError(exc.message, exc.source, exc.column) from None
     check_depth(statements, source)
     return statements
