@@ -560,6 +560,8 @@ KNOWN_SURVIVORS: tuple[tuple[str, str, str], ...] = (
     ("layer_norm_keras", "constant", "1e-6 → 1e-09"),
     ("sublayer_post", "epsilon", "ε outside the square root"),
     ("sublayer_pre", "constant", "1e-6 → 1e-09"),
+    ("add_norm", "epsilon", "ε outside the square root"),
+    ("add_norm", "constant", "1e-6 → 1e-09"),
 )
 """(seed, operator, description) of the mutant classes the issue names as surviving: ReLU made
 relu6 or clipped at 6, the mask constant weakened to -100, ε moved, dropped, subtracted or made

@@ -14,10 +14,10 @@ from typing import Any
 from ..lazy import numpy as np  # imported on first use
 from ..model import Array
 from .attention import MULTIHEAD
-from .base import Regime, scaled
+from .base import WIDE, Regime, scaled
 from .compose import PLACEMENTS, Add, Apply, Rename, Step, compose, residual
 from .layers import FFN, LAYER_NORM
-from .regimes import PROJECTED_LOGIT_SCALE
+from .regimes import NEAR_EPSILON, PROJECTED_LOGIT_SCALE
 from .tensors import X, choice, tensor
 
 CONTEXT = tensor("context", "b m d_model", "the sequence attended to (an encoder's output)")
@@ -181,6 +181,7 @@ ADD_NORM = compose(
     outputs=(OUTPUT,),
     dims={"b": 2, "n": 5, "d_model": 6},
     params={"epsilon": 1e-6},
+    regimes=(WIDE, NEAR_EPSILON),
 )
 
 

@@ -91,8 +91,9 @@ def _near_epsilon(
     rng: np.random.Generator,
     params: Mapping[str, Any],
 ) -> dict[str, Array]:
-    """Rows whose variance is between ε/4 and 4ε, where ε decides the result."""
-    epsilon = float(params.get("epsilon", 1e-6))
+    """Rows whose variance is between ε/4 and 4ε, where ε decides the result. Inputs a
+    norm adds up first (add_norm's x + y) share the variance, so that their sum's is too."""
+    epsilon = float(params.get("epsilon", 1e-6)) / len(standard)
     result = {}
     for key, value in standard.items():
         spread = rng.uniform(0.5, 2.0, size=(*value.shape[:-1], 1))
