@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from formula_check.ci_formats import formula_notes
 from formula_check.model import Status
+from formula_check.render import labels_for, render_card
 from implementations import CORRECT, FFN, PE, SDPA
 from support import run
 
@@ -100,6 +102,9 @@ def test_latex_the_compiler_cannot_read_is_not_checked_unless_required(latex: st
     said = "formula not checked: the compiler cannot read this LaTeX: "
     assert result.formula.summary().startswith(said), result.formula.summary()
     assert "^" in result.formula.message, "the caret marks where"
+    card = render_card(result, labels=labels_for("en"), image_url=str)
+    assert "formula not checked" in card and "the compiler cannot read this LaTeX" in card
+    assert "the compiler cannot read this LaTeX" in formula_notes([result])[1]
     required = run("ffn", FFN, latex=latex, formula_required=True)
     assert required.status is Status.MISMATCH, required.headline()
     assert "formula not checked (formula: required): the compiler cannot read" in (
