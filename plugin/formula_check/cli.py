@@ -12,18 +12,17 @@ import contextlib
 import dataclasses
 import fnmatch
 import logging
-import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import ci_formats, merging, sealed, sharding
 from .cache import cache_key
+from .cli_arguments import build_parser
 from .errors import FormulaCheckError
 from .model import CheckResult, Location
-from .option_values import timeout
-from .options import STATUSES, Options
+from .options import Options
 from .oracles import all_oracles
 from .pages import PageBlock, Settings
 from .progress import Progress, summary, wants_colour
@@ -36,193 +35,19 @@ from .project import (
     load_project,
     project_near,
     read_blocks,
+    repository_prefix,
+    search_limit,
     target_pages,
 )
 from .render import report_json
 from .session import Checker, EngineMaker, checked_in_order, is_failure, open_engine
 from .sinks import SafeLines, Sink, for_sink
-from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(FormulaCheckError):
     """The command line asks for something that does not exist."""
-
-
-# -- the command line -------------------------------------------------------------------------
-
-
-def _statuses(text: str) -> frozenset[str]:
-    chosen = frozenset(word.strip() for word in text.split(",") if word.strip())
-    unknown = sorted(chosen - set(STATUSES))
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown status {', '.join(unknown)}; choose from {', '.join(STATUSES)}"
-        )
-    return chosen
-
-
-def _timeout(text: str) -> float:
-    """``--timeout``, read as a block's ``timeout=`` is."""
-    try:
-        return timeout(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}: {text!r}") from None
-
-
-def _positive(kind: Callable[[str], float], *, zero: bool = False) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-            raise argparse.ArgumentTypeError(
-                f"must be {'0 or more' if zero else 'positive'}: {text!r}"
-            )
-        return value
-
-    return parse
-
-
-def _run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-cache", action="store_true", help="ignore and do not write cache")
-    parser.add_argument("--timeout", type=_timeout, metavar="S", help="seconds per block")
-    parser.add_argument("--no-timing", action="store_true", help="skip timing the snippets")
-    parser.add_argument(
-        "--keep-alive",
-        type=_positive(float, zero=True),
-        metavar="S",
-        help="keep TensorFlow imported S seconds for the next run (0: no)",
-    )
-
-
-def _shard(text: str) -> sharding.Shard:
-    try:
-        return sharding.parse_shard(text)
-    except sharding.ShardError as exc:
-        raise argparse.ArgumentTypeError(exc.message.removeprefix(f"--shard {text!r}: ")) from None
-
-
-_EPILOG = """\
-exit codes:
-  0  every block came out as its author said
-  1  drift, error or timeout (per --fail-on; a broken expect= promise always)
-  2  the run itself could not happen (no such path, bad mkdocs.yml, unknown oracle
-     module, TensorFlow missing)
-
-'formula-check COMMAND --help' lists a command's options."""
-
-
-def _command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, text: str
-) -> argparse.ArgumentParser:
-    """A subcommand whose own --help opens with the line the command list shows for it."""
-    return commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``formula-check`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="formula-check",
-        description="Verify the LaTeX formulas of MkDocs pages.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"formula-check {__version__}",
-        help="print the version and exit",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    check = _command(commands, "check", "check every formula block of a project")
-    check.add_argument(
-        "path",
-        nargs="?",
-        type=Path,
-        help="mkdocs.yml, a docs folder or one page (default: the nearest mkdocs.yml, here "
-        "or in a folder above: within the repository, or outside one up to the home folder)",
-    )
-    check.add_argument(
-        "--workers",
-        type=_positive(int, zero=True),
-        metavar="N",
-        help="worker processes (0: one per core, at most 4)",
-    )
-    _run_options(check)
-    check.add_argument(
-        "-k",
-        dest="pattern",
-        metavar="PATTERN",
-        help="only the blocks whose id, page or PAGE:LINE contains it or matches it as a "
-        "glob (e.g. 'sdpa*')",
-    )
-    check.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
-    check.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
-    check.add_argument("--github", action="store_true", help="print GitHub annotations")
-    check.add_argument(
-        "--fail-on",
-        type=_statuses,
-        metavar="STATUSES",
-        help=f"the statuses that fail the run, comma-separated, from {','.join(STATUSES)} "
-        "(default: the project's fail_on option, else mismatch,error,timeout)",
-    )
-    check.add_argument(
-        "--shard", type=_shard, metavar="I/N", help="check the I-th of N balanced parts (1-based)"
-    )
-    check.add_argument(
-        "--timings",
-        type=Path,
-        metavar="REPORT",
-        help="an earlier JSON report: --shard balances by its blocks' seconds",
-    )
-    merged = _command(
-        commands, "merge", "merge the JSON reports of a run's shards into the run's report"
-    )
-    merged.add_argument(
-        "reports",
-        nargs="+",
-        type=Path,
-        metavar="SHARD_JSON",
-        help="each shard's report (check --shard I/N --json FILE), in any order",
-    )
-    merged.add_argument("--json", type=Path, metavar="FILE", help="write the merged JSON report")
-    merged.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
-    merged.add_argument("--github", action="store_true", help="print GitHub annotations")
-    merged.add_argument(
-        "--report-page",
-        type=Path,
-        metavar="PAGE",
-        help="write the site's report page there (in the docs of the nearest mkdocs.yml)",
-    )
-    show = _command(commands, "show", "check one block and print its full card")
-    show.add_argument("where", metavar="PAGE:LINE", help="e.g. docs/attention.md:42")
-    _run_options(show)
-    oracles = _command(commands, "oracles", "list the oracle catalog")
-    oracles.add_argument(
-        "path",
-        nargs="?",
-        type=Path,
-        help="a mkdocs.yml whose oracles option names your own oracles (default: the "
-        "builtin catalog alone)",
-    )
-    _command(commands, "stop", "stop the TensorFlow processes kept alive (keep_alive)")
-    written = _command(
-        commands,
-        "assets",
-        "write the cards' stylesheet and MathJax into a docs folder (for Zensical, or any "
-        "build without the MkDocs plugin) and print the lines mkdocs.yml needs",
-    )
-    written.add_argument(
-        "folder",
-        nargs="?",
-        type=Path,
-        help="where to write them (default: the docs folder of the nearest mkdocs.yml)",
-    )
-    written.add_argument("--no-mathjax", action="store_true", help="your site loads its own")
-    return parser
 
 
 def _stop(args: argparse.Namespace) -> int:
@@ -314,21 +139,10 @@ def _nearest_site() -> Path | None:
     ``mkdocs.yml`` higher up is never taken), else up to the root. The one found above is
     named on stderr."""
     here = Path.cwd().resolve()
-    found = find_config(here, stop=_search_limit(here))
+    found = find_config(here, stop=search_limit(here))
     if found is not None and found.parent != here:
         print(f"formula-check: checking {found}", file=sys.stderr)
     return found
-
-
-def _repository_top(here: Path) -> Path | None:
-    """The folder holding ``.git`` at or above ``here`` (git's top level), if any."""
-    return next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
-
-
-def _repository_prefix(root: Path) -> str:
-    """The project folder within its repository (``""`` at its top or outside one)."""
-    top = _repository_top(root.resolve())
-    return "" if top is None else root.resolve().relative_to(top).as_posix().strip(".")
 
 
 def _from_repository_top(results: Sequence[CheckResult], prefix: str) -> list[CheckResult]:
@@ -344,14 +158,6 @@ def _from_repository_top(results: Sequence[CheckResult], prefix: str) -> list[Ch
         )
         for result in results
     ]
-
-
-def _search_limit(here: Path) -> Path:
-    repository = _repository_top(here)
-    if repository is not None:
-        return repository
-    home = Path.home().resolve()
-    return home if here.is_relative_to(home) else Path(here.anchor)
 
 
 def _no_site_here() -> Path:
@@ -422,35 +228,13 @@ def _write(path: Path, data: str | bytes) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    target = args.path or _nearest_site() or _no_site_here()
-    project, pages = target_pages(target)
-    settings = _prepare(project, args)
-    if not pages and project.config_file is None:
-        # Neither a site nor a page: a mistyped path must not pass CI by checking nothing.
-        raise UsageError(
-            f"{target}: nothing to check: no {CONFIG_NAME} here or in a folder above, and no "
-            f"page ({', '.join(sorted(CHECKED_SUFFIXES))}) in it"
-        )
-    blocks = [block for page in pages for block in read_blocks(page, project, settings)]
+    project, pages, blocks = _project_blocks(args)
     chosen = [block for block in blocks if _selected(block, args.pattern)]
     if blocks and not chosen:
         # A mistyped -k must not pass CI by checking nothing.
         raise UsageError(f"-k {args.pattern!r} matches none of the {len(blocks)} blocks")
-    fail_on = args.fail_on if args.fail_on is not None else project.options.fail_on
-    deselected = len(blocks) - len(chosen)
     split = _shard_split(chosen, args) if args.shard else []
-    facts = merging.RunFacts(
-        selection=merging.selection_digest(
-            sharding.identities(_places(chosen)), [_content(block) for block in chosen]
-        ),
-        split=merging.split_digest(split),
-        blocks=len(chosen),
-        # pages checked: with -k, those holding a chosen block
-        pages=len({block.location.path for block in chosen}) if deselected else len(pages),
-        deselected=deselected,
-        fail_on=tuple(sorted(fail_on)),
-        prefix=_repository_prefix(project.root),
-    )
+    facts = _run_facts(project, args, (len(pages), blocks, chosen), split)
     positions = (
         [at for at, found in enumerate(split) if found == args.shard.index - 1]
         if args.shard
@@ -465,11 +249,12 @@ def _check(args: argparse.Namespace) -> int:
     if args.json is not None:
         report = report_json(results)
         if args.shard:
+            mine_ran = list(zip(positions, results, strict=True))
             report = merging.shard_report(
                 report,
                 args.shard,
                 facts,
-                list(zip(positions, results, strict=True)),
+                mine_ran,
                 seconds=seconds,
                 startup=startup,
                 workers=starters,
@@ -479,6 +264,45 @@ def _check(args: argparse.Namespace) -> int:
     ran = _Ran(results, pages_held, seconds, startup, starters)
     shard = [("shard", str(args.shard))] if args.shard else []
     return _tell(ran, facts, args, junit_properties=shard)
+
+
+def _project_blocks(args: argparse.Namespace) -> tuple[Project, list[Path], list[PageBlock]]:
+    """The project ``check`` names (or the nearest), its pages and every block they hold."""
+    target = args.path or _nearest_site() or _no_site_here()
+    project, pages = target_pages(target)
+    settings = _prepare(project, args)
+    if not pages and project.config_file is None:
+        # Neither a site nor a page: a mistyped path must not pass CI by checking nothing.
+        raise UsageError(
+            f"{target}: nothing to check: no {CONFIG_NAME} here or in a folder above, and no "
+            f"page ({', '.join(sorted(CHECKED_SUFFIXES))}) in it"
+        )
+    return project, pages, [b for page in pages for b in read_blocks(page, project, settings)]
+
+
+def _run_facts(
+    project: Project,
+    args: argparse.Namespace,
+    found: tuple[int, Sequence[PageBlock], Sequence[PageBlock]],
+    split: Sequence[int],
+) -> merging.RunFacts:
+    """What every shard of a run agrees on (``found``: the pages, blocks and chosen blocks):
+    merging refuses shards of another selection, split or ``--fail-on``."""
+    pages, blocks, chosen = found
+    fail_on = args.fail_on if args.fail_on is not None else project.options.fail_on
+    deselected = len(blocks) - len(chosen)
+    return merging.RunFacts(
+        selection=merging.selection_digest(
+            sharding.identities(_places(chosen)), [_content(block) for block in chosen]
+        ),
+        split=merging.split_digest(split),
+        blocks=len(chosen),
+        # pages checked: with -k, those holding a chosen block
+        pages=len({block.location.path for block in chosen}) if deselected else pages,
+        deselected=deselected,
+        fail_on=tuple(sorted(fail_on)),
+        prefix=repository_prefix(project.root),
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -68,7 +68,7 @@ class Project:
 
         for reference in self.options.oracles:
             try:
-                load_oracle(reference, self.root)
+                load_oracle(reference, self.root, self.options.env)
             except FormulaCheckError as exc:
                 where = self.config_file or self.root
                 raise ProjectError(
@@ -265,3 +265,25 @@ def target_pages(target: Path) -> tuple[Project, list[Path]]:
         pages = [p for p in site_pages(project) if p.resolve().is_relative_to(folder)]
         return project, pages + folder_pages(target, frozenset({NOTEBOOK_SUFFIX}))
     return project, folder_pages(target)
+
+
+def repository_top(here: Path) -> Path | None:
+    """The folder holding ``.git`` at or above ``here`` (git's top level), if any."""
+    return next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
+
+
+def repository_prefix(root: Path) -> str:
+    """The project folder within its repository (``""`` at its top or outside one)."""
+    top = repository_top(root.resolve())
+    return "" if top is None else root.resolve().relative_to(top).as_posix().strip(".")
+
+
+def search_limit(here: Path) -> Path:
+    """How far above ``here`` the nearest ``mkdocs.yml`` is looked for: the repository's top;
+    outside one, the home folder when below it (a stranger's ``mkdocs.yml`` higher up is
+    never taken), else the root."""
+    repository = repository_top(here)
+    if repository is not None:
+        return repository
+    home = Path.home().resolve()
+    return home if here.is_relative_to(home) else Path(here.anchor)
