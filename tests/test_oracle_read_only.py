@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import importlib
 import os
+import runpy
 import subprocess
 import sys
 import threading
@@ -52,8 +53,9 @@ oracle = Oracle(
 def _loaded(tmp_path: Path, kind: str, body: str) -> tuple[object, object]:
     module = f"own_oracle_{kind}_{uuid.uuid4().hex[:8]}"
     name = f"{module}_oracle"
-    (tmp_path / f"{module}.py").write_text(MODULE.format(kind=kind, body=body, name=name))
-    return load_oracle(f"{module}:oracle", tmp_path), __import__(module).oracle
+    path = tmp_path / f"{module}.py"
+    path.write_text(MODULE.format(kind=kind, body=body, name=name))
+    return load_oracle(f"{module}:oracle", tmp_path), runpy.run_path(str(path))["oracle"]
 
 
 def test_an_oracle_writing_into_its_input_fails_and_leaves_the_input_as_it_was(

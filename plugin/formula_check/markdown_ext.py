@@ -277,7 +277,7 @@ class FormulaCheckExtension(Extension):
         root = Path(self.getConfig("root") or ".").resolve()
         options = self._options()
         for reference in options.oracles if self.check else ():
-            load_oracle(reference, root)
+            load_oracle(reference, root, options.env)
         settings = options.engine(root)
         engine = self.getConfig("engine")
         image_dir = self.getConfig("image_dir")

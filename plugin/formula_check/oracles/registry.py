@@ -14,7 +14,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from .. import wire
 from ..errors import OracleError
 from ..lazy import numpy as np  # imported on first use
 from ..snippets import file_digest
-from . import catalog
+from . import catalog, own_process
 from .base import Compute, Oracle
 
 _REGISTRY: dict[str, Oracle] = {}
@@ -269,16 +269,28 @@ def get_oracle(name: str) -> Oracle:
         raise OracleError(f"unknown oracle {name!r}; known oracles: {known}") from None
 
 
-def load_oracle(reference: str, project_root: Path | None = None) -> Oracle:
-    """Import ``package.module:attr`` (an :class:`Oracle`) and register it.
+def load_oracle(
+    reference: str, project_root: Path | None = None, env: Sequence[str] = ()
+) -> Oracle:
+    """Register the :class:`Oracle` that ``package.module:attr`` names, imported and called in
+    a process of its own (:mod:`.own_process`), never in this one: with the environment a
+    check gets (the variables ``env`` names, none of the build's others), confined as a check
+    is, its working folder the project root. Its ``source`` names the reference and the
+    digest of its module's file (and its code, as :func:`register` names it)."""
+    _reference_parts(reference)
+    oracle = own_process.load(reference, (project_root or Path.cwd()).resolve(), env)
+    _ensure_builtins()
+    _REGISTRY[oracle.name] = oracle  # the module as it is now: an older load is replaced
+    _FROM_FILES[id(oracle)] = oracle
+    return oracle
 
-    The project root is put on ``sys.path`` first so a docs project's own modules import.
-    Oracles are plain NumPy, so importing them in the calling process is safe.
-    """
-    module_name, sep, attr = reference.partition(":")
-    if not sep or not module_name or not attr:
-        raise OracleError(f"oracle reference {reference!r} must look like 'package.module:name'")
-    if project_root is not None and str(project_root) not in sys.path:
+
+def imported(reference: str, project_root: Path) -> Oracle:
+    """In an oracle's own process (:mod:`..worker.oracle_server`): import
+    ``package.module:attr`` from ``project_root`` and give the :class:`Oracle` as the checker
+    runs an oracle of one's own (:func:`_own`: read-only arrays, ``source`` named)."""
+    module_name, attr = _reference_parts(reference)
+    if str(project_root) not in sys.path:
         sys.path.insert(0, str(project_root))
     try:
         module = importlib.import_module(module_name)
@@ -290,13 +302,17 @@ def load_oracle(reference: str, project_root: Path | None = None) -> Oracle:
         raise OracleError(f"module {module_name!r} has no attribute {attr!r}") from None
     if not isinstance(oracle, Oracle):
         raise OracleError(f"{reference} is a {type(oracle).__name__}, not an Oracle")
-    _ensure_builtins()
     source = getattr(module, "__file__", None)
     digest = file_digest(Path(source)) if source else "unknown"
-    own = dataclasses.replace(oracle, source=f"{reference}@{digest[:16]}")
-    registered = register(own, replace=True)
-    _FROM_FILES[id(registered)] = registered
-    return registered
+    return _own(dataclasses.replace(oracle, source=f"{reference}@{digest[:16]}"))
+
+
+def _reference_parts(reference: str) -> tuple[str, str]:
+    """``package.module`` and ``attr`` of ``package.module:attr``."""
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise OracleError(f"oracle reference {reference!r} must look like 'package.module:name'")
+    return module_name, attr
 
 
 def _reading_only(compute: Compute) -> Compute:

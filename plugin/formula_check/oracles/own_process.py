@@ -1,0 +1,285 @@
+"""An oracle of one's own, named in the ``oracles`` option, in a process of its own.
+
+The build never imports the project's oracle module. :func:`load` starts
+:mod:`formula_check.worker.oracle_server`, which imports it with the environment a check gets
+and confined as a check is, and describes the :class:`.Oracle` it found. The build registers a
+copy of it whose callables (``compute``, ``derive``, ``generate``, ``tolerance``, a regime's
+``inputs`` and ``sizes``, and any other among its fields) are :class:`Proxy` objects: each
+call sends its arguments and gets the value back, or the exception the oracle raised, raised
+here again under its own name and message. The server answers each call from a process forked
+for it, which starts from the state right after the import: nothing an oracle keeps (a
+counter, a cache) carries from one call to the next.
+
+What crosses, both ways, is a tree of JSON values and numeric arrays framed by :mod:`..wire`
+(:func:`pack`, :func:`unpack`): a NumPy random generator travels as its state, and comes back
+moved as far as the call moved it; nothing is unpickled.
+
+States of an :class:`OracleProcess`: *described* (it answers calls, one at a time) and
+*ended*: killed once its oracle is no longer referenced, or when the build ends (it also dies
+with the build). Callers: :func:`.registry.load_oracle`, and the server for both ends' values.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import wire
+from ..errors import OracleError
+from ..lazy import numpy as np  # imported on first use
+from ..model import Array
+from .base import Oracle, Regime, TensorSpec
+
+SERVER = "formula_check.worker.oracle_server"
+"""The module the process runs (``python -m``); named, not imported: it is the worker's."""
+
+_SCALARS = (type(None), bool, int, float, str)
+"""What crosses as itself in JSON (exactly these types: NumPy's float64 is a float that
+divides by zero otherwise, and crosses as a NumPy scalar)."""
+_CLASSES: dict[str, type] = {"Oracle": Oracle, "TensorSpec": TensorSpec, "Regime": Regime}
+"""The dataclasses that cross field by field: exactly these, no subclass (whose methods the
+build would run)."""
+
+
+@dataclass
+class Packing:
+    """What :func:`pack` gathers beside the JSON: the arrays; the callables met, where the
+    server describes its oracle (elsewhere ``None``: a callable crosses only as a proxy); the
+    random generators met, whose moved states the answer brings back."""
+
+    arrays: dict[str, Array] = field(default_factory=dict)
+    callables: list[Callable[..., Any]] | None = None
+    generators: list[np.random.Generator] = field(default_factory=list)
+
+
+def pack(value: object, where: str, packing: Packing) -> Any:  # noqa: PLR0911  (one per kind)
+    """``value`` as JSON, with what it holds besides gathered into ``packing``; an
+    :class:`OracleError` that names ``where`` for what cannot cross."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    deeper = functools.partial(pack, packing=packing)
+    if isinstance(value, list | tuple) and kind in (list, tuple):
+        items = [deeper(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return {"t": kind.__name__, "v": items}
+    if isinstance(value, Mapping):
+        if any(type(key) not in _SCALARS for key in value):
+            raise _cannot(where, "a mapping whose keys are not strings or numbers")
+        return {"t": "dict", "v": [[k, deeper(v, f"{where}[{k!r}]")] for k, v in value.items()]}
+    if kind is np.ndarray or isinstance(value, np.generic):
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            raise _cannot(where, f"an array of {array.dtype}")
+        key = str(len(packing.arrays))
+        packing.arrays[key] = array
+        return {"t": "array" if kind is np.ndarray else "scalar", "v": key}
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return {"t": "dtype", "v": np.dtype(value).str}
+    if isinstance(value, np.random.Generator):
+        packing.generators.append(value)
+        return {"t": "rng", "v": deeper(value.bit_generator.state, where)}
+    if kind in _CLASSES.values():
+        fields = dataclasses.fields(value)  # type: ignore[arg-type]
+        return {
+            "t": kind.__name__,
+            "v": {f.name: deeper(getattr(value, f.name), f"{where}.{f.name}") for f in fields},
+        }
+    if isinstance(value, Proxy):
+        return {"t": "call", "v": value.index}
+    if callable(value) and packing.callables is not None:
+        packing.callables.append(value)
+        return {"t": "call", "v": len(packing.callables) - 1}
+    raise _cannot(where, f"a {kind.__module__}.{kind.__qualname__}")
+
+
+def _cannot(where: str, what: str) -> OracleError:
+    return OracleError(
+        f"{where} is {what}, which cannot pass between the build and the oracle's own process "
+        "(numbers, strings, NumPy arrays of numbers, and lists, tuples and dicts of them can)"
+    )
+
+
+Calls = Callable[[int], Callable[..., Any]]
+"""The callable a packed ``call`` names: the server's own, or a proxy of it in the build."""
+
+
+def unpack(  # noqa: PLR0911  (one per kind)
+    value: Any, arrays: Mapping[str, Array], calls: Calls, generators: list[np.random.Generator]
+) -> Any:
+    """What :func:`pack` packed; each random generator is also appended to ``generators``."""
+    if not isinstance(value, dict):
+        return value
+    tag, held = value["t"], value["v"]
+    deeper = functools.partial(unpack, arrays=arrays, calls=calls, generators=generators)
+    if tag in ("list", "tuple"):
+        items = [deeper(item) for item in held]
+        return items if tag == "list" else tuple(items)
+    if tag == "dict":
+        return {key: deeper(item) for key, item in held}
+    if tag in ("array", "scalar"):
+        return arrays[held] if tag == "array" else arrays[held][()]
+    if tag == "dtype":
+        return np.dtype(held).type
+    if tag == "rng":
+        generator = _generator(deeper(held))
+        generators.append(generator)
+        return generator
+    if tag == "call":
+        return calls(int(held))
+    return _CLASSES[tag](**{name: deeper(item) for name, item in held.items()})
+
+
+def _generator(state: Mapping[str, Any]) -> np.random.Generator:
+    kind = getattr(np.random, str(state["bit_generator"]), None)
+    if not (isinstance(kind, type) and issubclass(kind, np.random.BitGenerator)):
+        raise wire.ProtocolError(f"no such bit generator: {state['bit_generator']!r}")
+    bits = kind()
+    bits.state = state
+    return np.random.Generator(bits)
+
+
+def raised(exc: BaseException) -> list[Any]:
+    """How an exception an oracle raised crosses: its type's name, its message, and its
+    arguments where all are plain (so that it is made again as it was)."""
+    plain = all(type(arg) in _SCALARS for arg in exc.args)
+    return [type(exc).__name__, str(exc), list(exc.args) if plain else None]
+
+
+def raised_again(name: str, message: str, args: list[Any] | None) -> Exception:
+    """The exception :func:`raised` describes: Python's own type of that name, or one made
+    with the name (NumPy's ``LinAlgError``), so that the card says what it says today."""
+    kind = getattr(builtins, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        kind = _named(name)
+    try:
+        made: Exception = kind(*args) if args is not None else kind(message)
+    except Exception:  # a type that takes other arguments: its name and message are enough
+        made = _named(name)(message)
+    return made
+
+
+@functools.cache
+def _named(name: str) -> type[Exception]:
+    return type(name, (Exception,), {})
+
+
+class Proxy:
+    """A callable of an oracle of one's own, called in its process."""
+
+    def __init__(self, process: OracleProcess, index: int) -> None:
+        self.process = process
+        self.index = index
+
+    def __call__(self, *args: Any) -> Any:
+        return self.process.call(self.index, args)
+
+
+class OracleProcess:
+    """The process an oracle of one's own is imported and called in (see the module)."""
+
+    def __init__(self, reference: str, root: Path, env: Sequence[str]) -> None:
+        self.reference = reference
+        self.name = reference  # until it says the oracle's
+        self.lock = threading.Lock()
+        folder = tempfile.mkdtemp(prefix="formula-check-oracle-")
+        argv = [sys.executable, "-m", SERVER, "start", reference, str(root), folder]
+        argv += [str(os.getpid()), *env]
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                cwd=root,
+                start_new_session=True,  # a Ctrl-C is the build's to handle
+            )
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise OracleError(f"the process of oracle {reference!r} did not start: {exc}") from None
+        self.end = weakref.finalize(self, _end, self.process, folder)
+
+    def exchange(
+        self, header: Mapping[str, Any] | None, arrays: Mapping[str, Array]
+    ) -> tuple[dict[str, Any], dict[str, Array]]:
+        """Send ``header`` (none: only read what it says first), read its answer."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None  # both piped
+        with self.lock:
+            try:
+                if header is not None:
+                    wire.write_message(stdin, header, arrays)
+                return wire.read_message(stdout)
+            except (OSError, ValueError, EOFError, wire.ProtocolError):
+                pass
+        raise OracleError(f"oracle {self.name!r}: its process ({self.reference}) {self._ended()}")
+
+    def _ended(self) -> str:
+        """How the process ended, in words."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(1.0)
+        status = self.process.returncode
+        if status is None or not self.end.alive:
+            return "stopped answering" if self.end.alive else "was closed"
+        if status < 0:
+            return f"was killed by {signal.Signals(-status).name}"
+        return f"ended (exit code {status})"
+
+    def call(self, index: int, args: tuple[Any, ...]) -> Any:
+        """The value of the server's callable ``index`` on ``args``; what it raised, raised."""
+        packing = Packing()
+        try:
+            packed = pack(args, "its arguments", packing)
+        except OracleError as exc:
+            raise OracleError(f"oracle {self.name!r}: {exc.message}") from None
+        request = {"call": index, "args": packed, "errors": np.geterr()}
+        header, arrays = self.exchange(request, packing.arrays)
+        if "error" in header:
+            raise OracleError(f"oracle {self.name!r}: {header['error']}")
+        for generator, state in zip(packing.generators, header["generators"], strict=True):
+            generator.bit_generator.state = unpack(state, arrays, self.proxy, [])
+        if "raised" in header:
+            raise raised_again(*header["raised"])
+        return unpack(header["value"], arrays, self.proxy, [])
+
+    def proxy(self, index: int) -> Proxy:
+        return Proxy(self, index)
+
+
+def _end(process: subprocess.Popen[bytes], folder: str) -> None:
+    """Kill the process (between two calls: nothing of it is lost), remove its folder."""
+    with contextlib.suppress(OSError):
+        process.kill()
+    process.wait()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def load(reference: str, root: Path, env: Sequence[str]) -> Oracle:
+    """The oracle ``reference`` names, imported in a process of its own started in ``root``
+    with the variables ``env`` names (and what every check gets); its callables proxies."""
+    process = OracleProcess(reference, root, env)
+    header, arrays = process.exchange(None, {})
+    if "error" in header:
+        process.end()
+        raise OracleError(str(header["error"]))
+    oracle = unpack(header["oracle"], arrays, process.proxy, [])
+    if type(oracle) is not Oracle:
+        raise wire.ProtocolError(f"the process of {reference!r} described no oracle")
+    process.name = oracle.name
+    return oracle
