@@ -15,15 +15,14 @@ from typing import Any
 import numpy as np
 
 from . import masks
+from .calls import call_plans, resolve_init
 from .errors import FormulaCheckError, OracleError, SpecError
-from .messages import Argument, Call, Calls, CheckRequest, RegimeRequest, TimingRequest, TimingRun
-from .model import Array, CheckSpec, Scalar, frozen_map
-from .option_values import spoken_call
+from .messages import CheckRequest, RegimeRequest, TimingRequest, TimingRun
+from .model import Array, CheckSpec, frozen_map
 from .oracles import Oracle, get_oracle
 from .oracles.base import KEEP_PARAM
 from .presets import PRESETS, apply_preset, init_sources
-
-_LITERALS: dict[str, Scalar] = {"true": True, "false": False, "none": "__none__"}
+from .stated import dims_as_stated, inputs_the_call_passes, options_that_apply
 
 
 @dataclass(frozen=True)
@@ -123,8 +122,8 @@ def _planned(
     """``block`` is the spec as written, before its preset was applied."""
     params: dict[str, Any] = {**oracle.params, **spec.params}
     sizes = oracle.resolve_dims(spec.dims, params)
-    _dims_as_stated(spec, oracle, sizes)
-    _options_that_apply(block)  # as written: a preset's settings serve blocks with masks too
+    dims_as_stated(spec, oracle, sizes)
+    options_that_apply(block)  # as written: a preset's settings serve blocks with masks too
     params.update(sizes)
     timed = with_timing and spec.timing.enabled
     numbers = _numbers(spec, oracle, sizes, "the check", MAX_NUMBERS, outputs=True)
@@ -138,7 +137,7 @@ def _planned(
     inputs = _round32(oracle.make_inputs(sizes, rng, params), singles)
     weights = _round32(oracle.make_weights(sizes, rng), singles)
     keep = _keep_mask(spec, oracle, sizes, rng)
-    notes = _inputs_the_call_passes(spec, oracle, inputs, has_mask=keep is not None)
+    notes = inputs_the_call_passes(spec, oracle, inputs, has_mask=keep is not None)
     arrays = _check_arrays(spec, oracle, inputs, weights, keep, singles)
     regimes = _regimes(spec, oracle, sizes, params, inputs, numbers, keep, singles)
     arrays.update(_regime_arrays(regimes, weights, singles))
@@ -153,18 +152,6 @@ def _planned(
     )
     notes = (*spec.notes, *notes)  # the page's defaults it does not take, first
     return Plan(spec, oracle, sizes, params, inputs, weights, keep, request, arrays, regimes, notes)
-
-
-def _dims_as_stated(spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int]) -> None:
-    """A size the block states is the size checked: an oracle that derives another (a
-    multi-head ``depth`` is ``d_model / h``; self-attention's ``m`` is ``n``) is an error."""
-    for dim, size in spec.dims.items():
-        if dim in sizes and sizes[dim] != size:
-            raise SpecError(
-                f"dims: {dim}={size} cannot take effect: oracle {oracle.name!r} makes {dim} "
-                f"{sizes[dim]} from the other sizes and parameters; drop {dim}= or change those",
-                spec.location,
-            )
 
 
 def _timing_as_stated(spec: CheckSpec, oracle: Oracle, params: Mapping[str, Any]) -> None:
@@ -192,73 +179,6 @@ def _timing_as_stated(spec: CheckSpec, oracle: Oracle, params: Mapping[str, Any]
                     f"{dim} {sizes[dim]} from the other sizes and parameters",
                     spec.location,
                 )
-
-
-def _options_that_apply(spec: CheckSpec) -> None:
-    """Options whose value would be ignored by this block: an error, never silence."""
-    stated_mask = [
-        f"{key}={value!r}"
-        for key, value, unset in (
-            ("mask_convention", spec.mask_convention, "additive"),
-            ("mask_dims", spec.params.get("mask_dims"), None),
-        )
-        if value != unset
-    ]
-    if spec.mask == "none" and stated_mask:
-        raise SpecError(
-            f"{' and '.join(stated_mask)} cannot take effect: the block passes no mask "
-            '(add mask="padding", "causal" or "both", here or in the page\'s defaults)',
-            spec.location,
-        )
-    if spec.sweep_dim != "n" and not spec.sweep:
-        raise SpecError(
-            f"sweep_dim={spec.sweep_dim!r} cannot take effect without sweep= (the sizes to time "
-            "at)",
-            spec.location,
-        )
-    if spec.symbols and not spec.check_formula:
-        raise SpecError(
-            "symbols= cannot take effect: the formula check is off (formula=off), so no "
-            "formula is compiled",
-            spec.location,
-        )
-
-
-def _inputs_the_call_passes(
-    spec: CheckSpec, oracle: Oracle, inputs: Mapping[str, Array], *, has_mask: bool
-) -> tuple[str, ...]:
-    """Every oracle input must reach the code, and the block's mask too: a ``call=`` that
-    leaves one out is an error, unless it passes another input holding the same numbers (a
-    self-attention's ``q``, ``k`` and ``v``), which the card notes."""
-    if spec.call is None:
-        return ()
-    named = call_names(spec.call)
-    if has_mask and "mask" not in named:
-        raise SpecError(
-            f"call={spoken_call(spec.call)!r} never passes the block's mask ({spec.mask}), which "
-            "the oracle applies: pass it, e.g. mask=mask",
-            spec.location,
-        )
-    notes = []
-    for tensor in oracle.inputs:
-        if tensor.name in named:
-            continue
-        same = [
-            other
-            for other in sorted(named & set(inputs))
-            if np.array_equal(inputs[other], inputs[tensor.name])
-        ]
-        if not same:
-            raise SpecError(
-                f"call={spoken_call(spec.call)!r} never passes {tensor.name!r}, an input of oracle "
-                f"{oracle.name!r}: the code would compute without it",
-                spec.location,
-            )
-        notes.append(
-            f"call= passes no {tensor.name}: its values are {same[0]}'s in this check, which "
-            "the code receives"
-        )
-    return tuple(notes)
 
 
 def _check_arrays(
@@ -496,116 +416,6 @@ def _snippet_mask(spec: CheckSpec, oracle: Oracle, keep: Array) -> Array:
         return masks.snippet_mask(keep, convention, dims, oracle.mask_dims)
     except SpecError as exc:
         raise SpecError(exc.message, spec.location) from None
-
-
-def resolve_init(init: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
-    """Constructor arguments; a value that names a dim (``d_model``) becomes its size, in a
-    list or tuple too (``[d_model, d_ff]``)."""
-
-    def resolved(value: Any) -> Any:
-        if isinstance(value, list | tuple):
-            return type(value)(resolved(item) for item in value)
-        return sizes[value] if isinstance(value, str) and value in sizes else value
-
-    return {key: resolved(value) for key, value in init.items()}
-
-
-def call_plans(
-    spec: CheckSpec, oracle: Oracle, sizes: Mapping[str, int], *, has_mask: bool
-) -> Calls:
-    """How to call a function entry and a layer entry: positional and keyword references."""
-    names = {t.name for t in oracle.inputs} | {t.name for t in oracle.weights} | set(sizes)
-    if spec.call is not None:
-        plan = _parse_call(spec, names | ({"mask"} if has_mask else set()), sizes)
-        return Calls(plan, plan)
-    mask_kw = frozen_map({"mask": Argument(array="in/mask")} if has_mask else {})
-    inputs = [Argument(array=f"in/{t.name}") for t in oracle.inputs]
-    size_args = [Argument(value=sizes[s]) for s in oracle.size_args]
-    weights = [Argument(array=f"wt/{t.name}") for t in oracle.weights]
-    return Calls(
-        Call((*inputs, *size_args, *weights), mask_kw), Call((*inputs, *size_args), mask_kw)
-    )
-
-
-def _parse_call(spec: CheckSpec, names: set[str], sizes: Mapping[str, int]) -> Call:
-    """``call=``'s words as a call; ``[...]`` and ``(...)`` (checked balanced when the header
-    was read) become lists and tuples of arguments."""
-    tokens = list(spec.call or ())
-    at = 0
-
-    def item() -> Argument:
-        nonlocal at
-        word = tokens[at]
-        at += 1
-        if word not in ("[", "("):
-            return _reference(word, names, sizes, spec)
-        items: list[Argument] = []
-        while tokens[at] not in ("]", ")"):
-            items.append(item())
-        at += 1
-        return Argument(items=tuple(items), sequence="list" if word == "[" else "tuple")
-
-    args: list[Argument] = []
-    kwargs: dict[str, Argument] = {}
-    while at < len(tokens):
-        token = tokens[at]
-        key, sep, value = token.partition("=")
-        if sep and not value:  # key=[...]: the bracket follows
-            at += 1
-            kwargs[key] = item()
-        elif sep:
-            at += 1
-            kwargs[key] = _reference(value, names, sizes, spec)
-        elif kwargs:
-            raise SpecError(
-                f"call: positional {spoken_call(_one_item(tokens, at))!r} after keyword arguments",
-                spec.location,
-            )
-        else:
-            args.append(item())
-    return Call(tuple(args), frozen_map(kwargs))
-
-
-def _one_item(tokens: list[str], at: int) -> list[str]:
-    """The words of the argument that starts at ``at``: one word, or a bracket and its
-    contents."""
-    depth, end = 0, at
-    for end in range(at, len(tokens)):
-        depth += tokens[end] in ("[", "(")
-        depth -= tokens[end] in ("]", ")")
-        if depth == 0:
-            break
-    return tokens[at : end + 1]
-
-
-def call_names(call: tuple[str, ...]) -> set[str]:
-    """The names a ``call=`` passes, at any depth: ``x [memory mask]`` -> x, memory, mask."""
-    words = (token.partition("=")[2] or token for token in call)
-    return {word for word in words if word and word not in ("[", "]", "(", ")")}
-
-
-def _reference(token: str, names: set[str], sizes: Mapping[str, int], spec: CheckSpec) -> Argument:
-    if token in sizes:
-        return Argument(value=sizes[token])
-    if token == "mask":  # noqa: S105  (a call token, not a password)
-        # the block's mask; None without one, as Keras' attention_mask=None means "no mask"
-        return Argument(array="in/mask") if "mask" in names else Argument(value=None)
-    if token in names:
-        oracle = get_oracle(spec.oracle)
-        is_weight = any(t.name == token for t in oracle.weights)
-        return Argument(array=f"{'wt' if is_weight else 'in'}/{token}")
-    if token.lower() in _LITERALS:
-        value = _LITERALS[token.lower()]
-        return Argument(value=None if value == "__none__" else value)
-    try:
-        return Argument(value=int(token))
-    except ValueError:
-        pass
-    try:
-        return Argument(value=float(token))
-    except ValueError:
-        known = ", ".join(sorted(names))
-        raise SpecError(f"call: unknown name {token!r}; known: {known}", spec.location) from None
 
 
 def _timing_variants(spec: CheckSpec) -> list[tuple[str, dict[str, int], bool]]:
