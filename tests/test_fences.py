@@ -10,6 +10,7 @@ from mkdocs.utils.meta import get_data
 
 from formula_check import cli, fences, option_values
 from formula_check.errors import SnippetError, SpecError
+from formula_check.fence_scan import find_formulas, scan_fences
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
 from formula_check.options import Options
 from formula_check.pages import (
@@ -17,10 +18,8 @@ from formula_check.pages import (
     Settings,
     build_spec,
     default_id,
-    find_formulas,
     front_matter_lines,
     page_blocks,
-    scan_fences,
     source_blocks,
 )
 

@@ -18,6 +18,7 @@ import pytest
 
 from formula_check.engine import error_result
 from formula_check.errors import FormulaCheckError, SnippetError, SpecError
+from formula_check.fence_scan import find_formulas
 from formula_check.fences import parse_options
 from formula_check.latex import (
     NotExecutable,
@@ -27,7 +28,7 @@ from formula_check.latex import (
 )
 from formula_check.latex.limits import MAX_CHARACTERS, MAX_DEPTH, MAX_NESTING
 from formula_check.model import Location
-from formula_check.pages import Settings, decode_page, find_formulas, source_blocks
+from formula_check.pages import Settings, decode_page, source_blocks
 from formula_check.snippets import file_digest, resolve_code
 from support import mkdocs_build, spec_for
 

@@ -22,9 +22,10 @@ from mkdocs.exceptions import Abort
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1, mismatch
+from formula_check.fence_scan import FormulaFence
 from formula_check.mkdocs_plugin.jupyter_pages import NotebookPage, place_cards
 from formula_check.model import Location
-from formula_check.pages import FormulaFence, PageBlock
+from formula_check.pages import PageBlock
 from support import mkdocs_build
 
 pytest.importorskip("mkdocs_jupyter")

@@ -34,17 +34,12 @@ from markdown.preprocessors import Preprocessor
 from pymdownx.superfences import SuperFencesCodeExtension, SuperFencesException
 
 from .errors import FormulaCheckError
+from .fence_scan import FormulaFence, commented_formulas, find_formulas
 from .front_matter import front_matter, front_matter_lines
 from .model import CheckResult, Location, SnippetFailure, Status
 from .options import DEFAULTS, Options
 from .oracles import load_oracle
-from .pages import (
-    FormulaFence,
-    PageBlock,
-    commented_formulas,
-    find_formulas,
-    page_blocks,
-)
+from .pages import PageBlock, page_blocks
 from .render import labels_for
 from .render.figure_cache import FigureCache
 from .session import (

@@ -29,11 +29,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import FormulaCheckError
+from .fence_scan import Fence, FormulaFence, find_formulas, scan_fences
 from .fences import page_defaults, parse_header, parse_options
 from .front_matter import block_options
 from .model import Location
 from .oracles import get_oracle
-from .pages import Fence, FormulaFence, find_formulas, oracle_names, scan_fences
+from .pages import oracle_names
 
 LOAD = "%load_ext formula_check"
 _MARKER = re.compile(r"^[ \t>]*(`{3,}|~{3,})")

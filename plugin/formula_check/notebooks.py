@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import PageError, SpecError
+from .fence_scan import FormulaFence, find_formulas
 from .model import CheckSpec, Location, in_cell
 from .pages import (
-    FormulaFence,
     PageBlock,
     Settings,
     default_id,
-    find_formulas,
     page_blocks,
     passes_definition_on,
 )

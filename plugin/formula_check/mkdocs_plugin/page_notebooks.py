@@ -11,9 +11,9 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import FormulaCheckError, SpecError
+from ..fence_scan import find_formulas
 from ..model import Location
 from ..notebook_export import notebook_name, page_notebook
-from ..pages import find_formulas
 from ..render.labels import Labels
 from . import site
 
