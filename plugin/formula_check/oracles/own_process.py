@@ -42,6 +42,7 @@ from .. import wire
 from ..errors import OracleError
 from ..lazy import numpy as np  # imported on first use
 from ..model import Array
+from ..snippets import file_digest
 from .base import Oracle, Regime, TensorSpec
 
 SERVER = "formula_check.worker.oracle_server"
@@ -194,6 +195,8 @@ class OracleProcess:
     def __init__(self, reference: str, root: Path, env: Sequence[str]) -> None:
         self.reference = reference
         self.name = reference  # until it says the oracle's
+        self.module: list[str] | None = None
+        """Its module's file and that file's digest when it was imported (none: no file)."""
         self.lock = threading.Lock()
         folder = tempfile.mkdtemp(prefix="formula-check-oracle-")
         argv = [sys.executable, "-m", SERVER, "start", reference, str(root), folder]
@@ -233,9 +236,12 @@ class OracleProcess:
         status = self.process.returncode
         if status is None or not self.end.alive:
             return "stopped answering" if self.end.alive else "was closed"
-        if status < 0:
+        if status >= 0:
+            return f"ended (exit code {status})"
+        try:
             return f"was killed by {signal.Signals(-status).name}"
-        return f"ended (exit code {status})"
+        except ValueError:
+            return f"was killed by signal {-status}"
 
     def call(self, index: int, args: tuple[Any, ...]) -> Any:
         """The value of the server's callable ``index`` on ``args``; what it raised, raised."""
@@ -257,6 +263,13 @@ class OracleProcess:
     def proxy(self, index: int) -> Proxy:
         return Proxy(self, index)
 
+    def unchanged(self) -> bool:
+        """Whether it still runs, and its module's file is as it was when it was imported."""
+        if self.module is None or self.process.poll() is not None:
+            return False
+        where, digest = self.module
+        return bool(file_digest(Path(where)) == digest)
+
 
 def _end(process: subprocess.Popen[bytes], folder: str) -> None:
     """Kill the process (between two calls: nothing of it is lost), remove its folder."""
@@ -270,9 +283,19 @@ def _end(process: subprocess.Popen[bytes], folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+_KEPT: dict[tuple[str, Path, tuple[str, ...]], tuple[OracleProcess, Oracle]] = {}
+"""Each oracle loaded, with its process, by reference, root and ``env`` names: loaded again
+(on each rebuild of ``mkdocs serve``) while its module's file is as it was imported, it is the
+same oracle, and no new process pays for an interpreter and NumPy again."""
+
+
 def load(reference: str, root: Path, env: Sequence[str]) -> Oracle:
     """The oracle ``reference`` names, imported in a process of its own started in ``root``
     with the variables ``env`` names (and what every check gets); its callables proxies."""
+    key = (reference, root, tuple(env))
+    kept = _KEPT.get(key)
+    if kept is not None and kept[0].unchanged():
+        return kept[1]
     process = OracleProcess(reference, root, env)
     header, arrays = process.exchange(None, {})
     if "error" in header:
@@ -282,4 +305,6 @@ def load(reference: str, root: Path, env: Sequence[str]) -> Oracle:
     if type(oracle) is not Oracle:
         raise wire.ProtocolError(f"the process of {reference!r} described no oracle")
     process.name = oracle.name
+    process.module = header["module"]
+    _KEPT[key] = (process, oracle)
     return oracle

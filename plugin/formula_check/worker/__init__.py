@@ -34,4 +34,8 @@ In the check processes:
   and their rounding); for an int8 model :mod:`.quantized_error` (what quantization explains
   of its outputs), walking :mod:`.quantized_graph` (the interpreter's ops and tensors, each
   op's options) with :mod:`.quantized_ops` (each op's float definition).
+
+In a process of its own, without TensorFlow: :mod:`.oracle_server`, where an oracle of one's
+own (the ``oracles`` option) is imported and each of its calls answered (the build's end:
+:mod:`..oracles.own_process`).
 """

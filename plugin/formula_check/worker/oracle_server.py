@@ -81,6 +81,7 @@ def _describe(reference: str, root: str, answers: IO[bytes]) -> list[Callable[..
     from pathlib import Path
 
     from ..oracles import own_process, registry
+    from ..snippets import file_digest
 
     packing = own_process.Packing(callables=[])
     try:
@@ -89,7 +90,10 @@ def _describe(reference: str, root: str, answers: IO[bytes]) -> list[Callable[..
     except OracleError as exc:
         wire.write_message(answers, {"error": exc.message})
         return None
-    wire.write_message(answers, {"oracle": described}, packing.arrays)
+    # Its module's file as imported: loaded again while it is the same, the oracle is kept
+    where = getattr(sys.modules.get(reference.partition(":")[0]), "__file__", None)
+    module = [where, file_digest(Path(where))] if where else None
+    wire.write_message(answers, {"oracle": described, "module": module}, packing.arrays)
     return packing.callables
 
 
@@ -170,7 +174,10 @@ def _call(
         for stream in conversation:  # the build's conversation is the server's alone
             os.dup2(null, stream.fileno())
         with os.fdopen(pipes[0], "rb") as stream:
-            request = _whole_message(stream)
+            try:
+                request = _whole_message(stream)
+            except EOFError:  # the server ended before a call came: so does this process
+                return
         header, out = _answered(request, callables)
         with os.fdopen(pipes[1], "wb") as stream:
             for part in wire.encode_parts(header, out):
