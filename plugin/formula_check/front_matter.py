@@ -195,6 +195,12 @@ def _oracle_rules(
     if misfit:
         refuse("preset", misfit)
     page = {option: value for option, value in options.items() if option not in own}
+    _sizes_rules(page, oracle, refuse)
+    _names_rules(page, oracle, refuse)
+
+
+def _sizes_rules(page: Mapping[str, Any], oracle: OracleNames, refuse: Refuse) -> None:
+    """A page's mask for an oracle that takes none; its sweep along a dim the oracle lacks."""
     for option in ("mask", "mask_convention", "mask_dims") if not oracle.takes_mask else ():
         if page.get(option, "none") != "none":
             refuse(option, f"oracle {oracle.name!r} takes no mask")
@@ -203,17 +209,19 @@ def _oracle_rules(
         refuse("sweep_dim", f"oracle {oracle.name!r} has no dim {swept!r} to sweep")
         if "sweep" in page:
             refuse("sweep", f"its sizes are for {swept}, a dim oracle {oracle.name!r} lacks")
+
+
+def _names_rules(page: Mapping[str, Any], oracle: OracleNames, refuse: Refuse) -> None:
+    """A page's call=, returns= or regimes= naming what the oracle does not have."""
     known = oracle.inputs | oracle.weights | oracle.dims | {"mask"}
-    foreign = [name for name in _call_names(page.get("call") or ()) if name not in known]
-    if foreign:
-        refuse("call", f"oracle {oracle.name!r} has no {', '.join(foreign)}")
     named = [word.partition("=")[0] for word in page.get("returns") or () if word != "_"]
-    foreign = [name for name in named if name not in oracle.outputs]
-    if foreign:
-        refuse("returns", f"oracle {oracle.name!r} has no output {', '.join(foreign)}")
-    foreign = [name for name in page.get("regimes") or () if name not in oracle.regimes]
-    if foreign:
-        refuse("regimes", f"oracle {oracle.name!r} has no regime {', '.join(foreign)}")
+    for option, foreign, what in (
+        ("call", [n for n in _call_names(page.get("call") or ()) if n not in known], "no"),
+        ("returns", [n for n in named if n not in oracle.outputs], "no output"),
+        ("regimes", [n for n in page.get("regimes") or () if n not in oracle.regimes], "no regime"),
+    ):
+        if foreign:
+            refuse(option, f"oracle {oracle.name!r} has {what} {', '.join(foreign)}")
 
 
 _LITERAL = re.compile(r"true|false|none|[-+]?[\d.]+(?:e[-+]?\d+)?", re.IGNORECASE)
