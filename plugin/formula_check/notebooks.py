@@ -149,16 +149,8 @@ def cell_code(
     futures: list[str] = []
     kept: list[tuple[str, int, str]] = []
     for name, cell in earlier:
-        tree, lines = _parsed(cell), cell.split("\n")
-        for node in tree.body if tree else []:
-            if _is_future(node):
-                futures += [alias.name for alias in node.names]  # type: ignore[attr-defined]
-            elif isinstance(node, _KEPT) and getattr(node, "name", None) not in redefined:
-                first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-                if kept:
-                    kept.append(("", 0, ""))
-                end = node.end_lineno or node.lineno
-                kept += [(name, row, lines[row - 1]) for row in range(first, end + 1)]
+        kept += _definitions(name, cell, redefined, futures)
+    kept = kept[1:]  # each definition is set apart from the one before; the first from none
     body_lines = body.split("\n")
     for node in own.body if own else []:
         if _is_future(node):
@@ -174,6 +166,24 @@ def cell_code(
     source = "\n".join([*(text for _, _, text in before), *body_lines])
     origins = tuple((name, row) for name, row, _ in before)
     return CellCode(page, source, len(before), first_line, origins, _defines_own(own))
+
+
+def _definitions(
+    name: str, cell: str, redefined: set[str], futures: list[str]
+) -> list[tuple[str, int, str]]:
+    """The lines of earlier cell ``name`` that a later cell's check keeps: its definitions
+    and imports, less those the later cell defines again (``redefined``), each after a blank
+    line and tagged ``(cell, row)``; its ``__future__`` imports go to ``futures``."""
+    tree, lines = _parsed(cell), cell.split("\n")
+    kept: list[tuple[str, int, str]] = []
+    for node in tree.body if tree else []:
+        if _is_future(node):
+            futures += [alias.name for alias in node.names]  # type: ignore[attr-defined]
+        elif isinstance(node, _KEPT) and getattr(node, "name", None) not in redefined:
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            end = node.end_lineno or node.lineno
+            kept += [("", 0, "")] + [(name, row, lines[row - 1]) for row in range(first, end + 1)]
+    return kept
 
 
 def _fence_for(code: str) -> str:
