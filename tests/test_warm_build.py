@@ -238,7 +238,6 @@ def test_a_cached_build_loads_neither_drawing_judging_nor_serving_code(site: Sit
             "formula_check.judge",
             "formula_check.latex",
             "formula_check.compare",
-            "formula_check.serving.polling",
             "mkdocs.livereload",
             "watchdog",
         )

@@ -70,15 +70,14 @@ class FormulaCheckConfig(base.Config):  # type: ignore[no-untyped-call]
     worker, or the fresh one replacing a worker stopped on a timeout, starts in milliseconds
     instead of importing TensorFlow again. Off: every worker is a new process."""
 
-    fast_serve = c.Type(bool, default=True)
-    """Under ``mkdocs serve`` only: look for changed files more often than MkDocs' every 0.5 s
-    (down to every 0.05 s, slower for large folders so that polling stays under about 5 % of a
-    core), and compile the theme's templates and list its files once per session instead of on
-    every rebuild (again when they change). Each speed-up relies on parts of MkDocs, watchdog or
-    Jinja that no release promises to keep: it is used only with the versions it was written
-    for (MkDocs 1.6, watchdog 2 to 7, Jinja 2.11 to 3) while those parts are as expected;
-    otherwise MkDocs does that step as usual, and one INFO line per session says which
-    speed-up is off and why."""
+    fast_serve = c.Deprecated(
+        message="The option '{}' no longer does anything: the speed-ups of mkdocs serve are the "
+        "separate 'formula-check-serve' plugin (serve_speedups/ in the repository); remove it.",
+        option_type=c.Type(bool),
+    )
+    """Deprecated: does nothing. An old ``mkdocs.yml`` that sets it still builds, with a note to
+    remove it; the ``mkdocs serve`` speed-ups it turned on are the optional
+    ``formula-check-serve`` plugin."""
 
     keep_alive = c.Type((int, float), default=DEFAULTS.keep_alive)
     """Seconds to keep the process that imported TensorFlow after a build ends (0: stop it

@@ -6,8 +6,9 @@
 * :mod:`.jupyter_pages`: the cards of the notebook pages mkdocs-jupyter renders;
 * :mod:`.watching`: what ``mkdocs serve`` watches beyond the docs folder.
 
-The settings schema is :mod:`formula_check.config`; the speed-ups of ``mkdocs serve`` are
-:mod:`formula_check.serving`.
+The settings schema is :mod:`formula_check.config`. The speed-ups of ``mkdocs serve`` that
+reach into MkDocs' privates are not here: they are the optional ``formula-check-serve`` plugin
+(``serve_speedups/`` in the repository).
 """
 
 from __future__ import annotations

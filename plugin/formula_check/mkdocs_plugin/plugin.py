@@ -13,7 +13,8 @@ What the plugin adds to the Markdown extension alone:
   failure and lists them all;
 * figures written once under ``assets/formula-check/``, the stylesheet, an offline MathJax,
   and a report page plus ``formula-check-report.json`` (:mod:`.report`);
-* under ``mkdocs serve``, the snippet files and project modules watched (:mod:`.watching`).
+* under ``mkdocs serve``, the snippet files and project modules watched, and the checks of a
+  build stopped once a file it read is saved again (:mod:`.watching`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 
-from .. import serving
 from ..config import FormulaCheckConfig, options_from
 from ..errors import FormulaCheckError
 from ..front_matter import front_matter_lines, front_matter_problem
@@ -73,8 +73,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.started: object = None
         self.serving = False
         self.figures: FigureCache | None = None
-        self.templates = serving.TemplateCache()
-        self.theme_listing = serving.ThemeListing()
+        self.edits = watching.Edits()
         self.notebooks = PageNotebooks(enabled=False)
         self.jupyter = NotebookPages(enabled=False)
         """The notebook pages mkdocs-jupyter renders (:mod:`.jupyter_pages`)."""
@@ -106,8 +105,6 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.session = None
         if self.config.enabled:
             self._validate_options()
-            if self._fast_serve():
-                self.theme_listing.attach(config.theme)  # MkDocs lists the theme after this
         else:  # also when turned off during `mkdocs serve`: its workers go (about 0.5 GB
             self.engines.close()  # each); the disk cache stays
         self._load_oracles()  # NumPy only: with checks off, blocks naming them are well formed
@@ -157,8 +154,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.tally.add(result)
 
     def _superseded(self) -> bool:
-        server = self.watcher.server
-        return server is not None and serving.rebuild_wanted(server)
+        return self.watcher.server is not None and self.edits.since()
 
     def _language(self, config: MkDocsConfig) -> str:
         return str(self.config.language or config.theme.get("language") or "en")
@@ -207,7 +203,9 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
         self.tally = Tally(self.options.fail_on)
         self.tally.start(self.blocks, len(self.pages), self.options.worker_count())
         self.session.check_in_background(self.blocks)
-        self.watcher.add(watching.snippet_files(self.blocks, self.root))
+        snippets = watching.snippet_files(self.blocks, self.root)
+        self.watcher.add(snippets)
+        self.edits.begin([*snippets, *(Path(f.abs_src_path) for f in self.pages if f.abs_src_path)])
         return nav
 
     def _blocks(self, file: File) -> list[PageBlock]:
@@ -323,7 +321,7 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
                 session.wait_all()  # every result is logged before the build ends
             for result in session.results():  # helpers a snippet imported, however deep
                 self.watcher.add(self.root / name for name in result.imports)
-        self.watcher.refresh(quicken=False, fast=self._quick_polling())
+        self.watcher.refresh()
         if session is None:
             return
         lost = session.unfilled_pages()
@@ -353,23 +351,10 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
             self.started = engine
             engine.start_in_background()
 
-    def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
-        """Under ``mkdocs serve`` (``fast_serve``), reuse the theme's compiled templates (its
-        file list is kept from ``on_config``, before MkDocs lists it)."""
-        return self.templates.attach(env) if self._fast_serve() else env
-
-    def _fast_serve(self) -> bool:
-        return self.serving and self._quick_polling()
-
-    def _quick_polling(self) -> bool:
-        """Poll faster than MkDocs (only ever asked once there is a server to poll)."""
-        return bool(self.config.enabled and self.config.fast_serve)
-
     def on_serve(
         self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any
     ) -> LiveReloadServer | None:
-        """Rebuild when a snippet file or a user oracle module changes; with ``fast_serve``,
-        look for changes more often than MkDocs' every 0.5 s."""
-        self.watcher.attach(server, config.watch)
-        self.watcher.refresh(quicken=True, fast=self._quick_polling())
+        """Rebuild when a snippet file or a user oracle module changes."""
+        self.watcher.attach(server)
+        self.watcher.refresh()
         return server

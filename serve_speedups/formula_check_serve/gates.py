@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-log = logging.getLogger("mkdocs.plugins.formula_check.serving")
+log = logging.getLogger("mkdocs.plugins.formula_check_serve")
 """Under ``mkdocs.plugins``, so that ``mkdocs serve`` shows its INFO lines."""
 
 
@@ -83,31 +83,21 @@ class SpeedUp:
 
 
 QUICKER_POLLING = SpeedUp(
-    "fast_serve's quicker polling",
+    "quicker polling",
     "MkDocs' observer is left as it is (MkDocs polls every 0.5 s)",
     (MKDOCS, WATCHDOG),
 )
 KEPT_THEME_LIST = SpeedUp(
-    "fast_serve's kept theme file list",
+    "the kept theme file list",
     "MkDocs lists the theme's files on every rebuild",
     (MKDOCS, JINJA),
 )
 KEPT_TEMPLATES = SpeedUp(
-    "fast_serve's template cache",
+    "the template cache",
     "Jinja compiles the theme's templates on every rebuild",
     (JINJA,),
 )
-STOP_STALE_CHECKS = SpeedUp(
-    "stopping the checks of a build a newer edit made stale",
-    "each build runs its checks to the end",
-    (MKDOCS,),
-)
-REBUILD_ON_RETURN = SpeedUp(
-    "rebuilding when a watched package folder comes back",
-    "it is watched again, and the next edit rebuilds",
-    (MKDOCS,),
-)
-SPEEDUPS = (QUICKER_POLLING, KEPT_THEME_LIST, KEPT_TEMPLATES, STOP_STALE_CHECKS, REBUILD_ON_RETURN)
+SPEEDUPS = (QUICKER_POLLING, KEPT_THEME_LIST, KEPT_TEMPLATES)
 
 
 Shape = Callable[[], str | None]
@@ -123,7 +113,7 @@ class Verdicts:
         self._known: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = (
             weakref.WeakKeyDictionary()
         )
-        self._lock = threading.Lock()  # asked from MkDocs' threads, page waits, FolderKeeper
+        self._lock = threading.Lock()  # asked from MkDocs' threads
 
     def on(self, session: object, speedup: SpeedUp, shape: Shape) -> bool:
         """Is ``speedup`` on for ``session``: the versions it was written for, and each
@@ -152,7 +142,7 @@ class Verdicts:
     def _decide(known: dict[str, str | None], speedup: SpeedUp, reason: str | None) -> None:
         known[speedup.name] = reason
         if reason is not None:
-            log.info(f"formula-check: {speedup.name} is off: {reason}; {speedup.instead}")
+            log.info(f"formula-check-serve: {speedup.name} is off: {reason}; {speedup.instead}")
 
 
 def looked_at(shape: Shape) -> str | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import CodeType
@@ -23,9 +22,10 @@ from mkdocs.theme import Theme
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from formula_check import serving
+import formula_check_serve as serving
+from formula_check_serve import polling
 
-LOGGER = "mkdocs.plugins.formula_check.serving"
+LOGGER = "mkdocs.plugins.formula_check_serve"
 NATIVE = getattr(Observer, "__name__", "")  # watchdog's file events here (InotifyObserver)
 
 
@@ -104,10 +104,6 @@ INTERNALS: dict[str, Callable[[LiveReloadServer], bool]] = {
     "mkdocs: LiveReloadServer.observer, watchdog's PollingObserver": lambda s: isinstance(
         s.observer, PollingObserver
     ),
-    "mkdocs: LiveReloadServer._want_rebuild, a bool": lambda s: s._want_rebuild is False,
-    "mkdocs: LiveReloadServer._rebuild_cond, a threading.Condition": lambda s: isinstance(
-        s._rebuild_cond, threading.Condition
-    ),
     "mkdocs: Files.add_files_from_theme, a nested filter(name) over config": lambda s: (
         getattr(_theme_filter(), "co_freevars", None) == ("config",)
     ),
@@ -146,7 +142,7 @@ INTERNALS: dict[str, Callable[[LiveReloadServer], bool]] = {
 def test_each_private_part_the_speedups_use_is_there(
     internal: str, server: LiveReloadServer
 ) -> None:
-    """Fails after an upgrade that removed or changed one: formula_check.serving must be looked at again
+    """Fails after an upgrade that removed or changed one: formula_check_serve must be looked at again
     (its speed-up is off meanwhile) and the versions it was written for moved on."""
     try:
         as_expected = INTERNALS[internal](server)
@@ -163,10 +159,7 @@ def test_each_speedup_was_written_for_the_installed_versions(speedup: serving.Sp
 def test_every_speedup_is_on_with_the_installed_packages(
     server: LiveReloadServer, notices: Callable[[], list[str]]
 ) -> None:
-    assert serving.quicken_polling(server) is not None
-    assert not serving.rebuild_wanted(server)
-    serving.request_rebuild(server)
-    assert serving.rebuild_wanted(server)
+    assert polling.quicken_polling(server) is not None
     theme = Theme(name="mkdocs")
     serving.ThemeListing().attach(theme)
     assert "get_env" in vars(theme), "the theme lists through the kept list"
@@ -197,10 +190,10 @@ def test_a_watchdog_it_was_not_written_for_keeps_mkdocs_polling(
 ) -> None:
     installed_as(monkeypatch, "watchdog", "8.0.0")
     for _ in range(3):  # each rebuild that watches more asks again
-        assert serving.quicken_polling(server) is None
-    assert timeouts(server) == {serving.MKDOCS_INTERVAL}
+        assert polling.quicken_polling(server) is None
+    assert timeouts(server) == {polling.MKDOCS_INTERVAL}
     assert notices() == [
-        "formula-check: fast_serve's quicker polling is off: watchdog 8.0.0 is not one of the "
+        "formula-check-serve: quicker polling is off: watchdog 8.0.0 is not one of the "
         "versions it was written for (>=2.0,<8); MkDocs' observer is left as it is (MkDocs "
         "polls every 0.5 s)"
     ]
@@ -213,14 +206,14 @@ def test_each_serve_session_says_it_once(
     for _ in range(2):
         session = LiveReloadServer(builder=lambda: None, host="127.0.0.1", port=0, root=".")
         try:
-            assert not serving.rebuild_wanted(session)
-            assert not serving.rebuild_wanted(session)
+            assert polling.quicken_polling(session) is None
+            assert polling.quicken_polling(session) is None
         finally:
             session.server_close()
     assert notices() == 2 * [
-        "formula-check: stopping the checks of a build a newer edit made stale is off: mkdocs "
-        "2.0.0rc1 is not one of the versions it was written for (>=1.6,<2); each build runs "
-        "its checks to the end"
+        "formula-check-serve: quicker polling is off: mkdocs 2.0.0rc1 is not one of the "
+        "versions it was written for (>=1.6,<2); MkDocs' observer is left as it is (MkDocs "
+        "polls every 0.5 s)"
     ]
 
 
@@ -235,8 +228,8 @@ def test_a_jinja_it_was_not_written_for_compiles_templates_as_usual(
     serving.ThemeListing().attach(theme)
     assert "get_env" not in vars(theme), "the theme lists as MkDocs does"
     assert [line.split(" is off: ")[0] for line in notices()] == [
-        "formula-check: fast_serve's template cache",
-        "formula-check: fast_serve's kept theme file list",
+        "formula-check-serve: the template cache",
+        "formula-check-serve: the kept theme file list",
     ]
     assert all("jinja2 4.0.0 is not one of the versions" in line for line in notices())
 
@@ -245,20 +238,21 @@ def test_a_version_that_cannot_be_read_turns_it_off(
     server: LiveReloadServer, monkeypatch: pytest.MonkeyPatch, notices: Callable[[], list[str]]
 ) -> None:
     installed_as(monkeypatch, "watchdog", None)
-    assert serving.quicken_polling(server) is None
+    assert polling.quicken_polling(server) is None
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "not a version")
-    serving.request_rebuild(server)
-    assert not server._want_rebuild
+    theme = Theme(name="mkdocs")
+    serving.ThemeListing().attach(theme)
+    assert "get_env" not in vars(theme)
     monkeypatch.setattr(importlib.metadata, "version", broken_metadata)
     cache = serving.TemplateCache()
     assert cache.attach(jinja2.Environment()).bytecode_cache is None, "no exception either"
     assert notices() == [
-        "formula-check: fast_serve's quicker polling is off: the installed version of watchdog "
+        "formula-check-serve: quicker polling is off: the installed version of watchdog "
         "is unknown; MkDocs' observer is left as it is (MkDocs polls every 0.5 s)",
-        "formula-check: rebuilding when a watched package folder comes back is off: mkdocs "
-        "not a version is not one of the versions it was written for (>=1.6,<2); it is "
-        "watched again, and the next edit rebuilds",
-        "formula-check: fast_serve's template cache is off: looking at the private parts "
+        "formula-check-serve: the kept theme file list is off: mkdocs not a version is not "
+        "one of the versions it was written for (>=1.6,<2); MkDocs lists the theme's files "
+        "on every rebuild",
+        "formula-check-serve: the template cache is off: looking at the private parts "
         "it uses failed (ValueError: unreadable METADATA); Jinja compiles the theme's "
         "templates on every rebuild",
     ]
@@ -269,46 +263,6 @@ def broken_metadata(name: str) -> str:
 
 
 # -- a private part gone or changed: MkDocs as it is, said once ----------------------------
-
-
-def test_a_server_without_the_rebuild_flag_runs_each_build_to_the_end(
-    server: LiveReloadServer, monkeypatch: pytest.MonkeyPatch, notices: Callable[[], list[str]]
-) -> None:
-    monkeypatch.delattr(server, "_want_rebuild")
-    assert not any(serving.rebuild_wanted(server) for _ in range(5))
-    assert notices() == [
-        "formula-check: stopping the checks of a build a newer edit made stale is off: "
-        "MkDocs' LiveReloadServer has no _want_rebuild flag; each build runs its checks to "
-        "the end"
-    ]
-
-
-def test_a_server_without_its_rebuild_condition_is_not_asked_to_rebuild(
-    server: LiveReloadServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    notices: Callable[[], list[str]],
-) -> None:
-    """The folder that came back is watched again all the same (MkDocs' public ``watch``)."""
-    monkeypatch.delattr(server, "_rebuild_cond")
-    package = tmp_path / "team_model"
-    package.mkdir()
-    keeper = serving.FolderKeeper(server, interval=3600)
-    try:
-        keeper.add(str(package))
-        package.rename(tmp_path / "elsewhere")
-        assert keeper.look()
-        (tmp_path / "elsewhere").rename(package)
-        assert keeper.look()
-    finally:
-        keeper.close()
-    assert server._watched_paths.get(str(package)) == 1
-    assert not server._want_rebuild
-    assert notices() == [
-        "formula-check: rebuilding when a watched package folder comes back is off: MkDocs' "
-        "LiveReloadServer has no _rebuild_cond condition; it is watched again, and the next "
-        "edit rebuilds"
-    ]
 
 
 @pytest.mark.parametrize(
@@ -331,14 +285,14 @@ def test_an_observer_without_its_interval_keeps_mkdocs_polling(
     elif change == "native":  # another plugin's on_serve put native file events in
         monkeypatch.setattr(server, "observer", Observer())
     else:
-        assert serving.quicken_polling(server) is not None, "on at first"
+        assert polling.quicken_polling(server) is not None, "on at first"
         monkeypatch.delattr(next(iter(server.observer.emitters)), "_timeout")
     observer, interval = server.observer, getattr(server.observer, "_timeout", None)
-    assert serving.quicken_polling(server) is None
-    assert serving.quicken_polling(server) is None
+    assert polling.quicken_polling(server) is None
+    assert polling.quicken_polling(server) is None
     assert server.observer is observer and observer._timeout == interval, "left as it is"
     assert notices() == [
-        f"formula-check: fast_serve's quicker polling is off: {reason}; "
+        f"formula-check-serve: quicker polling is off: {reason}; "
         "MkDocs' observer is left as it is (MkDocs polls every 0.5 s)"
     ]
 
@@ -363,7 +317,7 @@ def test_a_theme_filter_that_reads_more_lists_the_theme_as_mkdocs_does(
         listing.attach(theme)
         assert "get_env" not in vars(theme)
     assert notices() == [
-        "formula-check: fast_serve's kept theme file list is off: MkDocs' theme file filter "
+        "formula-check-serve: the kept theme file list is off: MkDocs' theme file filter "
         "reads more than static_templates (endswith, exclude_docs); MkDocs lists the theme's "
         "files on every rebuild"
     ]

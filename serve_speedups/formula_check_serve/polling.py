@@ -73,6 +73,12 @@ def snapshot_seconds(paths: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def watched_paths(server: Any) -> frozenset[str]:
+    """What ``server`` watches now (nothing, for a server it does not know)."""
+    watched = getattr(server, "_watched_paths", None)
+    return frozenset(map(str, watched)) if isinstance(watched, dict) else frozenset()
+
+
 def quicken_polling(server: Any, paths: Iterable[str] = ()) -> float | None:
     """Poll what ``server`` (MkDocs' ``LiveReloadServer``) watches more often.
 
@@ -96,5 +102,5 @@ def quicken_polling(server: Any, paths: Iterable[str] = ()) -> float | None:
     observer._timeout = interval  # for watches added from now on
     for emitter in emitters:
         emitter._timeout = interval  # read by its polling loop before each look
-    log.debug(f"fast_serve: polling {len(every)} path(s) every {interval:.2f} s")
+    log.debug(f"formula-check-serve: polling {len(every)} path(s) every {interval:.2f} s")
     return interval
