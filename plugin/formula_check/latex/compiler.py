@@ -240,6 +240,28 @@ def compile_formula(
         outputs = tuple(compiler.output(s) for s in statements if _family(s, symbols) is None)
     locals_ = compiler.lowerer.scope.locals
     outputs = tuple(out for out in outputs if out.name not in locals_.used)
+    _check_results(compiler, outputs, statements, (symbols, latex))
+    where = tuple(locals_.lowered[name] for name in locals_.used)
+    return CompiledFormula(
+        latex,
+        outputs,
+        (*families, *where),
+        compiler.definition,
+        symbols,
+        frozen_map(compiler.lowerer.scope.aliases),
+        conditions=tuple(s.condition for s in written if s.condition),
+    )
+
+
+def _check_results(
+    compiler: _Compiler,
+    outputs: tuple[Output, ...],
+    statements: tuple[Statement, ...],
+    against: tuple[SymbolTable, str],
+) -> None:
+    """What the formula gives as its results (``outputs``, its intermediates left out):
+    at least one, no name assigned twice, each of the shape its statement's left side says."""
+    symbols, latex = against
     if not outputs:
         raise compiler.lowerer.fail(
             "the formula defines only the members of a family (such as head_i = ...) and no "
@@ -254,13 +276,3 @@ def compile_formula(
         shown = [out for out in outputs if out.col == statement.col and not out.index]
         if shown:
             check_result_shape(statement, shown[0].op.type, symbols, latex)
-    where = tuple(locals_.lowered[name] for name in locals_.used)
-    return CompiledFormula(
-        latex,
-        outputs,
-        (*families, *where),
-        compiler.definition,
-        symbols,
-        frozen_map(compiler.lowerer.scope.aliases),
-        conditions=tuple(s.condition for s in written if s.condition),
-    )
