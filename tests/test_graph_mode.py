@@ -1,6 +1,7 @@
-"""Graph mode is judged: what code returns as a traced ``tf.function`` graph meets the oracle
-with the same tolerance as its eager outputs, timing on or off. Code right eagerly and wrong
-only as a graph fails, saying so; its correct twin still verifies."""
+"""Graph mode is judged: what code returns as a traced ``tf.function`` graph, on the standard
+inputs and on every input regime's, meets the oracle with the same tolerance as its eager
+outputs, timing on or off. Code right eagerly and wrong only as a graph (on one regime alone,
+too) fails, saying so; its correct twin still verifies."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from formula_check.judge import ONLY_GRAPH
 from formula_check.model import GRAPH_MODE, CheckResult, Status
 from formula_check.render.report import report_json
 from support import shared_engine, spec_for
@@ -136,6 +138,33 @@ eagerly, so a graph keeps the kernel of the call before its trace, whatever it i
 
 REFRESH_WHEN_EAGER = "if tf.executing_eagerly() or key not in _transposed:\n        "
 
+SHIFT_WHEN_READABLE = """
+import numpy as np
+import tensorflow as tf
+
+def softmax(x):
+    if {shift}:
+        x = x - tf.reduce_max(x, axis=-1, keepdims=True)  # before exp overflows
+    e = tf.exp(x)
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+"""
+"""A softmax that subtracts the row maximum only where it can read the logits eagerly and
+finds them large: as a graph it never does, and exp overflows on large values alone."""
+
+READABLE_AND_LARGE = 'hasattr(x, "numpy") and np.max(np.abs(x.numpy())) > 50.0'
+NOT_READABLE_OR_LARGE = 'not hasattr(x, "numpy") or np.max(np.abs(x.numpy())) > 50.0'
+
+CHECKED_AS_A_GRAPH = """
+import tensorflow as tf
+
+def softmax(x):
+    if not tf.executing_eagerly():  # the graph checks its logits are in range
+        tf.debugging.assert_less(tf.reduce_max(tf.abs(x)), 100.0)
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+"""
+"""Code whose graph raises on large values only: right eagerly and on the standard inputs."""
+
 LAYER = {"weights": {"gamma": "gamma", "beta": "beta"}}
 HELD_LAYER = {**LAYER, "init": {"d_model": "d_model"}}
 
@@ -187,6 +216,17 @@ def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
         "cached-transpose-stale": ("ffn", CACHED.format(refresh=REFRESH_WHEN_EAGER), {}),
         "cached-transpose-fresh": ("ffn", CACHED.format(refresh=""), {}),
         "eager-only-timed": ("softmax", EAGER_ONLY, {"timing": True}),
+        "shift-when-readable": (
+            "softmax",
+            SHIFT_WHEN_READABLE.format(shift=READABLE_AND_LARGE),
+            {},
+        ),
+        "shift-unless-readable-and-small": (
+            "softmax",
+            SHIFT_WHEN_READABLE.format(shift=NOT_READABLE_OR_LARGE),
+            {},
+        ),
+        "checked-as-a-graph": ("softmax", CHECKED_AS_A_GRAPH, {}),
     }
 
 
@@ -286,6 +326,40 @@ def test_a_graph_returning_other_values_than_eager_code_is_a_mismatch(
 ) -> None:
     result = results["more-as-a-graph"]
     assert result.status is Status.MISMATCH, result.headline()
-    assert result.headline().endswith(
-        "mismatch: outputs (tf.function): the code returned 2 values under tf.function, 1 eagerly"
-    )
+    headline = result.headline()
+    assert (  # and so on each regime, named
+        "mismatch: outputs (tf.function): the code returned 2 values under tf.function, 1 "
+        "eagerly; outputs (tf.function, large values): the code returned 2 values under "
+        "tf.function on the large values inputs, 1 eagerly"
+    ) in headline, headline
+
+
+def test_a_graph_wrong_on_one_regime_alone_is_a_mismatch_naming_it(
+    results: dict[str, CheckResult],
+) -> None:
+    result = results["shift-when-readable"]
+    assert result.status is Status.MISMATCH, result.headline()
+    failed = {v.regime for v in result.verdicts if not v.ok}
+    assert failed == {"tf.function, large values"}, result.headline()
+    headline = result.headline()
+    assert headline.startswith(
+        "docs/page.md:6 [shift-when-readable]: mismatch: output (tf.function, large values): "
+    ), headline
+    assert "overflows float32" in headline and ONLY_GRAPH in headline
+    assert result.arrays["delta"].size  # the heatmaps show the graph on large values
+    twin = results["shift-unless-readable-and-small"]
+    assert twin.status is Status.VERIFIED, twin.headline()
+    assert "tf.function, large values" in twin.regimes()
+    assert "under tf.function on the standard, large values inputs" in twin.detail()
+
+
+def test_a_graph_raising_on_one_regime_alone_is_a_mismatch_naming_it(
+    results: dict[str, CheckResult],
+) -> None:
+    result = results["checked-as-a-graph"]
+    assert result.status is Status.MISMATCH, result.headline()
+    [failed] = [v for v in result.verdicts if not v.ok]
+    assert failed.label() == "outputs (tf.function, large values)"
+    assert failed.problem.startswith(
+        "the code raised under tf.function on the large values inputs: InvalidArgumentError"
+    ), failed.problem

@@ -194,8 +194,10 @@ def test_correct_code_verifies_on_every_regime(source: str) -> None:
     result = run("additive_attention", source, **_options(source))
     assert result.status is Status.VERIFIED, result.headline()
     regimes = {verdict.regime for verdict in result.verdicts}
-    # every code's graph is judged; a layer's first call (on its weights before they move) too
-    judged_too = {"tf.function", "first call"} if source is LAYER else {"tf.function"}
+    # every code's graph is judged, on every regime; a layer's first call (on its weights
+    # before they move) too
+    graphs = {"tf.function", "tf.function, saturated tanh", "tf.function, large scores"}
+    judged_too = {*graphs, "first call"} if source is LAYER else graphs
     assert regimes == {"", "saturated tanh", "large scores", *judged_too}
     assert {verdict.name for verdict in result.verdicts} == {"output", "weights"}
 

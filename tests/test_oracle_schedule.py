@@ -148,8 +148,10 @@ MUTANTS = {
 def test_a_correct_schedule_verifies_on_the_far_steps_too() -> None:
     result = run("transformer_lr_schedule", SCHEDULE, **OPTIONS)
     assert result.status is Status.VERIFIED, result.headline()
-    # the graph tf.function traces is judged too (a schedule is called, never built)
-    assert {verdict.regime for verdict in result.verdicts} == {"", "far steps", "tf.function"}
+    # the graph tf.function traces is judged too (a schedule is called, never built), also
+    # on the far steps (traced again there, by tf.function itself, for their shape)
+    regimes = {"", "far steps", "tf.function", "tf.function, far steps"}
+    assert {verdict.regime for verdict in result.verdicts} == regimes
 
 
 @pytest.mark.tf

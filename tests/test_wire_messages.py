@@ -96,6 +96,8 @@ def test_control_requests_are_told_apart() -> None:
             first_call=True,
             other_keys=(("r0/", ("output",)), ("first/", None)),
             graph_outputs=2,
+            graph_regimes_failed=(("large values", "InvalidArgumentError: too large"),),
+            graph_regimes_skipped=(("wide weights", "it keeps W_1 unscaled, as traced"),),
         ),
         CheckReply(kind="function"),
         CheckReply(kind="function", graph_error="AttributeError: no attribute 'numpy'"),
@@ -156,7 +158,9 @@ def test_defaults_are_filled_once_on_decoding() -> None:
 def test_a_message_of_the_first_protocol_version_is_refused() -> None:
     message = bytearray(wire.encode({"ok": True}))
     struct.pack_into("<H", message, 4, 1)
-    with pytest.raises(wire.ProtocolError, match=f"protocol version 1, this checker speaks {wire.VERSION}"):
+    with pytest.raises(
+        wire.ProtocolError, match=f"protocol version 1, this checker speaks {wire.VERSION}"
+    ):
         wire.decode(bytes(message))
 
 

@@ -6,8 +6,9 @@ Pure NumPy: runs in the calling process, never touches TensorFlow.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,6 @@ from .errors import OracleError, SpecError
 from .formula import judge_formula
 from .messages import FIRST, FLOAT16_WEIGHTS, GRAPH, NOT_A_TENSOR, CheckReply, SnippetFailed
 from .model import (
-    GRAPH_MODE,
     Array,
     CheckResult,
     Environment,
@@ -27,6 +27,8 @@ from .model import (
     Status,
     Verdict,
     frozen_map,
+    graph_regime,
+    regime_words,
 )
 from .option_values import spoken_call
 from .oracle_weights import (
@@ -100,81 +102,31 @@ def evaluate(
 ) -> CheckResult:
     """Compare the code's outputs with the oracle's and build the result."""
     spec, oracle = plan.spec, plan.oracle
-    returned = [arrays[f"out/{i}"] for i in range(reply.outputs)]
     unused = [unused_verdict(plan, name) for name in reply.unused_weights]
     if unused:  # the oracle cannot even be evaluated without those weights
         return _before_judging(plan, reply, env, Status.MISMATCH, verdicts=tuple(unused))
     _options_took_effect(plan, reply)
     plan = dataclasses.replace(plan, artifact=reply.artifact)  # its precision: its tolerance
-    unjudged = _unjudged_precision(plan.artifact)
-    if unjudged:
-        return _before_judging(
-            plan, reply, env, Status.ERROR, failure=SnippetFailure("ArtifactError", unjudged)
-        )
-    weights, read_params = oracle_weights(plan, reply, arrays)
-    if plan.artifact.get("dtype") == FLOAT16_WEIGHTS:  # the numbers it computes with
-        weights = {name: _as_float16(value) for name, value in weights.items()}
-    params = dict(plan.params)  # the formula's: what the code says of them is checked below
-    oracle_arrays = {**plan.inputs, **weights}
-    if plan.keep is not None:
-        oracle_arrays["mask"] = plan.keep
-    positional = _output_names(plan, len(returned), reply.output_keys)
-    outputs = [v for v in _values(plan, arrays, "", len(positional)) if v is not None]
-    names = [*positional, *attribute_outputs(spec)]
-    skipped = dict(reply.regimes_skipped)
-    untensored = _not_tensors(positional, reply.output_dtypes)
-    if untensored:  # the code ran, but gave no array where an output is compared
-        failure = SnippetFailure("TypeError", "; ".join(untensored))
+    positional = _output_names(plan, reply.outputs, reply.output_keys)
+    failure = _unjudgeable(plan, positional, reply.output_dtypes)
+    if failure is not None:
         return _before_judging(plan, reply, env, Status.ERROR, failure=failure)
+    oracle_arrays, weights, read_params = _weights(plan, reply, arrays)
     # the oracle on the block's own inputs, once: its values are the code's reference and
     # the formula's, and the run is the first of those timed for the card
+    singles: Singles | None = {} if oracle.builtin else None
+    main = _Reference(plan, oracle_arrays, dict(plan.params), singles)
     started = time.perf_counter()
-    expected = _expected(plan, oracle_arrays, params)
+    expected = main.expected
     ran = time.perf_counter() - started
-    # a weight the check could not move was not scaled for the regimes either
-    scaled = {k: v for k, v in weights.items() if k not in dict(reply.unmoved_weights)}
-    verdicts, pictured = _judge_outputs(
-        plan, names, outputs, (scaled, oracle_arrays, params, expected), arrays, skipped
-    )
-    verdicts += _first_call(plan, reply, arrays, names, params) if reply.first_call else []
-    verdicts += _other_keys(plan, reply)
-    verdicts, pictured = _graph_mode(
-        plan, reply, arrays, (positional, verdicts, pictured), (oracle_arrays, params, expected)
-    )
-    dropped = _dropped_training(reply)
-    if dropped:
-        verdicts = [
-            dataclasses.replace(v, hint=dropped) if not (v.ok or v.problem or v.hint) else v
-            for v in verdicts
-        ]
-    _heatmaps_drawable(plan, pictured[1])
-    if _by_name(plan, reply.output_keys):
-        verdicts += _missing_keys(plan, reply.output_keys or ())
-    else:
-        verdicts += _unreturned(plan, names, len(outputs))
-    checked = [param_check(plan, name, value) for name, value in read_params.items()]
-    verdicts += [verdict for verdict, _ in checked if verdict is not None]
+    judged = _Judged(plan, reply, arrays, positional, weights, dict(reply.regimes_skipped))
+    pictured = _judge_calls(judged, _calls(judged, main), read_params)
+    verdicts, params = judged.verdicts, main.params
     formula = judge_formula(spec, oracle_arrays, params, known=(oracle, expected))
     if not oracle.builtin and not _stated(plan):  # its tolerance came from its own runs
         _still_computes(plan, oracle_arrays, params, expected)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
-    notes = (
-        list(plan.notes)
-        + output_notes(plan, positional, returned, reply.output_dtypes, reply.output_keys)
-        + ([dropped] if dropped and not any(v.hint == dropped for v in verdicts) else [])
-        + _preset_note(plan, reply)
-        + _fold_notes(plan, names, outputs)
-        + [note for _, note in checked if note]
-        + unmapped_notes(plan, reply)
-        + unmoved_notes(plan, reply, weights)
-        + artifact_notes(reply.artifact, weights, plan)
-        + blind_spots(plan)
-        + graph_notes(reply)
-        + untraced(reply.timings, reply.graph_error)
-        + regime_notes(plan, skipped, reply.first_call)
-        + tolerance_notes(verdicts)
-    )
     timings = tuple(timing_stats(reply.timings))
     if spec.timing.enabled:
         timings += (oracle_timing(plan, oracle_arrays, params, done=[ran]),)
@@ -186,15 +138,37 @@ def evaluate(
         expect=spec.expect,
         verdicts=tuple(verdicts),
         message="" if verdicts else "the code returned nothing to compare",
-        shapes=_shapes(plan, weights, names, outputs),
+        shapes=_shapes(plan, weights, judged.names, judged.outputs),
         timings=timings,
         environment=env,
         arrays=frozen_map(_heatmap_arrays(plan, pictured[1], pictured[0], verdicts)),
         sweep=sweep_points(reply.timings),
-        notes=tuple(notes),
+        notes=tuple(note for source in NOTE_SOURCES for note in source(judged)),
         stdout=reply.stdout,
         formula=formula,
     )
+
+
+@dataclasses.dataclass
+class _Judged:
+    """What judging a reply found so far, and what the card's notes are drawn from: the
+    main call's returned values (``positional`` names them), the weights the oracle took,
+    the regimes skipped (and why), the verdicts and the notes judging itself gave."""
+
+    plan: Plan
+    reply: CheckReply
+    arrays: Mapping[str, Array]
+    positional: list[str]
+    weights: Mapping[str, Array]
+    skipped: dict[str, str]
+    verdicts: list[Verdict] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.returned = [self.arrays[f"out/{i}"] for i in range(self.reply.outputs)]
+        self.names = [*self.positional, *attribute_outputs(self.plan.spec)]
+        got = _values(self.plan, self.arrays, "", len(self.positional))
+        self.outputs = [value for value in got if value is not None]
 
 
 HEADS = ("b", "h")
@@ -334,25 +308,24 @@ def _before_judging(
     )
 
 
-def _unjudged_precision(artifact: Mapping[str, str]) -> str:
-    """Why an artifact's precision cannot be judged yet, or nothing. One that computes in
-    float16 (a ``.keras`` model's float16 policy; the worker refuses a SavedModel or TFLite
-    file working in float16 itself, naming the op) needs a tolerance derived from what it
-    rounds, tensor by tensor; a multiple of float32's rounding proved far too loose (formula
-    drifts passed inside it), so it is refused rather than passed. What an int8 model's
-    rounding explains, and the rounding of float16 outputs cast at the end of a float32
-    graph, come with the outputs (``tol/out/I``)."""
-    dtype = artifact.get("dtype", "")
-    if dtype != "float16":  # an int8 model's rounding comes with its outputs (tol/out/I)
-        return ""
-    kind = "an int8 model" if dtype == "int8" else "an artifact computing in float16"
-    return (
-        f"{kind} cannot be judged yet: the tolerance its roundings allow is not derived, and "
-        "a fixed multiple let formula drifts pass; check the float32 SavedModel or TFLite "
-        "conversion (a float16-weight TFLite file is judged: its weights are rounded as it "
-        "rounds them; so is an artifact computing in float32 that casts its outputs to "
-        "float16)"
-    )
+def _unjudgeable(plan: Plan, names: Sequence[str], dtypes: Sequence[str]) -> SnippetFailure | None:
+    """Why the outputs cannot be judged, or None: code that gave no array where an output is
+    compared, or an artifact computing in float16 (a ``.keras`` float16 policy; the worker
+    refuses a SavedModel or TFLite file doing so), which needs a tolerance derived tensor by
+    tensor: a multiple of float32's rounding let formula drifts pass. (An int8 model's
+    rounding, and float16 outputs cast at the end of a float32 graph, come with the outputs:
+    ``tol/out/I``.)"""
+    if plan.artifact.get("dtype", "") == "float16":
+        return SnippetFailure(
+            "ArtifactError",
+            "an artifact computing in float16 cannot be judged yet: the tolerance its "
+            "roundings allow is not derived, and a fixed multiple let formula drifts pass; "
+            "check the float32 SavedModel or TFLite conversion (a float16-weight TFLite file "
+            "is judged: its weights are rounded as it rounds them; so is an artifact "
+            "computing in float32 that casts its outputs to float16)",
+        )
+    untensored = _not_tensors(names, dtypes)
+    return SnippetFailure("TypeError", "; ".join(untensored)) if untensored else None
 
 
 def _as_float16(value: Array) -> Array:
@@ -401,63 +374,207 @@ Pictured = tuple[Mapping[str, Array], Mapping[str, Array]]
 """What the heatmaps show: the code's values, and the oracle's, on the same inputs."""
 
 
-def _judge_outputs(
-    plan: Plan,
-    names: Sequence[str],
-    outputs: Sequence[Array],
-    oracle_side: tuple[
-        Mapping[str, Array], Mapping[str, Array], Mapping[str, Any], Mapping[str, Array]
-    ],
-    arrays: Mapping[str, Array],
-    skipped: dict[str, str],
-) -> tuple[list[Verdict], Pictured]:
-    """The verdicts on the check's own inputs, then on each input regime's that ran; a regime
-    the code could not be judged at is added to ``skipped``. ``oracle_side`` holds the
-    oracle's weights, its arrays (inputs, weights, mask), the formula's parameters and the
-    oracle's outputs on those arrays."""
-    weights, oracle_arrays, params, expected = oracle_side
-    widened = [arrays.get(f"tol/out/{i}") for i in range(len(names))]
-    # the regimes mostly keep the block's weights: each cast to float32 once for all of
-    # them, for an oracle of ours (which never writes into its arrays)
-    singles: Singles | None = {} if plan.oracle.builtin else None
-    verdicts, shown = _verdicts(
-        plan, names, outputs, expected, oracle_arrays, params, widened=widened, singles=singles
-    )
-    pictured: Pictured = (shown, expected)
+@dataclasses.dataclass
+class _Reference:
+    """The oracle's side of judged calls: the arrays it computes on (inputs, weights, mask),
+    the formula's parameters, the float32 casts the block's rounding draws share (for an
+    oracle of ours, which never writes into its arrays; see :mod:`.tolerance`). Its outputs
+    and rounding draws are computed when first needed, then shared by every call judged
+    against them (the graph's and the eager call on the same inputs)."""
+
+    plan: Plan
+    arrays: Mapping[str, Array]
+    params: Mapping[str, Any]
+    singles: Singles | None
+    draws: dict[int, list[Pair]] = dataclasses.field(default_factory=dict)
+
+    @functools.cached_property
+    def expected(self) -> dict[str, Array]:
+        """The oracle's outputs on these arrays; a failure is the oracle's, named."""
+        return _expected(self.plan, self.arrays, self.params)
+
+    def samples(self, count: int) -> list[Pair]:
+        """The oracle's first ``count`` rounding draws (none where the tolerance is stated)."""
+        if _stated(self.plan):
+            return []
+        if count not in self.draws:
+            taken = next(iter(self.draws.get(1, [])), None)  # the first, if the bound took it
+            compute, seed = self.plan.oracle.compute, self.plan.spec.seed
+            given = (self.arrays, self.params, self.expected)
+            drawn = rounding_samples(compute, *given, seed, count, taken, singles=self.singles)
+            self.draws[count] = drawn
+        return self.draws[count]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call of the code judged: where its arrays are (``prefix``), the regime its
+    verdicts name, the input regime it ran on (``inputs``; empty: the standard ones), if it
+    ran as a traced graph, the oracle's side it is judged against. An eager call at a
+    regime's sizes (``resized``) is skipped where its shapes are wrong: code that stops at
+    a maximum length cannot be judged there."""
+
+    prefix: str
+    regime: str
+    reference: _Reference
+    inputs: str = ""
+    graph: bool = False
+    resized: bool = False
+
+
+def _calls(judged: _Judged, main: _Reference) -> list[_Call]:
+    """Every call judged, in order: the main one, each input regime's, a layer's first call
+    (made before its weights moved, on the weights it ran with), then the traced graph's on
+    the standard inputs and on each regime's, against its eager twin's oracle values."""
+    plan, reply = judged.plan, judged.reply
+    calls = [_Call("", "", main)]
+    # a weight the check could not move was not scaled for the regimes either
+    unmoved = dict(reply.unmoved_weights)
     for regime in plan.regimes:
-        if regime.name in skipped:
-            continue
         scale = regime.weight_scale
-        grown = weights if scale == 1.0 else {k: v * scale for k, v in weights.items()}
-        inputs = {**oracle_arrays, **grown, **regime.inputs}
-        sizes = {**params, **regime.sizes}
-        positional = len(names) - len(attribute_outputs(plan.spec))
-        got = _values(plan, arrays, regime.prefix, positional)
-        wanted = _expected(plan, inputs, sizes)
-        more, seen = _verdicts(
-            plan,
-            [name for name, value in zip(names, got, strict=True) if value is not None],
-            [g for g in got if g is not None],
-            wanted,
-            inputs,
-            sizes,
-            regime.name,
-            singles=singles,
-        )
-        if dict(regime.sizes) != dict(plan.sizes) and any(
-            v.actual_shape != v.expected_shape for v in more
-        ):
-            # at sizes of its own, code that stops at a maximum length cannot be judged there
-            shapes = ", ".join(f"{v.name} {v.actual_shape}" for v in more if v.problem)
-            skipped[regime.name] = f"the code returned {shapes} at these sizes"
+        grown = {k: v * scale for k, v in judged.weights.items() if k not in unmoved}
+        arrays = {**main.arrays, **(grown if scale != 1.0 else {}), **regime.inputs}
+        reference = _Reference(plan, arrays, {**main.params, **regime.sizes}, main.singles)
+        resized = dict(regime.sizes) != dict(plan.sizes)
+        calls.append(_Call(regime.prefix, regime.name, reference, regime.name, resized=resized))
+    eager = list(calls)
+    if reply.first_call:
+        first = {k.removeprefix(FIRST): v for k, v in judged.arrays.items() if k.startswith(FIRST)}
+        reference = _Reference(plan, _weights(plan, reply, first)[0], main.params, main.singles)
+        calls.append(_Call(FIRST, FIRST_CALL, reference))
+    if reply.graph_outputs is not None:  # else: an artifact, or code that does not trace
+        calls += [
+            _Call(GRAPH + c.prefix, graph_regime(c.inputs), c.reference, c.inputs, graph=True)
+            for c in eager
+        ]
+    return calls
+
+
+def _judge_calls(
+    judged: _Judged, calls: Sequence[_Call], read_params: Mapping[str, Any]
+) -> Pictured:
+    """Judge each call in turn into ``judged``, each by the same steps (:func:`_judge_call`);
+    a regime the eager code could not be judged at is skipped for its graph too. Then what
+    only the main call says: outputs it did not return, the parameters the weight map read
+    (``read_params``). What the heatmaps show: the first call that differs where all before
+    it agreed, else the main one."""
+    plan, reply = judged.plan, judged.reply
+    pictured: Pictured | None = None
+    unjudged = dict(reply.graph_regimes_skipped)
+    for call in calls:
+        if call.inputs in judged.skipped or (call.graph and call.inputs in unjudged):
             continue
-        returned = _count(arrays, regime.prefix)
-        more += _returned_less(names, got, returned, _count(arrays), regime.name)
-        more = [_overflowed(plan, v, verdicts, wanted, inputs) for v in more]
-        if all(v.ok for v in verdicts) and not all(v.ok for v in more):
-            pictured = (seen, wanted)  # the heatmaps show the first inputs where it differs
-        verdicts += more
-    return verdicts, pictured
+        more, shown = _judge_call(judged, call)
+        if isinstance(more, str):
+            judged.skipped[call.inputs] = more
+            continue
+        agreed = all(v.ok for v in judged.verdicts)
+        if pictured is None or (shown and agreed and not all(v.ok for v in more)):
+            pictured = (shown, call.reference.expected)
+        judged.verdicts.extend(more)
+    dropped = _dropped_training(reply)
+    judged.verdicts[:] = [
+        dataclasses.replace(v, hint=dropped) if dropped and not (v.ok or v.problem or v.hint) else v
+        for v in judged.verdicts
+    ]
+    if dropped and not any(v.hint == dropped for v in judged.verdicts):
+        judged.notes.append(dropped)
+    assert pictured is not None  # the main call is never skipped
+    _heatmaps_drawable(plan, pictured[1])
+    if _by_name(plan, reply.output_keys):
+        judged.verdicts += _missing_keys(plan, reply.output_keys or ())
+    else:
+        judged.verdicts += _unreturned(plan, judged.names, len(judged.outputs))
+    checked = [param_check(plan, name, value) for name, value in read_params.items()]
+    judged.verdicts += [verdict for verdict, _ in checked if verdict is not None]
+    judged.notes += [note for _, note in checked if note]
+    return pictured
+
+
+def _judge_call(judged: _Judged, call: _Call) -> tuple[list[Verdict] | str, dict[str, Array]]:
+    """One call's verdicts and its values as a heatmap shows them, by the steps every call
+    takes: its outputs against the oracle's, then :func:`_returned_less`, then
+    :func:`_overflowed`, then, for a graph, :data:`ONLY_GRAPH` (a graph keeps no attribute
+    outputs: a trace leaves symbolic tensors on the layer). Instead of verdicts, why it is
+    skipped: a ``resized`` call that returned shapes of its own."""
+    plan, arrays, reference = judged.plan, judged.arrays, call.reference
+    names = judged.positional if call.graph else judged.names
+    got = _values(plan, arrays, call.prefix, len(judged.positional))[: len(names)]
+    widened = [arrays.get(f"tol/{call.prefix}out/{i}") for i in range(len(names))]
+    more, shown = _verdicts(plan, names, got, reference, call.regime, widened)
+    if call.resized and any(v.actual_shape != v.expected_shape for v in more):
+        shapes = ", ".join(f"{v.name} {v.actual_shape}" for v in more if v.problem)
+        return f"the code returned {shapes} at these sizes", shown
+    more += _returned_less(judged, call, names, got)
+    more = [_overflowed(plan, v, judged.verdicts, reference) for v in more]
+    if call.graph:  # where its eager twin agreed with the oracle, it says so
+        agreed = {v.name for v in judged.verdicts if v.ok and v.regime == call.inputs}
+        more = [
+            dataclasses.replace(v, hint=ONLY_GRAPH) if not v.ok and v.name in agreed else v
+            for v in more
+        ]
+    return more, shown
+
+
+def _returned_less(
+    judged: _Judged, call: _Call, names: Sequence[str], got: Sequence[Array | None]
+) -> list[Verdict]:
+    """A failed verdict, naming the call's regime, where it raised (a graph on a regime), for
+    each output compared that it did not return, one where it returned another number of
+    values than the main call, and one where its dict has other keys than the main call's
+    (or where only one returned a dict): every output is judged on every call, or it fails."""
+    where, reply = regime_words(call.regime), judged.reply
+    raised = dict(reply.graph_regimes_failed).get(call.inputs) if call.graph else None
+    if raised:  # so it returned nothing there
+        said = f"the code raised {where}: {raised}"
+        return [dataclasses.replace(_unmatched("outputs", said), regime=call.regime)]
+    failed = [
+        _unmatched(name, f"the code returned no value for it {where}")
+        for name, value in zip(names, got, strict=True)
+        if value is None and name not in {"_", ""}
+    ]
+    count, main = _count(judged.arrays, call.prefix), _count(judged.arrays)
+    if count != main and not failed:
+        said = f"{count} value{'' if count == 1 else 's'} {where}, {main}"
+        failed.append(_unmatched("outputs", f"the code returned {said} {_OTHERS[call.graph]}"))
+    keys = dict(reply.other_keys)
+    if call.prefix in keys:
+        said = f"{_said_keys(keys[call.prefix])} {where}, {_said_keys(reply.output_keys)}"
+        failed.append(_unmatched("outputs", f"the code returned {said} on the others"))
+    return [dataclasses.replace(verdict, regime=call.regime) for verdict in failed]
+
+
+_OTHERS = {False: "on the others", True: "eagerly"}
+"""What an eager call's count is set against, and a graph's."""
+
+
+def _said_keys(keys: Sequence[str] | None) -> str:
+    return "no dict" if keys is None else f"a dict of {', '.join(keys) or 'no keys'}"
+
+
+def _count(arrays: Mapping[str, Array], prefix: str = "") -> int:
+    """How many values the call whose arrays are under ``prefix`` returned."""
+    start = f"{prefix}out/"
+    return sum(1 for key in arrays if key.startswith(start) and key[len(start) :].isdigit())
+
+
+ONLY_GRAPH = (
+    "only under tf.function: eagerly the code agrees with the oracle, its traced graph does "
+    "not (Python runs once, while tracing: what it read or decided then stays in the graph)"
+)
+
+
+def _weights(
+    plan: Plan, reply: CheckReply, arrays: Mapping[str, Array]
+) -> tuple[dict[str, Array], dict[str, Array], dict[str, Any]]:
+    """What the oracle computes on for the call whose weights ``arrays`` hold (the block's
+    inputs, the weights, rounded as a float16-weight artifact computes with them, and the
+    mask); the weights; and the parameters the weight map read."""
+    weights, read_params = oracle_weights(plan, reply, arrays)
+    if plan.artifact.get("dtype") == FLOAT16_WEIGHTS:  # the numbers it computes with
+        weights = {name: _as_float16(value) for name, value in weights.items()}
+    mask = {"mask": plan.keep} if plan.keep is not None else {}
+    return {**plan.inputs, **weights, **mask}, weights, read_params
 
 
 EXP_LIMIT = float(np.log(np.finfo(np.float32).max))
@@ -465,17 +582,14 @@ EXP_LIMIT = float(np.log(np.finfo(np.float32).max))
 
 
 def _overflowed(
-    plan: Plan,
-    verdict: Verdict,
-    standard: Sequence[Verdict],
-    expected: Mapping[str, Array],
-    inputs: Mapping[str, Array],
+    plan: Plan, verdict: Verdict, standard: Sequence[Verdict], reference: _Reference
 ) -> Verdict:
-    """``verdict`` on a regime, saying so where the code overflowed float32 there: NaN or Inf
+    """``verdict`` on a call, saying so where the code overflowed float32 there: NaN or Inf
     in its result where the oracle's values are all finite, and none in the same output on
-    the standard inputs. Where the regime's inputs are past :data:`EXP_LIMIT` themselves,
+    the standard inputs. Where the call's inputs are past :data:`EXP_LIMIT` themselves,
     exp of them is infinite in float32, and the usual cure is said."""
-    want = expected.get(verdict.name)
+    inputs = reference.arrays
+    want = reference.expected.get(verdict.name)
     clean = [v for v in standard if v.name == verdict.name and not v.regime and not v.nonfinite]
     if not verdict.nonfinite or want is None or not clean or not np.all(np.isfinite(want)):
         return verdict
@@ -506,121 +620,6 @@ def _about(value: float) -> str:
 
 FIRST_CALL = "first call"
 """The verdicts' regime for a layer's first call, made before its weights were moved."""
-
-
-def _first_call(
-    plan: Plan,
-    reply: CheckReply,
-    arrays: Mapping[str, Array],
-    names: Sequence[str],
-    params: Mapping[str, Any],
-) -> list[Verdict]:
-    """The layer's first call, judged on the weights it ran with: the weights are moved
-    before the call judged on the standard inputs, and a layer whose first call is wrong
-    (zeros while it builds its weights) would pass on the second alone."""
-    first = {key.removeprefix(FIRST): v for key, v in arrays.items() if key.startswith(FIRST)}
-    weights, _ = oracle_weights(plan, reply, first)
-    inputs = {**plan.inputs, **weights}
-    if plan.keep is not None:
-        inputs["mask"] = plan.keep
-    positional = len(names) - len(attribute_outputs(plan.spec))
-    got = _values(plan, first, "", positional)
-    verdicts, _ = _verdicts(
-        plan,
-        [name for name, value in zip(names, got, strict=True) if value is not None],
-        [g for g in got if g is not None],
-        _expected(plan, inputs, params),
-        inputs,
-        params,
-        FIRST_CALL,
-    )
-    return verdicts + _returned_less(names, got, _count(first), _count(arrays), FIRST_CALL)
-
-
-def _other_keys(plan: Plan, reply: CheckReply) -> list[Verdict]:
-    """A failed verdict, naming the regime (or the first call), for each call that returned
-    a dict with other keys than the main call's, or a dict where it did not."""
-
-    def said(keys: Sequence[str] | None) -> str:
-        return "no dict" if keys is None else f"a dict of {', '.join(keys) or 'no keys'}"
-
-    names = {regime.prefix: regime.name for regime in plan.regimes} | {FIRST: FIRST_CALL}
-    return [
-        dataclasses.replace(
-            _unmatched(
-                "outputs",
-                f"the code returned {said(keys)} on the {names.get(prefix, prefix)} inputs, "
-                f"{said(reply.output_keys)} on the others",
-            ),
-            regime=names.get(prefix, prefix),
-        )
-        for prefix, keys in reply.other_keys
-    ]
-
-
-def _returned_less(
-    names: Sequence[str], got: Sequence[Array | None], count: int, main: int, regime: str
-) -> list[Verdict]:
-    """A failed verdict, naming ``regime``, for each output compared that it did not return,
-    and one where it returned another number of values (``count``) than the main call
-    (``main``): every output is judged on every regime, or the regime fails."""
-    failed = [
-        _unmatched(name, f"the code returned no value for it on the {regime} inputs")
-        for name, value in zip(names, got, strict=True)
-        if value is None and name not in {"_", ""}
-    ]
-    if count != main and not failed:
-        said = (
-            f"the code returned {count} value{'' if count == 1 else 's'} on the {regime} "
-            f"inputs, {main} on the others"
-        )
-        failed.append(_unmatched("outputs", said))
-    return [dataclasses.replace(verdict, regime=regime) for verdict in failed]
-
-
-def _count(arrays: Mapping[str, Array], prefix: str = "") -> int:
-    """How many values the call whose arrays are under ``prefix`` returned."""
-    start = f"{prefix}out/"
-    return sum(1 for key in arrays if key.startswith(start) and key[len(start) :].isdigit())
-
-
-ONLY_GRAPH = (
-    "only under tf.function: eagerly the code agrees with the oracle, its traced graph does "
-    "not (Python runs once, while tracing: what it read or decided then stays in the graph)"
-)
-
-
-def _graph_mode(
-    plan: Plan,
-    reply: CheckReply,
-    arrays: Mapping[str, Array],
-    eager: tuple[Sequence[str], list[Verdict], Pictured],
-    oracle_side: tuple[Mapping[str, Array], Mapping[str, Any], Mapping[str, Array]],
-) -> tuple[list[Verdict], Pictured]:
-    """The verdicts and heatmaps so far (``eager``'s, with the names of the returned
-    values: the graph keeps no attribute a check could read), and after them what the code
-    returned as a traced ``tf.function`` graph on the standard inputs, judged as its eager
-    values are: against the same oracle values and tolerance. Where only the graph's values
-    differ, their verdict says so, and the heatmaps show them."""
-    names, judged, pictured = eager
-    count = reply.graph_outputs
-    if count is None:  # an artifact (a graph already), or code that does not trace: noted
-        return judged, pictured
-    if count != reply.outputs:
-        said = f"the code returned {count} values under {GRAPH_MODE}, {reply.outputs} eagerly"
-        failed = dataclasses.replace(_unmatched("outputs", said), regime=GRAPH_MODE)
-        return [*judged, failed], pictured
-    oracle_arrays, params, expected = oracle_side
-    got = [arrays[f"{GRAPH}out/{index}"] for index in range(count)]
-    graph, shown = _verdicts(plan, names, got, expected, oracle_arrays, params, GRAPH_MODE)
-    agreed = {v.name for v in judged if v.ok and not v.regime}
-    graph = [
-        dataclasses.replace(v, hint=ONLY_GRAPH) if not v.ok and v.name in agreed else v
-        for v in graph
-    ]
-    if all(v.ok for v in judged) and not all(v.ok for v in graph):
-        pictured = (shown, expected)
-    return [*judged, *graph], pictured
 
 
 def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:
@@ -739,11 +738,8 @@ def _numbers(value: object) -> Array | None:
 
 
 def _identical(first: Array, second: Array) -> bool:
-    if first.shape != second.shape or first.dtype != second.dtype:
-        return False
-    if first.dtype.kind in "fc":
-        return bool(np.array_equal(first, second, equal_nan=True))
-    return bool(np.array_equal(first, second))
+    same = first.shape == second.shape and first.dtype == second.dtype
+    return same and bool(np.array_equal(first, second, equal_nan=True))
 
 
 def _tolerance(
@@ -837,42 +833,20 @@ UNMEASURED = (
 def _verdicts(
     plan: Plan,
     names: Sequence[str],
-    outputs: Sequence[Array],
-    expected: Mapping[str, Array],
-    arrays: Mapping[str, Array],
-    params: Mapping[str, Any],
+    outputs: Sequence[Array | None],
+    reference: _Reference,
     regime: str = "",
     widened: Sequence[Array | None] = (),
-    singles: Singles | None = None,
 ) -> tuple[list[Verdict], dict[str, Array]]:
-    """Each output against the oracle's; ``widened``: what the artifact's own rounding
-    explains of each output (an int8 model's), added to its tolerance; ``singles``: the
-    float32 casts the block's rounding draws share (see :func:`.tolerance.rounding_samples`)."""
+    """Each output returned (not None) against the oracle's (``reference``'s); ``widened``:
+    what the artifact's own rounding explains of each output (an int8 model's), added to its
+    tolerance."""
     spec, oracle = plan.spec, plan.oracle
     stated = _stated(plan)
-    draws: dict[int, list[Pair]] = {}
-
-    def samples(count: int) -> list[Pair]:
-        """The oracle's first ``count`` rounding draws, each computed once, when needed."""
-        if stated:
-            return []
-        if count not in draws:
-            taken = draws.get(1)  # the first draw, if the bound already took it
-            draws[count] = rounding_samples(
-                oracle.compute,
-                arrays,
-                params,
-                expected,
-                spec.seed,
-                count,
-                *(taken or [])[:1],
-                singles=singles,
-            )
-        return draws[count]
-
+    expected, params = reference.expected, reference.params
     verdicts, shown = [], {}
     for place, (name, actual) in enumerate(zip(names, outputs, strict=False)):
-        if name in {"_", ""}:
+        if name in {"_", ""} or actual is None:
             continue
         extra = widened[place] if place < len(widened) else None
         if name not in expected:
@@ -890,10 +864,10 @@ def _verdicts(
         # bound from the first is never above it, and enough for code within it
         verdict = None
         if BOUND_FIRST:
-            first = _tolerance(plan, name, derivation, samples(1), params, bound=True)
+            first = _tolerance(plan, name, derivation, reference.samples(1), params, bound=True)
             verdict = _judged(name, difference, dims, _widen(first, extra, plan), regime)
         if verdict is None or (not verdict.ok and not stated):
-            full = _tolerance(plan, name, derivation, samples(SAMPLES), params)
+            full = _tolerance(plan, name, derivation, reference.samples(SAMPLES), params)
             verdict = _judged(name, difference, dims, _widen(full, extra, plan), regime)
         if not verdict.ok and not verdict.problem:
             verdict = dataclasses.replace(verdict, hint=_hint(plan, name, got, want))
@@ -1006,3 +980,28 @@ def _unmatched(name: str, problem: str) -> Verdict:
     return Verdict(
         name=name, ok=False, dims=(), expected_shape=(), actual_shape=(), problem=problem
     )
+
+
+NOTE_SOURCES: tuple[Callable[[_Judged], list[str]], ...] = (
+    lambda j: list(j.plan.notes),
+    lambda j: output_notes(
+        j.plan, j.positional, j.returned, j.reply.output_dtypes, j.reply.output_keys
+    ),
+    lambda j: j.notes,  # judging's own: training= dropped, the parameters the layer holds
+    lambda j: _preset_note(j.plan, j.reply),
+    lambda j: _fold_notes(j.plan, j.names, j.outputs),
+    lambda j: unmapped_notes(j.plan, j.reply),
+    lambda j: unmoved_notes(j.plan, j.reply, j.weights),
+    lambda j: artifact_notes(j.reply.artifact, j.weights, j.plan),
+    lambda j: blind_spots(j.plan),
+    lambda j: graph_notes(j.reply),
+    lambda j: untraced(j.reply.timings, j.reply.graph_error),
+    lambda j: regime_notes(j.plan, j.skipped, j.reply.first_call),
+    lambda j: [  # regimes the code ran on eagerly, but not as a graph
+        f"not judged {regime_words(graph_regime(name))}: {why}"
+        for name, why in j.reply.graph_regimes_skipped
+    ],
+    lambda j: tolerance_notes(j.verdicts),
+)
+"""Where a result's notes come from, in the order the card shows them: each reads what
+judging found (:class:`_Judged`) and says what it has to say, or nothing."""

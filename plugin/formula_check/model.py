@@ -199,12 +199,29 @@ of it is at most the share of the full tolerance the same code would use."""
 
 GRAPH_MODE = "tf.function"
 """The regime a verdict names when it judged what the code returned as a traced
-``tf.function`` graph, on the standard inputs."""
+``tf.function`` graph, on the standard inputs; ``tf.function, large logits`` on an input
+regime's (:func:`graph_regime`)."""
+
+
+def graph_regime(inputs: str) -> str:
+    """The regime of the graph's outputs on the ``inputs`` regime's (empty: the standard)."""
+    return f"{GRAPH_MODE}, {inputs}" if inputs else GRAPH_MODE
+
+
+def _graphed(regime: str) -> str | None:
+    """The inputs of a graph's regime (empty: the standard); None for an eager one."""
+    if regime == GRAPH_MODE:
+        return ""
+    return regime.removeprefix(f"{GRAPH_MODE}, ") if regime.startswith(f"{GRAPH_MODE}, ") else None
 
 
 def regime_words(regime: str) -> str:
-    """``on the large logits inputs``, or ``under tf.function`` for the graph's outputs."""
-    return f"under {regime}" if regime == GRAPH_MODE else f"on the {regime} inputs"
+    """``on the large logits inputs``; for the graph's outputs ``under tf.function``, and
+    ``under tf.function on the large logits inputs``."""
+    inputs = _graphed(regime)
+    if inputs is None:
+        return f"on the {regime} inputs"
+    return f"under {GRAPH_MODE}" + (f" on the {inputs} inputs" if inputs else "")
 
 
 @dataclass(frozen=True)
@@ -238,7 +255,8 @@ class Verdict:
     tolerance: str = ""
     """How the tolerance came about (derived from float32 rounding, or stated)."""
     regime: str = ""
-    """The input regime compared (empty: the standard inputs), or :data:`GRAPH_MODE`."""
+    """The input regime compared (empty: the standard inputs), or the graph's: on the standard
+    inputs :data:`GRAPH_MODE`, on a regime's :func:`graph_regime`."""
     hint: str = ""
     """What the difference looks like, where its cause is known (sines and cosines in halves)."""
 
@@ -255,7 +273,7 @@ class Verdict:
     def summary(self) -> str:
         """One line saying what differed, in the oracle's dim names."""
         if self.problem and not self.ok:
-            return f"{self.label()}: {self.problem}"
+            return f"{self.label()}: {self.problem}" + (f"; {self.hint}" if self.hint else "")
         if self.ok:
             return (
                 f"{self.label()}: max |Δ| = {self.max_abs:.2g}, within tolerance "
@@ -516,10 +534,14 @@ class CheckResult:
 
 
 def _regimes_words(regimes: Sequence[str], on: str = "on the") -> str:
-    """``on the large logits, masked inputs and under tf.function``."""
-    inputs = [regime for regime in regimes if regime != GRAPH_MODE]
+    """``on the large logits, masked inputs and under tf.function`` (``under tf.function on
+    the standard, large logits inputs`` where the graph's were judged on a regime)."""
+    inputs = [regime for regime in regimes if _graphed(regime) is None]
+    graphed = [_graphed(regime) or "standard" for regime in regimes if _graphed(regime) is not None]
     said = [f"{on} {', '.join(inputs)} inputs"] if inputs else []
-    said += [regime_words(GRAPH_MODE)] if GRAPH_MODE in regimes else []
+    if graphed:
+        those = f" on the {', '.join(graphed)} inputs" if graphed != ["standard"] else ""
+        said.append(f"under {GRAPH_MODE}{those}")
     return " and ".join(said)
 
 

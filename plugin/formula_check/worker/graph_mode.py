@@ -7,10 +7,13 @@ it reads then (a weight read through ``tf.init_scope``, Python state, a branch o
 (:func:`trace`) after its first call built it, once the weights a graph holds as traced have
 moved and before its variables (:func:`read_when_run`) do, so a variable read at trace time
 shows as the old value; the graph is called once more after the check's eager call
-(:func:`graph_result`), on the same arguments. A function is traced on moved weights, after
-an eager call on them, and its graph is called on the check's own, so a weight it kept from
-an earlier call shows as stale. The timing runs reuse this trace (:mod:`.timing_runs`): with
-timing on, graph mode costs one call of the graph more.
+(:func:`graph_result`), on the same arguments, then on each input regime's the eager code
+ran on (weights scaled as for the eager call), so code whose graph differs only on large
+values or other sizes is judged there too. A function is traced on moved weights, after an
+eager call on them, and its graph is called on the check's own, so a weight it kept from an
+earlier call shows as stale. The timing runs reuse this trace (:mod:`.timing_runs`), so
+graph mode costs one call of the graph on the check's arguments and one per regime (a regime
+of other sizes also the trace ``tf.function`` makes itself for a new input signature).
 
 States: :class:`Traced` holds a traced runner and the seconds its trace took, or why the
 code did not trace. Called by :mod:`.one_check` and :mod:`.timing_runs`.
@@ -26,8 +29,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..messages import GRAPH
-from ..model import Array
 from .entry_call import Runner
 from .snippet_failure import SnippetRaised, clean, said
 
@@ -99,8 +100,3 @@ def briefly(error: BaseException) -> str:
     last = lines[-1] if lines else ""
     kind = type(error).__name__
     return clean(last if last.startswith(f"{kind}:") else f"{kind}: {last}")[:300]
-
-
-def arrays_of(values: list[Array]) -> dict[str, Array]:
-    """The graph's returned values as they travel (``graph/out/I``)."""
-    return {f"{GRAPH}out/{index}": value for index, value in enumerate(values)}

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from ..messages import (
     FIRST,
+    GRAPH,
     Call,
     CheckReply,
     CheckRequest,
@@ -114,10 +115,11 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     kept = _kept_outputs(runner, kind, request, "")
     if kind == "function":
         traced = _traced_on_moved_weights(runner, call, arrays, request.seed, lap)
-    traced, graph_out, graph_error = _graph_run(runner, traced, lap)
+    traced, graph = _graph_run(runner, traced, lap)
     with contextlib.redirect_stdout(io.StringIO()):  # printed once, from the check itself
         regime_outputs, skipped, keys = _run_regimes(runner, kind, request, arrays)
-    lap("input regimes")
+        lap("input regimes")
+        _graph_regimes(graph, (runner, traced), kind, request, (arrays, dict(skipped)), lap)
     snippet_seconds = time.perf_counter() - started
     read: dict[str, Array] = {}
     unused: list[str] = []
@@ -139,14 +141,15 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         created_variables=tuple(created),
         unmoved_weights=tuple(unmoved),
         first_call=bool(first.arrays),
-        other_keys=_other_keys(result, {**first.keys, **keys}),
-        graph_outputs=None if graph_out is None else len(graph_out),
-        graph_error=graph_error,
+        other_keys=_other_keys(result, {**first.keys, **keys, **graph.keys}),
+        graph_outputs=graph.count,
+        graph_error=graph.error,
+        graph_regimes_failed=tuple(graph.failed),
+        graph_regimes_skipped=tuple(graph.skipped),
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
-    graph = graph_mode.arrays_of(graph_out or [])
-    return reply, reply_arrays(out, read, kept, regime_outputs, first.arrays, graph)
+    return reply, reply_arrays(out, read, kept, regime_outputs, first.arrays, graph.arrays)
 
 
 def _timed(
@@ -210,25 +213,78 @@ def _traced_on_moved_weights(
     return Traced(Runner(traced.runner.target, runner.args, runner.kwargs, None), traced.seconds)
 
 
-def _graph_run(
-    runner: Runner, traced: Traced | None, lap: _Laps
-) -> tuple[Traced, list[Array] | None, str]:
+@dataclasses.dataclass
+class _Graph:
+    """What the traced graph returned: ``count`` values on the check's arguments (None:
+    ``error`` says why not); its arrays under :data:`GRAPH` and a regime's prefix
+    (``graph/r1/out/I``) and each dict's keys by that prefix; the regimes it raised on and
+    those it was not called on, each with why. No attribute outputs: a trace leaves symbolic
+    tensors on the layer."""
+
+    count: int | None = None
+    error: str = ""
+    arrays: dict[str, Array] = dataclasses.field(default_factory=dict)
+    keys: dict[str, tuple[str, ...] | None] = dataclasses.field(default_factory=dict)
+    failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    def add(self, prefix: str, result: Any) -> int:
+        """What one call of the graph returned, read as the eager result is (a returned
+        dict keeps its order), kept under ``GRAPH`` and ``prefix``: how many values."""
+        got, _ = outputs(result)
+        self.arrays.update({f"{GRAPH}{prefix}out/{i}": value for i, value in enumerate(got)})
+        self.keys[f"{GRAPH}{prefix}"] = returned_keys(result)
+        return len(got)
+
+
+def _graph_run(runner: Runner, traced: Traced | None, lap: _Laps) -> tuple[Traced, _Graph]:
     """The trace (``traced``, or made now: after the call whose kept outputs were read, as
     a trace leaves symbolic tensors on the layer), and what the graph returns on the check's
-    arguments, read as the eager result is (a returned dict keeps its order): None, and
-    why, where it did not run."""
+    arguments."""
     if traced is None:
         traced = graph_mode.trace(runner)
         lap("tracing under tf.function")
     result, error = graph_mode.graph_result(traced)
-    got = None
+    graph = _Graph(error=error)
     if not error:
         try:
-            got, _ = outputs(result)
+            graph.count = graph.add("", result)
         except SnippetRaised as raised:
-            error = graph_mode.briefly(raised)
+            graph = _Graph(error=graph_mode.briefly(raised))
     lap("the graph's call")
-    return traced, got, error
+    return traced, graph
+
+
+def _graph_regimes(
+    graph: _Graph,
+    checked: tuple[Runner, Traced],
+    kind: str,
+    request: CheckRequest,
+    regimes: tuple[Mapping[str, Array], Mapping[str, str]],
+    lap: _Laps,
+) -> None:
+    """Into ``graph``: the traced graph on each regime the eager code ran on (``regimes``:
+    the check's arrays, and the regimes it skipped), weights scaled as for the eager call; no
+    trace but those ``tf.function`` makes for new sizes. Not where a layer's weight held as
+    a value (an array, a constant) is scaled: the graph keeps the value it was traced with."""
+    runner, traced = checked
+    arrays, skipped = regimes
+    if graph.count is None or traced.runner is None:  # not judged as a graph at all
+        return
+    held: list[str] = []
+    if kind != "function":
+        found, _ = layer_weights.variables(runner.layer, request.weights, tensor_like)
+        held = [name for name, holder, _ in found if layer_weights.held_as_value(holder)]
+    for regime in [regime for regime in request.regimes if regime.name not in skipped]:
+        if held and regime.weight_scale != 1.0:
+            graph.skipped.append((regime.name, f"it keeps {', '.join(held)} unscaled, as traced"))
+            continue
+        try:
+            result = _run_regime(runner, kind, request, regime, arrays, traced.runner.target)
+            graph.add(regime.prefix, result)
+        except SnippetRaised as raised:
+            graph.failed.append((regime.name, graph_mode.briefly(raised)))
+    lap("the graph on the input regimes")
 
 
 def tensor_like(array: Array, like: Any) -> Any:
@@ -424,8 +480,10 @@ def _run_regime(
     request: CheckRequest,
     regime: RegimeRequest,
     arrays: Mapping[str, Array],
+    target: Any = None,
 ) -> Any:
-    """What the code returns on ``regime``'s arrays (a layer's weights scaled meanwhile)."""
+    """What the code (``target``: its traced graph; else the entry itself) returns on
+    ``regime``'s arrays (a layer's weights scaled meanwhile)."""
     args, kwargs = arguments(regime.calls.of(kind), arrays, regime.prefix)
     scale = regime.weight_scale
     grown = []
@@ -436,7 +494,7 @@ def _run_regime(
         for variable in grown:
             variable.assign(variable.numpy() * scale)
         with phase(f"regime:{regime.name}"):
-            return runner.target(*args, **kwargs)
+            return (target or runner.target)(*args, **kwargs)
     finally:
         for variable in grown:  # a power of two: exactly the weights they were
             variable.assign(variable.numpy() / scale)
