@@ -4,10 +4,12 @@ after the import; the build never imports its module, and the process ends with 
 
 from __future__ import annotations
 
+import os
 import runpy
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -196,29 +198,61 @@ def test_an_oracle_whose_process_dies_mid_call_is_named(tmp_path: Path) -> None:
         oracle.compute({"x": x}, {"server": True})
 
 
-def test_the_oracles_process_ends_with_the_build(tmp_path: Path) -> None:
-    """A build killed outright leaves no oracle process behind."""
-    reference = _module(tmp_path, 'return {"output": 2 * x}')
-    build = (
-        "import os, sys\n"
-        "from pathlib import Path\n"
-        "from formula_check.oracles import load_oracle\n"
-        f"oracle = load_oracle({reference!r}, Path(sys.argv[1]))\n"
-        "print(oracle.compute.process.process.pid, flush=True)\n"
-        "os.kill(os.getpid(), 9)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", build, str(tmp_path)], capture_output=True, text=True, check=False
-    )
+BUILD = """
+import os, sys, threading, time
+from pathlib import Path
+import numpy as np
+from formula_check.oracles import load_oracle
+
+loaded = []
+load = lambda: loaded.append(load_oracle(sys.argv[1], Path(sys.argv[2])))
+if sys.argv[3] == "thread":
+    threading.Thread(target=load).start()
+    time.sleep(0.1)
+    while threading.active_count() > 1:
+        time.sleep(0.01)
+else:
+    load()
+hang = ({"x": np.zeros((3, 4))}, {"hang": True})
+threading.Thread(target=loaded[0].compute, args=hang, daemon=True).start()
+time.sleep(0.5)
+os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.mark.parametrize("loaded_in", ["main", "thread"])
+def test_the_oracles_processes_end_with_the_build(tmp_path: Path, loaded_in: str) -> None:
+    """A build killed outright in the middle of a call leaves no process of its oracle
+    behind, whichever thread loaded it."""
+    body = 'if params.get("hang"):\n        time.sleep(600)\n    return {"output": 2 * x}'
+    reference = _module(tmp_path, body, head="import time")
+    argv = [sys.executable, "-c", BUILD, reference, str(tmp_path), loaded_in]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # a killed build leaves its folders there
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    server = int(done.stdout)
-    assert wait_until(lambda: not _running(server), 10.0)
+    assert wait_until(lambda: not _running(reference), 10.0)
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie its new parent has not reaped yet does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+def _running(reference: str) -> list[int]:
+    """The processes of the oracle ``reference`` that run (a zombie its new parent has not
+    reaped yet does not): its server and its calls' processes, by their command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            named = reference.encode() in (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if named and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_an_oracle_loaded_in_a_thread_outlives_the_thread(tmp_path: Path) -> None:
+    """A parent's death signal would follow the thread that started its process."""
+    reference = _module(tmp_path, 'return {"output": 2 * x}')
+    loaded: list[Oracle] = []
+    thread = threading.Thread(target=lambda: loaded.append(load_oracle(reference, tmp_path)))
+    thread.start()
+    thread.join()
+    np.testing.assert_array_equal(loaded[0].compute({"x": np.ones((3, 4))}, {})["output"], 2.0)

@@ -199,8 +199,12 @@ class OracleProcess:
         """Its module's file and that file's digest when it was imported (none: no file)."""
         self.lock = threading.Lock()
         folder = tempfile.mkdtemp(prefix="formula-check-oracle-")
+        # A parent's death signal follows the thread that started the process: the main
+        # thread's lasts as long as the build. Started from another, the process ends when
+        # the build's end of its pipe closes instead (at the latest, as the build ends).
+        main = threading.current_thread() is threading.main_thread()
         argv = [sys.executable, "-m", SERVER, "start", reference, str(root), folder]
-        argv += [str(os.getpid()), *env]
+        argv += [str(os.getpid() if main else 0), *env]
         try:
             self.process = subprocess.Popen(
                 argv,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import select
 import shutil
 import signal
 import sys
@@ -45,7 +46,8 @@ def main(argv: list[str]) -> int:
     if step == "start":
         again = [sys.executable, "-m", __spec__.name, "serve", reference, root, folder, build]
         os.execve(sys.executable, again, worker_environment(env))  # noqa: S606  (ourselves)
-    reaping.die_with_parent(int(build))
+    if int(build):  # none: the build ends it by hanging up (see OracleProcess)
+        reaping.die_with_parent(int(build))
     reaping.become_subreaper()
     reaping.keep_private()
     requests, answers = _conversation()
@@ -109,17 +111,17 @@ def _answer_calls(
     while True:
         try:
             request = _whole_message(requests)
-        except (EOFError, wire.ProtocolError):
-            _ended(call.pid)
-            return
-        answer = call.answer(request)
-        if answer is None:
-            answer = wire.encode({"error": _said(_ended(call.pid))})
-        answers.write(answer)
-        answers.flush()
+            answer = call.answer(request, requests)
+            if answer is None:
+                answer = wire.encode({"error": _said(_ended(call.pid))})
+            answers.write(answer)
+            answers.flush()
+        except (OSError, EOFError, wire.ProtocolError):  # the build hung up
+            break
         _ended(call.pid)
         _emptied(folder)
         call = _forked(callables, conversation)
+    _ended(call.pid)
 
 
 @dataclass(frozen=True)
@@ -131,13 +133,16 @@ class _Call:
     requests: int
     answers: int
 
-    def answer(self, request: bytes) -> bytes | None:
-        """Its whole answer to ``request``; None where it ended without one."""
+    def answer(self, request: bytes, build: IO[bytes]) -> bytes | None:
+        """Its whole answer to ``request``; None where it ended without one, or the ``build``
+        hung up meanwhile (it sends nothing else while it waits for the answer)."""
         with os.fdopen(self.answers, "rb") as answers:
             try:
                 sent = memoryview(request)
                 while sent:
                     sent = sent[os.write(self.requests, sent) :]
+                if build in select.select([answers, build], [], [])[0]:
+                    return None
                 return _whole_message(answers)
             except (OSError, EOFError, wire.ProtocolError):
                 return None
