@@ -7,13 +7,12 @@ its own browser download; every request that leaves loopback is aborted and reco
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import http.server
 import shutil
-import struct
 import threading
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,10 +167,11 @@ SCROLL_BOXES = """() => [...document.querySelectorAll('div.arithmatex, .fc-scrol
   })"""
 
 
-# Hides what stays put while the page scrolls (Material's header fades its shadow in).
-HIDE_FIXED = """() => document.querySelectorAll('body *').forEach((element) => {
+# Hides what stays put while the page scrolls (Material's header fades its shadow in), or
+# shows it again (`false`).
+HIDE_FIXED = """(hide) => document.querySelectorAll('body *').forEach((element) => {
   if (['fixed', 'sticky'].includes(getComputedStyle(element).position)) {
-    element.style.visibility = 'hidden';
+    element.style.visibility = hide ? 'hidden' : '';
   }
 })"""
 
@@ -179,49 +179,55 @@ EDGE_PX = 8
 """How wide a strip at each edge of a box is looked at for its scroll mark."""
 
 
-def png_rows(png: bytes) -> list[list[tuple[int, ...]]]:
-    """The pixels of an 8-bit RGB(A) PNG (what Chromium's screenshots are), row by row, RGB."""
-    width, height, depth, kind = struct.unpack(">IIBB", png[16:26])
-    assert depth == 8 and kind in (2, 6), (depth, kind)
-    channels = 3 if kind == 2 else 4
-    data, at = b"", 8
-    while at < len(png):
-        (length,) = struct.unpack(">I", png[at : at + 4])
-        if png[at + 4 : at + 8] == b"IDAT":
-            data += png[at + 8 : at + 8 + length]
-        at += 12 + length
-    raw, stride, rows = zlib.decompress(data), width * channels, []
-    previous = bytearray(stride)
-    for row in range(height):
-        start = row * (stride + 1)
-        method, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        for i in range(stride):
-            left = line[i - channels] if i >= channels else 0
-            up, corner = previous[i], previous[i - channels] if i >= channels else 0
-            if method == 1:
-                line[i] = (line[i] + left) & 255
-            elif method == 2:
-                line[i] = (line[i] + up) & 255
-            elif method == 3:
-                line[i] = (line[i] + (left + up) // 2) & 255
-            elif method == 4:
-                guess = left + up - corner
-                near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up))
-                near = min(near, (abs(guess - corner), 2, corner))
-                line[i] = (line[i] + near[2]) & 255
-        rows.append([tuple(line[x : x + 3]) for x in range(0, stride, channels)])
-        previous = line
-    return rows
+# The pixels of a PNG (Chromium's screenshots, given base64), decoded by the browser itself:
+# an RGBA `ImageData`, its values as the file holds them.
+DECODE_PNG = """async (png) => {
+  const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+  const bitmap = await createImageBitmap(new Blob([bytes], {type: 'image/png'}),
+    {colorSpaceConversion: 'none', premultiplyAlpha: 'none'});
+  const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+  const context = canvas.getContext('2d');
+  context.drawImage(bitmap, 0, 0);
+  return context.getImageData(0, 0, bitmap.width, bitmap.height);
+}"""
+
+# One pixel's RGB.
+PNG_PIXEL = f"""async ([png, x, y]) => {{
+  const image = await ({DECODE_PNG})(png);
+  const at = 4 * (y * image.width + x);
+  return [...image.data.slice(at, at + 3)];
+}}"""
+
+# How many pixels of the strips `edge` px wide at the left and right differ clearly (by more
+# than a glyph's anti-aliasing does, `by`) between two shots of one box; null where the two
+# shots differ in size.
+EDGES_DIFFER = f"""async ([drawn, bare, edge, by]) => {{
+  const [one, other] = [await ({DECODE_PNG})(drawn), await ({DECODE_PNG})(bare)];
+  if (one.width !== other.width || one.height !== other.height) return null;
+  const columns = [...Array(edge).keys()].flatMap((x) => [x, one.width - edge + x]);
+  let differ = 0;
+  for (let y = 0; y < one.height; y++) {{
+    for (const x of columns) {{
+      const at = 4 * (y * one.width + x);
+      const channels = [0, 1, 2].map((c) => Math.abs(one.data[at + c] - other.data[at + c]));
+      differ += Math.max(...channels) > by;
+    }}
+  }}
+  return differ;
+}}"""
 
 
-def _edges_differ(drawn: bytes, bare: bytes) -> int:
-    """How many pixels of the edge strips differ clearly (by more than a glyph's
-    anti-aliasing does) between two shots of one box."""
-    differ = 0
-    for one, other in zip(png_rows(drawn), png_rows(bare), strict=True):
-        for x in [*range(EDGE_PX), *range(len(one) - EDGE_PX, len(one))]:
-            differ += max(abs(a - b) for a, b in zip(one[x], other[x], strict=True)) > 24
-    return differ
+def png_pixel(page: Any, png: bytes, x: int, y: int) -> tuple[int, ...]:
+    """The colour of one pixel of a screenshot, read by the browser of ``page``."""
+    return tuple(page.evaluate(PNG_PIXEL, [base64.b64encode(png).decode(), x, y]))
+
+
+def _edges_differ(page: Any, drawn: bytes, bare: bytes) -> int:
+    """How many pixels of the edge strips differ clearly between two shots of one box."""
+    shots = [base64.b64encode(png).decode() for png in (drawn, bare)]
+    differ = page.evaluate(EDGES_DIFFER, [*shots, EDGE_PX, 24])
+    assert differ is not None, "the two shots of one box differ in size"
+    return int(differ)
 
 
 def unmarked_scroll_boxes(page: Any, most_fitting: int = 3) -> list[str]:
@@ -231,7 +237,7 @@ def unmarked_scroll_boxes(page: Any, most_fitting: int = 3) -> list[str]:
     differ at an edge, and one that fits must not."""
     wrong = []
     fitting = 0
-    page.evaluate(HIDE_FIXED)  # a fixed bar over a tall box would differ between the shots
+    page.evaluate(HIDE_FIXED, True)  # a fixed bar over a tall box would differ between shots
     for box in page.evaluate(SCROLL_BOXES):
         fitting += not box["wide"]
         if fitting > most_fitting and not box["wide"]:
@@ -242,11 +248,12 @@ def unmarked_scroll_boxes(page: Any, most_fitting: int = 3) -> list[str]:
         element.evaluate("(box) => { box.style.background = 'none'; box.style.mask = 'none'; }")
         bare = element.screenshot()
         element.evaluate("(box) => { box.style.background = ''; box.style.mask = ''; }")
-        differ = _edges_differ(drawn, bare)
+        differ = _edges_differ(page, drawn, bare)
         if box["wide"] and differ == 0:
             wrong.append(f"scrolls with no sign of it: {box['what']}")
         if not box["wide"] and differ:
             wrong.append(f"fits yet is marked as scrolling ({differ} px): {box['what']}")
+    page.evaluate(HIDE_FIXED, False)
     return wrong
 
 

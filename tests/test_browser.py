@@ -30,7 +30,7 @@ from browser_support import (
     WIDTHS,
     PageLog,
     chromium,
-    png_rows,
+    png_pixel,
     serve,
     set_scheme,
     unmarked_scroll_boxes,
@@ -276,11 +276,6 @@ def test_code_chips_stay_readable_when_the_system_is_dark(
     context.close()
 
 
-def png_pixel(png: bytes, x: int, y: int) -> tuple[int, ...]:
-    """The colour of one pixel of a Chromium screenshot."""
-    return png_rows(png)[y][x]
-
-
 def test_figures_sit_in_a_dark_page(browser: Any, server: str, built_site: Path) -> None:
     """On the slate palette a figure's background is dark, not a glaring white panel; on the
     light one it stays white."""
@@ -288,37 +283,49 @@ def test_figures_sit_in_a_dark_page(browser: Any, server: str, built_site: Path)
     page, log = open_page(context, server + card_pages(built_site)[0])
     page.evaluate(LOAD_CARD_FIGURES)
     figure = page.locator(".fc-card .fc-figure img").first
-    light = png_pixel(figure.screenshot(), 6, 6)
+    light = png_pixel(page, figure.screenshot(), 6, 6)
     set_scheme(page, "slate")
-    dark = png_pixel(figure.screenshot(), 6, 6)
+    dark = png_pixel(page, figure.screenshot(), 6, 6)
     assert min(light) > 230, light
     assert max(dark) < 60, dark
     assert_nothing_external_or_failed(log, "figures")
     context.close()
 
 
-@pytest.mark.parametrize("scheme", ["default", "slate"])
-@pytest.mark.parametrize("width", WIDTHS)
+def layout_problems(page: Any, name: str) -> list[str]:
+    """What a reader of this page, as it is drawn now, cannot read, each naming ``name``."""
+    widths = page.evaluate(MATH_WIDTHS)
+    squeezed = [w for w in widths if w["drawn"] < max(2.0, w["natural"] - 1.0)]
+    said = [
+        *(["no display formula"] if not widths else []),
+        *([f"formulas drawn smaller than their content: {squeezed}"] if squeezed else []),
+        *[f"card cell cut mid-word: {word}" for word in page.evaluate(BROKEN_CELLS)],
+        *[f"card header cut mid-word: {header}" for header in page.evaluate(BROKEN_HEADERS)],
+        *page.evaluate(LAYOUT_PROBLEMS, [SMALLEST_TEXT, READABLE_PX]),
+        *unmarked_scroll_boxes(page),
+    ]
+    return [f"{name}: {problem}" for problem in said]
+
+
 def test_math_keeps_its_size_and_cells_their_words_at_every_width(
-    browser: Any, server: str, built_site: Path, artifacts: Path, width: int, scheme: str
+    browser: Any, server: str, built_site: Path, artifacts: Path
 ) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    for page_url in card_pages(built_site):
-        name = f"{page_url.strip('/') or 'index'} at {width} px, {scheme}"
-        page, log = open_page(context, server + page_url)
-        set_scheme(page, scheme)
-        widths = page.evaluate(MATH_WIDTHS)
-        assert widths, f"{name}: no display formula"
-        squeezed = [w for w in widths if w["drawn"] < max(2.0, w["natural"] - 1.0)]
-        assert squeezed == [], f"{name}: formulas drawn smaller than their content: {squeezed}"
-        assert page.evaluate(BROKEN_CELLS) == [], f"{name}: card cells cut mid-word"
-        assert_headers_unbroken(page, name)
-        assert_figures_loaded(page, name)  # opens every section: its tables and figures too
-        problems = page.evaluate(LAYOUT_PROBLEMS, [SMALLEST_TEXT, READABLE_PX])
-        assert problems == [], f"{name}: {problems}"
-        assert unmarked_scroll_boxes(page) == [], name
-        if page_url == "":
-            page.screenshot(path=artifacts / f"index-{width}-{scheme}.png", full_page=True)
-        assert_nothing_external_or_failed(log, name)
-        page.close()
-    context.close()
+    """Every card page at each width, its sections open, in the light palette and then the
+    slate one (switched in place, as a reader does): every problem found, of every width and
+    palette, said at once."""
+    problems = []
+    for width in WIDTHS:
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        for page_url in card_pages(built_site):
+            where = f"{page_url.strip('/') or 'index'} at {width} px"
+            page, log = open_page(context, server + page_url)
+            assert_figures_loaded(page, where)  # opens every section: its tables and figures too
+            for scheme in ("default", "slate"):
+                set_scheme(page, scheme)
+                if page_url == "":
+                    page.screenshot(path=artifacts / f"index-{width}-{scheme}.png", full_page=True)
+                problems += layout_problems(page, f"{where}, {scheme}")
+            assert_nothing_external_or_failed(log, where)
+            page.close()
+        context.close()
+    assert problems == [], "\n".join(problems)
