@@ -6,11 +6,12 @@ FOLDER BUILD_PID [ENV ...]``, with the build's environment and in the project ``
 starts itself again at once (``serve``) with the environment a check gets
 (:func:`.environment.worker_environment`, with the project's ``env`` names), so that no
 variable of the build's others (its tokens) is in the memory or the ``/proc`` entry of the
-process that imports the project's code. Then it dies with the build, is not dumpable, is the
-subreaper of what its calls start, and confines itself as a check's process does
-(:mod:`.confinement`: it writes only in ``FOLDER``, its temporary folder), all before it
-imports anything of the project. It imports the module, sends the description of its oracle
-(or the error that says why there is none), and answers each call of one of its callables.
+process that imports the project's code. Then it dies with the build (``BUILD_PID`` 0: it
+ends when the build hangs up), is not dumpable, is the subreaper of what its calls start,
+and confines itself as a check's process does (:mod:`.confinement`: it writes only in
+``FOLDER``, its temporary folder), all before it imports anything of the project. It
+imports the module, sends the description of its oracle (or the error that says why there is
+none), and answers each call of one of its callables.
 
 Each call is answered by a process forked for it: it starts from the state right after the
 import and ends with its answer; what it started is ended, and what it wrote in ``FOLDER``
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> int:
     try:
         confine(folder)
     except OSError as exc:
-        refused = f"the kernel refused to confine its process ({exc.strerror}): not imported"
+        refused = f"the kernel refused to confine the process of {reference} ({exc.strerror})"
         wire.write_message(answers, {"error": refused})
         return 3
     os.environ["TMPDIR"] = tempfile.tempdir = folder
