@@ -20,7 +20,6 @@ What the plugin adds to the Markdown extension alone:
 from __future__ import annotations
 
 import contextlib
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,10 +125,8 @@ class FormulaCheckPlugin(BasePlugin[FormulaCheckConfig]):  # type: ignore[no-unt
     def _load_oracles(self) -> None:
         for reference in self.options.oracles:
             module = reference.partition(":")[0]
-            if self.serving:
-                sys.modules.pop(module, None)  # pick up edits made while serving
-            try:
-                load_oracle(reference, self.root)
+            try:  # in a process of its own, imported again once its file is edited
+                load_oracle(reference, self.root, self.options.env)
             except FormulaCheckError as exc:
                 raise PluginError(f"formula-check: option 'oracles': {exc.message}") from None
             self.watcher.add(watching.module_files(module, self.root))
