@@ -98,30 +98,46 @@ def browser() -> Iterator[Any]:
         yield launched
 
 
-@pytest.mark.parametrize("scheme", ["default", "slate"])
-@pytest.mark.parametrize("width", WIDTHS)
-def test_our_docs_read_well_at_every_width(
-    docs: str, browser: Any, width: int, scheme: str
-) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    for path in PAGES:
-        name = f"{path or 'index'} at {width} px, {scheme}"
-        page = context.new_page()
-        log = watch(page)
-        page.goto(docs + path, wait_until="load")
-        set_scheme(page, scheme)
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-        page.evaluate(MATHJAX_DONE)
-        widths = page.evaluate(MATH_WIDTHS)
-        assert widths, f"{name}: no display formula"
-        squeezed = [w for w in widths if w["drawn"] < max(2.0, w["natural"] - 1.0)]
-        assert squeezed == [], f"{name}: formulas drawn smaller than their content: {squeezed}"
-        assert page.evaluate(BROKEN_WORDS, ".fc-card td, .fc-card th") == [], name
-        assert page.evaluate(CODE_CONTRAST) >= 4.5, name
-        problems = page.evaluate(LAYOUT_PROBLEMS, [SMALLEST_TEXT, READABLE_PX])
-        assert problems == [], f"{name}: {problems}"
-        if path == "guide/attention/":  # the page with the widest formulas; shots take time
-            assert unmarked_scroll_boxes(page) == [], name
-        log.assert_clean(name)
-        page.close()
-    context.close()
+def reading_problems(page: Any, name: str, *, scroll_marks: bool) -> list[str]:
+    """What a reader of this page, as it is drawn now, cannot read, each naming ``name``."""
+    widths = page.evaluate(MATH_WIDTHS)
+    squeezed = [w for w in widths if w["drawn"] < max(2.0, w["natural"] - 1.0)]
+    contrast = page.evaluate(CODE_CONTRAST)
+    said = [
+        *(["no display formula"] if not widths else []),
+        *([f"formulas drawn smaller than their content: {squeezed}"] if squeezed else []),
+        *[
+            f"cut mid-word: {word}"
+            for word in page.evaluate(BROKEN_WORDS, ".fc-card td, .fc-card th")
+        ],
+        *([f"a code chip's contrast is {contrast:.2f} < 4.5"] if contrast < 4.5 else []),
+        *page.evaluate(LAYOUT_PROBLEMS, [SMALLEST_TEXT, READABLE_PX]),
+        *(unmarked_scroll_boxes(page) if scroll_marks else []),
+    ]
+    return [f"{name}: {problem}" for problem in said]
+
+
+def test_our_docs_read_well_at_every_width(docs: str, browser: Any) -> None:
+    """Each page loaded once per width and read in the light palette, then in the slate one
+    (switched in place, as a reader does); every problem of every width and palette said at
+    once."""
+    problems = []
+    for width in WIDTHS:
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        for path in PAGES:
+            where = f"{path or 'index'} at {width} px"
+            page = context.new_page()
+            log = watch(page)
+            page.goto(docs + path, wait_until="load")
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+            )
+            page.evaluate(MATHJAX_DONE)
+            scroll_marks = path == "guide/attention/"  # the widest formulas; shots take time
+            for scheme in ("default", "slate"):
+                set_scheme(page, scheme)
+                problems += reading_problems(page, f"{where}, {scheme}", scroll_marks=scroll_marks)
+            log.assert_clean(where)
+            page.close()
+        context.close()
+    assert problems == [], "\n".join(problems)
