@@ -198,6 +198,18 @@ def test_an_oracle_whose_process_dies_mid_call_is_named(tmp_path: Path) -> None:
         oracle.compute({"x": x}, {"server": True})
 
 
+def test_what_cannot_cross_is_named(tmp_path: Path) -> None:
+    """An argument or a result that is no number, string, numeric array or container of
+    them: the block's error names the oracle and where it was."""
+    body = 'return {"output": 2 * x, "extra": object() if params.get("odd") else 1.0}'
+    oracle = load_oracle(_module(tmp_path, body), tmp_path)
+    x = np.zeros((3, 4))
+    with pytest.raises(OracleError, match=r"oracle '\w+': its arguments\[1\]\['o'\] is a "):
+        oracle.compute({"x": x}, {"o": object()})
+    with pytest.raises(OracleError, match=r"oracle '\w+': its result\['extra'\] is a "):
+        oracle.compute({"x": x}, {"odd": True})
+
+
 BUILD = """
 import os, sys, threading, time
 from pathlib import Path

@@ -15,8 +15,8 @@ What crosses, both ways, is a tree of JSON values and numeric arrays framed by :
 moved as far as the call moved it; nothing is unpickled.
 
 States of an :class:`OracleProcess`: *described* (it answers calls, one at a time) and
-*ended*: killed once its oracle is no longer referenced, or when the build ends (it also dies
-with the build). Callers: :func:`.registry.load_oracle`, and the server for both ends' values.
+*ended*: killed once its oracle is no longer referenced, or as the build ends. Callers:
+:func:`.registry.load_oracle`; the server, for what crosses.
 """
 
 from __future__ import annotations
@@ -45,15 +45,13 @@ from ..model import Array
 from ..snippets import file_digest
 from .base import Oracle, Regime, TensorSpec
 
-SERVER = "formula_check.worker.oracle_server"
-"""The module the process runs (``python -m``); named, not imported: it is the worker's."""
+SERVER = "formula_check.worker.oracle_server"  # run as ``python -m``, never imported here
 
 _SCALARS = (type(None), bool, int, float, str)
-"""What crosses as itself in JSON (exactly these types: NumPy's float64 is a float that
-divides by zero otherwise, and crosses as a NumPy scalar)."""
+"""What crosses as itself, in JSON: exactly these (NumPy's float64, a float that divides by
+zero otherwise, crosses as a NumPy scalar)."""
 _CLASSES: dict[str, type] = {"Oracle": Oracle, "TensorSpec": TensorSpec, "Regime": Regime}
-"""The dataclasses that cross field by field: exactly these, no subclass (whose methods the
-build would run)."""
+"""What crosses field by field: exactly these (a subclass's methods would run in the build)."""
 
 
 @dataclass
@@ -114,8 +112,7 @@ def _cannot(where: str, what: str) -> OracleError:
     )
 
 
-Calls = Callable[[int], Callable[..., Any]]
-"""The callable a packed ``call`` names: the server's own, or a proxy of it in the build."""
+Calls = Callable[[int], Callable[..., Any]]  # a packed call's callable: the server's, or a proxy
 
 
 def unpack(  # noqa: PLR0911  (one per kind)
@@ -164,13 +161,10 @@ def raised_again(name: str, message: str, args: list[Any] | None) -> Exception:
     """The exception :func:`raised` describes: Python's own type of that name, or one made
     with the name (NumPy's ``LinAlgError``), so that the card says what it says today."""
     kind = getattr(builtins, name, None)
-    if not (isinstance(kind, type) and issubclass(kind, Exception)):
-        kind = _named(name)
-    try:
-        made: Exception = kind(*args) if args is not None else kind(message)
-    except Exception:  # a type that takes other arguments: its name and message are enough
-        made = _named(name)(message)
-    return made
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        with contextlib.suppress(Exception):  # one that takes other arguments: named below
+            return kind(*(args if args is not None else [message]))
+    return _named(name)(message)
 
 
 @functools.cache
@@ -178,12 +172,12 @@ def _named(name: str) -> type[Exception]:
     return type(name, (Exception,), {})
 
 
+@dataclass(frozen=True)
 class Proxy:
     """A callable of an oracle of one's own, called in its process."""
 
-    def __init__(self, process: OracleProcess, index: int) -> None:
-        self.process = process
-        self.index = index
+    process: OracleProcess
+    index: int
 
     def __call__(self, *args: Any) -> Any:
         return self.process.call(self.index, args)
@@ -199,9 +193,8 @@ class OracleProcess:
         """Its module's file and that file's digest when it was imported (none: no file)."""
         self.lock = threading.Lock()
         folder = tempfile.mkdtemp(prefix="formula-check-oracle-")
-        # A parent's death signal follows the thread that started the process: the main
-        # thread's lasts as long as the build. Started from another, the process ends when
-        # the build's end of its pipe closes instead (at the latest, as the build ends).
+        # A parent's death signal follows the thread that started the process: only the main
+        # thread lasts as long as the build. Else the process ends as the build hangs up.
         main = threading.current_thread() is threading.main_thread()
         argv = [sys.executable, "-m", SERVER, "start", reference, str(root), folder]
         argv += [str(os.getpid() if main else 0), *env]
@@ -242,18 +235,13 @@ class OracleProcess:
             return "stopped answering" if self.end.alive else "was closed"
         if status >= 0:
             return f"ended (exit code {status})"
-        try:
-            return f"was killed by {signal.Signals(-status).name}"
-        except ValueError:
-            return f"was killed by signal {-status}"
+        known = -status in signal.valid_signals()
+        return f"was killed by {signal.Signals(-status).name if known else f'signal {-status}'}"
 
     def call(self, index: int, args: tuple[Any, ...]) -> Any:
         """The value of the server's callable ``index`` on ``args``; what it raised, raised."""
         packing = Packing()
-        try:
-            packed = pack(args, "its arguments", packing)
-        except OracleError as exc:
-            raise OracleError(f"oracle {self.name!r}: {exc.message}") from None
+        packed = pack(args, f"oracle {self.name!r}: its arguments", packing)
         request = {"call": index, "args": packed, "errors": np.geterr()}
         header, arrays = self.exchange(request, packing.arrays)
         if "error" in header:
@@ -271,8 +259,7 @@ class OracleProcess:
         """Whether it still runs, and its module's file is as it was when it was imported."""
         if self.module is None or self.process.poll() is not None:
             return False
-        where, digest = self.module
-        return bool(file_digest(Path(where)) == digest)
+        return bool(file_digest(Path(self.module[0])) == self.module[1])
 
 
 def _end(process: subprocess.Popen[bytes], folder: str) -> None:
@@ -280,10 +267,9 @@ def _end(process: subprocess.Popen[bytes], folder: str) -> None:
     with contextlib.suppress(OSError):
         process.kill()
     process.wait()
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
+    for stream in filter(None, (process.stdin, process.stdout)):
+        with contextlib.suppress(OSError):
+            stream.close()
     shutil.rmtree(folder, ignore_errors=True)
 
 
