@@ -1,8 +1,15 @@
-"""Small generated sites for the sharding and merging tests: softmax blocks, some drifting."""
+"""Small generated sites for the sharding and merging tests: softmax blocks, some drifting;
+and sites built once for a whole test run, however many xdist workers read them."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 _BLOCK = """
 ```formula id="{name}" oracle="softmax" timing="off"
@@ -37,3 +44,24 @@ def softmax_site(root: Path, pages: int, blocks: int, *, drifting: int = 3) -> P
             text += _BLOCK.format(name=f"p{page}-b{block}", axis=axis, page=page, block=block)
         (root / "docs" / f"page{page:03d}.md").write_text(text, encoding="utf-8")
     return root
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """A folder that ``build`` fills once for this whole test run: the first xdist worker to
+    ask builds it while the others wait, then each reads the same folder (a costly build
+    asked for by tests that xdist gave to two workers is not paid twice). Readers must
+    leave it as it is. A build that raised is begun afresh by the next to ask."""
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # every worker's base folder lies in the run's own
+    folder, done = run / name, run / f"{name}.built"
+    with (run / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder

@@ -5,17 +5,18 @@ Zensical reads ``mkdocs.yml`` but ignores third-party plugins, so the fixture si
 way a Zensical user would (``formula_check.assets.write_assets``), never committed. A failing
 check must fail the build: Zensical lets only ``SuperFencesException`` out of a fence.
 
-Both builds start together (each in its own process) so their TensorFlow imports overlap.
+Both builds start together (each in its own process) so their TensorFlow imports overlap,
+once for the whole run, whichever xdist workers its tests land on.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import yaml
 
 from formula_check import assets
 from formula_check.engine import Engine
+from sites import built_once
 from support import start_process
 
 if importlib.util.find_spec("zensical") is None:
@@ -75,22 +77,32 @@ def start_build(project: Path) -> subprocess.Popen[str]:
     return start_process([sys.executable, "-m", "zensical", "build", "--clean"], project)
 
 
-def finish(process: subprocess.Popen[str], project: Path) -> Build:
-    output, _ = process.communicate(timeout=300)
-    return Build(process.returncode, output, project)
-
-
-@pytest.fixture(scope="module")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Build]]:
-    """The fixture as committed ("good"), and with one snippet drifted from its formula."""
-    good = copy_site(tmp_path_factory.mktemp("zensical") / "good")
-    drift = copy_site(tmp_path_factory.mktemp("zensical") / "drift")
+def build_both(folder: Path) -> None:
+    """The fixture as committed ("good"), and with one snippet drifted from its formula, each
+    built by Zensical; each build's exit code and output kept beside its project."""
+    good = copy_site(folder / "good")
+    drift = copy_site(folder / "drift")
     page = drift / PAGE
     text = page.read_text(encoding="utf-8")
     assert "/ tf.math.sqrt(dk)" in text
     page.write_text(text.replace("/ tf.math.sqrt(dk)", "/ dk"), encoding="utf-8")
-    started = {"good": (start_build(good), good), "drift": (start_build(drift), drift)}
-    yield {name: finish(process, project) for name, (process, project) in started.items()}
+    started = [(start_build(project), project) for project in (good, drift)]
+    for process, project in started:
+        output, _ = process.communicate(timeout=300)
+        said = {"returncode": process.returncode, "output": output}
+        project.with_suffix(".json").write_text(json.dumps(said), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Build]:
+    """Both builds, made once for the whole run (:func:`sites.built_once`)."""
+    folder = built_once(tmp_path_factory, "zensical", build_both)
+    return {
+        name: Build(
+            **json.loads((folder / f"{name}.json").read_text("utf-8")), project=folder / name
+        )
+        for name in ("good", "drift")
+    }
 
 
 def card_of(html: str, block: str) -> str:
