@@ -11,7 +11,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import textwrap
 from typing import Any
 
 import numpy as np
@@ -69,58 +68,58 @@ def test_a_check_sees_keras_names_and_random_state_as_a_fresh_interpreter_does()
     assert result.stdout == expected
 
 
+KEPT = """
+import keras
+import tensorflow as tf
+from keras.src.backend.common import global_state
+from formula_check.worker.warming import keras_state_kept
+
+keras.utils.set_random_seed(7)
+print(tf.keras.layers.Dense(1).name)
+with keras_state_kept() as kept:
+    keras.utils.set_random_seed(8)
+    print(kept, tf.keras.layers.Dense(1).name, tf.keras.layers.Dense(1).name)
+    keras.config.set_dtype_policy("mixed_float16")
+print(tf.keras.layers.Dense(1).name, global_state.get_global_attribute("global_random_seed"))
+print(keras.config.dtype_policy().name)
+"""
+
+# Run after KEPT, in the same interpreter (one TensorFlow import for both): it leaves Keras
+# as it found it, or KEPT's last lines say otherwise.
+ELSEWHERE = """
+from pathlib import Path
+
+from formula_check.messages import CheckReply
+from formula_check.worker import warming
+from formula_check.worker.snippet_module import WorkerState
+
+ran = []
+warming.warm_layers = lambda: ran.append("layers")
+warming.check = lambda session, request, arrays: (
+    ran.append(request.entry or request.source.split("def ")[1].split("(")[0])
+    or (CheckReply(kind="function"), {})
+)
+print(warming.warm_up(WorkerState(Path("."))), ran)
+del global_state.GLOBAL_SETTINGS_TRACKER
+ran.clear()
+print(warming.warm_up(WorkerState(Path("."))), ran)
+"""
+
+
 @pytest.mark.tf
-def test_the_warm_up_keeps_keras_global_state_as_it_found_it() -> None:
+def test_the_warm_up_keeps_keras_global_state_and_warms_no_layer_where_it_finds_none() -> None:
     """Inside, Keras counts names afresh; after, its own counts go on where they were; the
-    seed the process set is the seed it has."""
-    code = textwrap.dedent(
-        """
-        import keras
-        import tensorflow as tf
-        from keras.src.backend.common import global_state
-        from formula_check.worker.warming import keras_state_kept
-
-        keras.utils.set_random_seed(7)
-        print(tf.keras.layers.Dense(1).name)
-        with keras_state_kept() as kept:
-            keras.utils.set_random_seed(8)
-            print(kept, tf.keras.layers.Dense(1).name, tf.keras.layers.Dense(1).name)
-            keras.config.set_dtype_policy("mixed_float16")
-        print(tf.keras.layers.Dense(1).name, global_state.get_global_attribute("global_random_seed"))
-        print(keras.config.dtype_policy().name)
-        """
-    )
-    assert python(code).split("\n") == ["dense", "True dense dense_1", "dense_1 7", "float32", ""]
-
-
-@pytest.mark.tf
-def test_without_keras_global_state_where_it_is_looked_for_no_keras_layer_is_warmed() -> None:
-    """Another Keras keeps its state elsewhere: the warm-up then builds no Keras layer (it could
-    not put the names it counted back), and still runs its checks."""
-    code = textwrap.dedent(
-        """
-        from pathlib import Path
-
-        from keras.src.backend.common import global_state
-        from formula_check.messages import CheckReply
-        from formula_check.worker import warming
-        from formula_check.worker.snippet_module import WorkerState
-
-        ran = []
-        warming.warm_layers = lambda: ran.append("layers")
-        warming.check = lambda session, request, arrays: (
-            ran.append(request.entry or request.source.split("def ")[1].split("(")[0])
-            or (CheckReply(kind="function"), {})
-        )
-        print(warming.warm_up(WorkerState(Path("."))), ran)
-        del global_state.GLOBAL_SETTINGS_TRACKER
-        ran.clear()
-        print(warming.warm_up(WorkerState(Path("."))), ran)
-        """
-    )
-    assert python(code).splitlines() == [
+    seed the process set is the seed it has. Another Keras keeps its state elsewhere: the
+    warm-up then builds no Keras layer (it could not put the names it counted back), and
+    still runs its checks."""
+    assert python(KEPT + ELSEWHERE).split("\n") == [
+        "dense",
+        "True dense dense_1",
+        "dense_1 7",
+        "float32",
         "True ['attention', 'positional_encoding', 'layers']",
         "True ['attention', 'positional_encoding']",
+        "",
     ]
 
 
