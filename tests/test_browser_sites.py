@@ -172,39 +172,56 @@ def _shown(page: Any) -> str:
     return page.locator("[data-fc-count]").inner_text().strip()
 
 
-@pytest.mark.parametrize("scheme", ["default", "slate"])
-@pytest.mark.parametrize("width", WIDTHS)
-def test_report_page_keeps_its_words_whole_and_fits_every_width(
-    browser: Any, report_site: tuple[Path, str], artifacts: Path, width: int, scheme: str
-) -> None:
-    name = f"report at {width} px, {scheme}"
-    context, page, log = _open_report(browser, report_site[1], width)
-    set_scheme(page, scheme)
-    page.locator("details.fc-report-more summary").first.click()  # the full message, open
+# The luminance of the status cell's text and of the background it is drawn on.
+STATUS_COLOURS = """() => {
+  const cell = document.querySelector('.fc-report-table tbody td:nth-child(3)');
+  const lum = (css) => {
+    const [r, g, b] = css.match(/[\\d.]+/g).map(Number);
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+  };
+  let bg = 'rgba(0, 0, 0, 0)';
+  for (let el = cell; el && /rgba\\(.*, 0\\)$/.test(bg); el = el.parentElement) {
+    bg = getComputedStyle(el).backgroundColor;
+  }
+  return {text: lum(getComputedStyle(cell).color), background: lum(bg)};
+}"""
+
+
+def report_problems(page: Any, name: str) -> list[str]:
+    """What a reader of the report, as it is drawn now, cannot read, each naming ``name``."""
     selector = ".fc-report-page td, .fc-report-page th, .fc-report-controls, .fc-summary"
-    assert page.evaluate(BROKEN_WORDS, selector) == [], f"{name}: words cut mid-token"
     overflow = page.evaluate(
         "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
-    assert overflow <= 0, f"{name}: the page scrolls sideways by {overflow} px"
-    colours = page.evaluate(
-        """() => {
-          const cell = document.querySelector('.fc-report-table tbody td:nth-child(3)');
-          const lum = (css) => {
-            const [r, g, b] = css.match(/[\\d.]+/g).map(Number);
-            return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
-          };
-          let bg = 'rgba(0, 0, 0, 0)';
-          for (let el = cell; el && /rgba\\(.*, 0\\)$/.test(bg); el = el.parentElement) {
-            bg = getComputedStyle(el).backgroundColor;
-          }
-          return {text: lum(getComputedStyle(cell).color), background: lum(bg)};
-        }"""
-    )
-    assert abs(colours["text"] - colours["background"]) > 0.5, f"{name}: low contrast {colours}"
-    page.screenshot(path=artifacts / f"report-{width}-{scheme}.png", full_page=True)
-    log.assert_clean(name)
-    context.close()
+    colours = page.evaluate(STATUS_COLOURS)
+    said = [
+        *[f"cut mid-token: {word}" for word in page.evaluate(BROKEN_WORDS, selector)],
+        *([f"the page scrolls sideways by {overflow} px"] if overflow > 0 else []),
+        *(
+            [f"low contrast {colours}"]
+            if abs(colours["text"] - colours["background"]) <= 0.5
+            else []
+        ),
+    ]
+    return [f"{name}: {problem}" for problem in said]
+
+
+def test_report_page_keeps_its_words_whole_and_fits_every_width(
+    browser: Any, report_site: tuple[Path, str], artifacts: Path
+) -> None:
+    """The report at each width, its first full message open, in the light palette and then
+    the slate one (switched in place); every problem of every width and palette said at once."""
+    problems = []
+    for width in WIDTHS:
+        context, page, log = _open_report(browser, report_site[1], width)
+        page.locator("details.fc-report-more summary").first.click()  # the full message, open
+        for scheme in ("default", "slate"):
+            set_scheme(page, scheme)
+            problems += report_problems(page, f"report at {width} px, {scheme}")
+            page.screenshot(path=artifacts / f"report-{width}-{scheme}.png", full_page=True)
+        log.assert_clean(f"report at {width} px")
+        context.close()
+    assert problems == [], "\n".join(problems)
 
 
 def test_report_lists_failures_first_and_filters_searches_and_sorts(
