@@ -38,6 +38,7 @@ from browser_support import (
 )
 from formula_check.render.card import READABLE_PX
 from formula_check.render.picture import SMALLEST_TEXT
+from sites import built_once
 from support import mkdocs_build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,18 +122,22 @@ BROKEN_CELLS = """() => [...document.querySelectorAll('.fc-card td')].flatMap((c
 })"""
 
 
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_good_site(project: Path) -> None:
     """A strict build of the good fixture site, its copy given Material's palette toggle."""
-    project = tmp_path_factory.mktemp("browser") / "good"
-    shutil.copytree(GOOD_SITE, project, ignore=shutil.ignore_patterns("site", ".cache"))
+    ignore = shutil.ignore_patterns("site", ".cache")
+    shutil.copytree(GOOD_SITE, project, ignore=ignore, dirs_exist_ok=True)
     config_path = project / "mkdocs.yml"
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     config["theme"]["palette"] = PALETTE_TOGGLE
     config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     build = mkdocs_build(project, strict=True)
     assert build.returncode == 0, build.stdout + build.stderr
-    return project / "site"
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The good site, built once for the whole run (:func:`sites.built_once`)."""
+    return built_once(tmp_path_factory, "browser-good", build_good_site) / "site"
 
 
 @pytest.fixture(scope="module")
