@@ -51,8 +51,9 @@ def built_once(
 ) -> Path:
     """A folder that ``build`` fills once for this whole test run: the first xdist worker to
     ask builds it while the others wait, then each reads the same folder (a costly build
-    asked for by tests that xdist gave to two workers is not paid twice). Readers must
-    leave it as it is. A build that raised is begun afresh by the next to ask."""
+    asked for by tests that xdist gave to two workers is not paid twice). Its readers share
+    it, at the same time: what one changes, the others see. A build that raised is begun
+    afresh by the next to ask."""
     run = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         run = run.parent  # every worker's base folder lies in the run's own

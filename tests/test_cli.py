@@ -1,8 +1,9 @@
 """``formula-check`` on the fixture sites: exit codes, summaries and the CI formats.
 
 The three sites are first checked together, each by the real console entry point in its own
-process (so the TensorFlow imports overlap); that fills each copy's result cache, and the
-in-process ``main()`` runs after it read the cache instead of starting TensorFlow again.
+process (so the TensorFlow imports overlap), once for the whole test run; that fills each
+copy's result cache, and the in-process ``main()`` runs after it read the cache instead of
+starting TensorFlow again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from formula_check.model import CheckResult, Location, Status
 from formula_check.oracles import all_oracles
 from formula_check.progress import Progress, summary
 from formula_check.project import load_project
+from sites import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_SITES = ROOT / "fixtures" / "sites"
@@ -51,12 +52,12 @@ def formula_lines(page: Path) -> list[int]:
     return [number for number, line in enumerate(text, 1) if line.startswith("```formula")]
 
 
-@pytest.fixture(scope="module")
-def first_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
-    """Each site copied to tmp and checked by the console script, all three at once."""
+def run_sites(folder: Path) -> None:
+    """Each site copied into ``folder`` and checked by the console script, all three at
+    once; each run's exit code and output kept beside its project."""
     started = {}
     for name in SITES:
-        project = tmp_path_factory.mktemp("cli") / name
+        project = folder / name
         shutil.copytree(FIXTURE_SITES / name, project, ignore=shutil.ignore_patterns(".cache"))
         command = [sys.executable, "-m", "formula_check.cli", "check", "--no-timing"]
         if name == "bad-input":
@@ -66,11 +67,20 @@ def first_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, R
             command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         started[name] = (process, project)
-    runs = {}
-    for name, (process, project) in started.items():
+    for process, project in started.values():
         out, err = process.communicate(timeout=300)
-        runs[name] = Run(process.returncode, out, err, project)
-    yield runs
+        said = {"code": process.returncode, "out": out, "err": err}
+        project.with_suffix(".json").write_text(json.dumps(said), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def first_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """The three first runs, made once for the whole test run (:func:`sites.built_once`)."""
+    folder = built_once(tmp_path_factory, "cli", run_sites)
+    return {
+        name: Run(**json.loads((folder / f"{name}.json").read_text("utf-8")), project=folder / name)
+        for name in SITES
+    }
 
 
 def check(
@@ -350,6 +360,7 @@ def test_bad_command_line_exits_2(capsys) -> None:
 def test_missing_tensorflow_names_what_to_install(tmp_path, monkeypatch, capsys) -> None:
     """The command works however the package was installed: before a release, from a clone,
     `pip install 'mkdocs-formula-check[cpu]'` finds nothing to install."""
+
     def no_tensorflow(spec):
         raise MissingTensorFlowError("python3")
 
