@@ -270,7 +270,7 @@ def test_a_check_the_kernel_refuses_to_confine_runs_no_code(
     """Where the kernel offers Landlock but refuses a ruleset, the check's code is not run
     unconfined: its block is an error of the checker's, which says why."""
 
-    def refuse(folder: str) -> str:
+    def refuse(folder: str, unreadable: tuple[str, ...]) -> str:
         raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
 
     monkeypatch.setattr(isolation, "confine", refuse)
@@ -288,3 +288,73 @@ def test_a_check_the_kernel_refuses_to_confine_runs_no_code(
         in failed.message
     )
     assert not beside.exists()
+
+
+def test_the_ruleset_withholds_the_files_of_unreadable_folders() -> None:
+    """Pure: the folders above an unreadable one may be listed, their other entries read as
+    ever, and nothing under it (the cache) is granted at all."""
+    tree = {
+        **FOLDERS,
+        "/tmp": [("p", True)],
+        "/tmp/p": [(".cache", True), ("data.npy", False), ("docs", True)],
+        "/tmp/p/.cache": [("formula-check", True), ("pip", True)],
+    }
+    rules = ruleset_for(
+        "/tmp/w/c",
+        abi=6,
+        pid=42,
+        listing=tree.__getitem__,
+        unreadable=("/tmp/p/.cache/formula-check",),
+    )
+    granted = dict(rules.rules)
+    assert granted["/tmp"] == granted["/tmp/p"] == granted["/tmp/p/.cache"] == READ_DIR
+    assert granted["/tmp/p/docs"] == granted["/tmp/p/.cache/pip"] == READ_FILE | READ_DIR
+    assert granted["/tmp/p/data.npy"] == READ_FILE
+    assert not any(path.startswith("/tmp/p/.cache/formula-check") for path in granted)
+    assert "/proc" not in granted and granted["/proc/42"] == READ_FILE | READ_DIR
+
+
+def _reads(request: CheckRequest, arrays: dict[str, Any]) -> tuple[CheckReply, dict]:
+    """A check's handler that says which of the files ``source`` lists it could read."""
+    said = []
+    for path in request.source.split("\n"):
+        try:
+            Path(path).read_bytes()
+        except PermissionError:
+            said.append("refused")
+        else:
+            said.append("read")
+    return CheckReply(kind=" ".join(said)), {}
+
+
+@pytest.mark.skipif(not CONFINED, reason="this kernel offers no Landlock")
+def test_a_check_reads_the_project_but_not_the_cache(tmp_path: Path) -> None:
+    """No TensorFlow: a check's process reads the project's files, also one made after it
+    was forked, but not a cache entry, where the request names the cache unreadable."""
+    project = tmp_path / "project"
+    cache = project / ".cache" / "formula-check"
+    cache.mkdir(parents=True)
+    (cache / "entry.fcr").write_bytes(b"a verdict")
+    (project / ".cache" / "other").write_text("x")
+    (project / "data.txt").write_text("x")
+    checks = isolation.CheckProcesses(
+        _reads, lambda: None, conversation=[], scratch=str(tmp_path / "scratch")
+    )
+
+    def read(*names: str, unreadable: tuple[str, ...] = (str(cache),)) -> str:
+        source = "\n".join(str(project / name) for name in names)
+        request = CheckRequest(root=".", calls=Calls(), source=source, unreadable=unreadable)
+        header, _ = wire.read_message(io.BytesIO(checks.run(request, {}, time_limit=30)))
+        reply = decode_answer(header)
+        assert isinstance(reply, CheckReply)
+        return reply.kind
+
+    try:
+        assert read(".cache/formula-check/entry.fcr", "data.txt", ".cache/other") == (
+            "refused read read"
+        )
+        (project / "made-later.txt").write_text("x")  # after the next check's process forked
+        assert read("made-later.txt", ".cache/formula-check/entry.fcr") == "read refused"
+        assert read(".cache/formula-check/entry.fcr", unreadable=()) == "read"
+    finally:
+        checks.close()

@@ -321,7 +321,8 @@ class Engine:
 
         plan = plan_check(spec, str(self.root))
         cancelled = stopped.is_set if stopped is not None else lambda: False
-        reply, env = self.pool.request(plan.request, plan.arrays, spec.timeout, cancelled, order)
+        request = dataclasses.replace(plan.request, unreadable=(str(self.cache.directory),))
+        reply, env = self.pool.request(request, plan.arrays, spec.timeout, cancelled, order)
         with self._lock:
             self.executed += 1
             self._startup += reply.startup

@@ -285,6 +285,9 @@ class CheckRequest:
     artifact: Mapping[str, str] = field(default_factory=frozen_map)
     """An exported artifact to load instead of a snippet: its ``format`` (``saved_model``,
     ``keras``, ``tflite``), ``path``, ``signature`` and ``weights_from``; empty for code."""
+    unreadable: tuple[str, ...] = ()
+    """Folders the check's process may not read a file of (the cache: set by the engine),
+    where the kernel confines it (:mod:`..worker.confinement`)."""
 
     def with_time_limit(self, seconds: float) -> CheckRequest:
         """The same request, to be stopped after ``seconds``."""
@@ -309,6 +312,7 @@ class CheckRequest:
             "attribute_outputs": dict(self.attribute_outputs),
             "preset_weights": list(self.preset_weights),
             "artifact": dict(self.artifact),
+            "unreadable": list(self.unreadable),
             **self.calls.encode(),
             "regimes": [regime.encode() for regime in self.regimes],
         }
@@ -351,6 +355,7 @@ class CheckRequest:
             timing=TimingRequest.decode(timing) if timing else None,
             time_limit=fields.optional_number("time_limit"),
             artifact=Fields(fields.mapping("artifact"), "an artifact").texts_by_name(),
+            unreadable=fields.texts("unreadable"),
         )
 
 

@@ -35,6 +35,7 @@ import os
 import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 """``landlock_create_ruleset``, ``landlock_add_rule``, ``landlock_restrict_self``: the same
@@ -113,10 +114,17 @@ def abi_version() -> int:
     return max(int(version), 0)
 
 
-def ruleset_for(folder: str, abi: int, pid: int, listing: Listing | None = None) -> Ruleset:
+def ruleset_for(
+    folder: str,
+    abi: int,
+    pid: int,
+    listing: Listing | None = None,
+    unreadable: tuple[str, ...] = (),
+) -> Ruleset:
     """The ruleset confining the check whose process is ``pid`` and whose temporary folder
-    is ``folder``, for ``abi``. ``listing`` gives a folder's entries and tells a folder from
-    a file (by default, this machine's)."""
+    is ``folder``, for ``abi``, reading no file under the ``unreadable`` folders (absolute
+    and resolved). ``listing`` gives a folder's entries and tells a folder from a file (by
+    default, this machine's)."""
     handled = 0
     for since, rights in _HANDLED_BY_ABI:
         if abi >= since:
@@ -124,8 +132,9 @@ def ruleset_for(folder: str, abi: int, pid: int, listing: Listing | None = None)
     files = handled & _FILE_RIGHTS
     listing = listing or _listing
     rules: list[tuple[str, int]] = [(folder, handled)]
-    rules += _readable("/", listing, skip="proc", files=files)
-    rules += _readable("/proc", listing, skip=None, files=files, own=str(pid))
+    hidden = frozenset(os.path.realpath(path) for path in unreadable)
+    withheld = Withheld(hidden, str(pid), files)
+    rules += _readable("/", listing, withheld)
     devices = [f"/dev/{name}" for name, _ in listing("/dev") if _writable_device(name)]
     rules += [(device, files & (WRITE_FILE | TRUNCATE)) for device in devices]
     scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET if abi >= 6 else 0
@@ -136,17 +145,50 @@ Listing = Callable[[str], list[tuple[str, bool]]]
 """A folder's entries: each name, and whether it is a folder."""
 
 
-def _readable(
-    parent: str, listing: Listing, *, skip: str | None, files: int, own: str | None = None
-) -> list[tuple[str, int]]:
-    """Read rights on each entry of ``parent`` but ``skip``, and in ``/proc`` but those of
-    other processes (names of digits that are not ``own``)."""
+@dataclass(frozen=True)
+class Withheld:
+    """What a check may not read below ``/``: the ``/proc`` entries of processes but its own
+    (``pid``), and the files under the ``unreadable`` folders; ``files``: the read rights a
+    rule on a file may hold."""
+
+    unreadable: frozenset[str]
+    pid: str
+    files: int
+
+    def below(self, path: str) -> bool:
+        """Whether something withheld lies below ``path``: it is granted entry by entry."""
+        return path == "/proc" or any(f.startswith(path + "/") for f in self.unreadable)
+
+
+def _readable(parent: str, listing: Listing, withheld: Withheld) -> list[tuple[str, int]]:
+    """Read rights on each entry of ``parent`` but those ``withheld``; an entry above one is
+    granted entry by entry instead, and may itself be listed (its files' names are read, not
+    their contents), but ``/`` and ``/proc``."""
     rules = []
+    in_proc = parent == "/proc"
     for name, is_folder in listing(parent):
-        if name == skip or (own is not None and name.isdigit() and name != own):
+        path = f"{parent.rstrip('/')}/{name}"
+        real = path if in_proc else os.path.realpath(path)  # a rule holds where a link leads
+        if real in withheld.unreadable or (in_proc and name.isdigit() and name != withheld.pid):
             continue
-        rules.append((f"{parent.rstrip('/')}/{name}", _READS if is_folder else files & _READS))
+        if is_folder and withheld.below(real):
+            rules += [(path, READ_DIR)] if path != "/proc" else []
+            rules += _readable(path, listing, withheld)
+            continue
+        rules.append((path, _READS if is_folder else withheld.files & _READS))
     return rules
+
+
+def granted_by_entry(unreadable: tuple[str, ...]) -> tuple[int, ...]:
+    """When the folders above the ``unreadable`` ones last gained or lost an entry: their
+    entries are granted one by one as a check's process is confined, so one made after that
+    is not readable in it, and a process confined before such a change is forked again."""
+    stamps = []
+    for path in sorted({os.path.realpath(p) for p in unreadable}):
+        for above in Path(path).parents:
+            with contextlib.suppress(OSError):
+                stamps.append(os.stat(above).st_mtime_ns)
+    return tuple(stamps)
 
 
 def _writable_device(name: str) -> bool:
@@ -163,14 +205,15 @@ def _listing(folder: str) -> list[tuple[str, bool]]:
     return sorted(found)
 
 
-def confine(folder: str) -> str:
-    """Confine this process, and all it starts, to :func:`ruleset_for` ``folder``; call
-    before any thread starts. Returns what confines it, in words (``""`` where nothing does:
-    no Landlock here). Raises :class:`OSError` where the kernel offers it and refuses."""
+def confine(folder: str, unreadable: tuple[str, ...] = ()) -> str:
+    """Confine this process, and all it starts, to :func:`ruleset_for` ``folder`` and
+    ``unreadable``; call before any thread starts. Returns what confines it, in words
+    (``""`` where nothing does: no Landlock here). Raises :class:`OSError` where the kernel
+    offers it and refuses."""
     abi = abi_version()
     if abi == 0:
         return ""
-    ruleset = ruleset_for(folder, abi, os.getpid())
+    ruleset = ruleset_for(folder, abi, os.getpid(), unreadable=unreadable)
     libc = ctypes.CDLL(None, use_errno=True)
     create, add_rule, restrict = _SYSCALLS[platform.machine()]
     attr = _RulesetAttr(ruleset.handled, 0, ruleset.scoped)

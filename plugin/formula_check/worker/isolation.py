@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from .. import wire
 from ..messages import CheckEnded, CheckReply, CheckRequest, Ending, SnippetFailed
 from ..model import Array
-from .confinement import confine
+from .confinement import confine, granted_by_entry
 from .faults import internal_error
 from .reaping import become_subreaper, die_with_parent, end_children
 from .unshared import Unshared
@@ -174,6 +174,10 @@ class CheckProcesses:
         """The last check's process: answered and killed, not yet reaped (:meth:`tidy`)."""
         self.answers = Unshared()
         """Where each answer is read (:mod:`.unshared`): passed on before the next is read."""
+        self.unreadable: tuple[tuple[str, ...], tuple[int, ...]] = ((), ())
+        """The folders the last request's check could not read (the cache), and when the
+        folders above them changed (:func:`.confinement.granted_by_entry`): the next check's
+        process is confined so as it is forked, and forked again where either differs."""
 
     def run(
         self,
@@ -199,6 +203,10 @@ class CheckProcesses:
         may hold megabytes of weights: each copy the warm worker makes is CPU, and writes to
         pages a check's process shares with it)."""
         self.tidy(fork_spare=False)
+        if (request.unreadable, granted_by_entry(request.unreadable)) != self.unreadable:
+            # the spare was confined for other folders, or before an entry came or went
+            self._drop_spare()
+        self.unreadable = request.unreadable, granted_by_entry(request.unreadable)
         process = self.spare or self._fork()
         self.spare = None
         began = time.perf_counter()
@@ -241,11 +249,18 @@ class CheckProcesses:
     def close(self) -> None:
         """End every check's process, the spare too."""
         self.tidy(fork_spare=False)
+        self._drop_spare()
+        end_children()
+
+    def _drop_spare(self) -> None:
+        """End the process forked ahead for the next check, unused."""
         if self.spare is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.spare.pid, signal.SIGKILL)
+            _reap(self.spare.pid)
             self.spare.close()
             shutil.rmtree(self.spare.folder, ignore_errors=True)
             self.spare = None
-        end_children()
 
     def _fork(self) -> _Process:
         requests_out, requests_in = os.pipe()
@@ -276,7 +291,7 @@ class CheckProcesses:
         try:
             die_with_parent(warm)
             become_subreaper()
-            unconfined = _confined(folder)  # first: all made after is confined too
+            unconfined = _confined(folder, self.unreadable[0])  # first: all made after is too
             os.environ["TMPDIR"] = folder
             tempfile.tempdir = folder
             null = os.open(os.devnull, os.O_RDWR)
@@ -308,11 +323,12 @@ class CheckProcesses:
             os._exit(code)
 
 
-def _confined(folder: str) -> OSError | None:
-    """Confine this process to ``folder`` (:mod:`.confinement`); why not, where the kernel
-    offers it and refuses: the check then runs no code, and says so."""
+def _confined(folder: str, unreadable: tuple[str, ...]) -> OSError | None:
+    """Confine this process to ``folder``, reading nothing under ``unreadable``
+    (:mod:`.confinement`); why not, where the kernel offers it and refuses: the check then
+    runs no code, and says so."""
     try:
-        confine(folder)
+        confine(folder, unreadable)
     except OSError as exc:
         return OSError(
             f"the kernel refused to confine the check's process ({exc.strerror}): its code "
