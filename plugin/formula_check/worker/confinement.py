@@ -12,7 +12,9 @@ after), with :func:`confine`:
 - it may read anything but the ``/proc`` entries of other processes (their ``environ``,
   ``cmdline``, ``maps``, descriptors...): ``/proc`` is readable only in its own entry and in
   the entries that are no process's (``/proc/cpuinfo``, ``/proc/sys``...). A process it
-  starts can therefore not read its own entry either;
+  starts can therefore not read its own entry either. Nor can it read a file under the
+  folders its request withholds (``unreadable``: the cache), whose ancestors are granted
+  entry by entry and may be listed;
 - it may not trace a process outside its domain, nor open such a process's ``/proc/<pid>/mem``
   (Landlock refuses those to every domain, root's included, which ``PR_SET_DUMPABLE`` alone
   does not).
