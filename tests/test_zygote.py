@@ -22,7 +22,15 @@ from formula_check.worker.limits import STARTUP_TIMEOUT
 from formula_check.worker.process import Worker
 from formula_check.worker.zygote_client import ZygoteState, fork_supported
 from implementations import SDPA
-from support import PROJECT, checker_pids, parent_pid, spec_for, wait_until, without_tensorflow
+from support import (
+    PROJECT,
+    checker_pids,
+    parent_pid,
+    shared_engine,
+    spec_for,
+    wait_until,
+    without_tensorflow,
+)
 
 pytestmark = [
     pytest.mark.tf,
@@ -45,7 +53,15 @@ def verified(engine: Engine, count: int = 1) -> bool:
 
 
 @pytest.fixture
-def engine() -> Iterator[Engine]:
+def engine() -> Engine:
+    """The test process's engine of two workers, kept warm between the tests that leave it
+    working (they kill a worker or its zygote and see it replaced): one TensorFlow import."""
+    return shared_engine(workers=2)
+
+
+@pytest.fixture
+def fresh() -> Iterator[Engine]:
+    """An engine of two workers not started yet, for what only a first start shows."""
     with Engine(PROJECT, workers=2, use_cache=False) as engine:
         yield engine
 
@@ -99,18 +115,20 @@ def test_crash_statuses_come_from_the_zygote(engine: Engine) -> None:
     assert verified(engine)
 
 
-def test_a_killed_zygote_is_started_again(engine: Engine) -> None:
+def test_workers_die_with_their_zygote_and_a_new_zygote_forks_the_next(engine: Engine) -> None:
+    """Killed, the zygote takes its workers along (none is orphaned), and the next checks,
+    which need new workers, get them from a zygote started again."""
     engine.warm_up()
     zygote = engine.pool.zygote
     assert zygote is not None and zygote.process is not None
     first = zygote.process.pid
     workers = engine.pool.alive_pids()
-    for pid in [first, *workers]:
-        os.kill(pid, signal.SIGKILL)  # the next checks need new workers: a new zygote forks them
+    os.kill(first, signal.SIGKILL)
     wait_until_gone(workers)
+    assert not any(is_running(pid) for pid in workers), "an orphaned worker kept running"
     assert verified(engine, 2)
     assert zygote.process is not None and zygote.process.pid != first
-    assert all(parent_pid(pid) == zygote.process.pid for pid in engine.pool.alive_pids())
+    assert {parent_pid(pid) for pid in engine.pool.alive_pids()} == {zygote.process.pid}
 
 
 def test_spawned_workers_when_forking_is_off() -> None:
@@ -121,14 +139,23 @@ def test_spawned_workers_when_forking_is_off() -> None:
         assert parent_pid(pid) == os.getpid()
 
 
-def test_closing_stops_workers_and_zygote() -> None:
+def test_closing_stops_workers_and_zygote_and_a_closed_engine_starts_nothing_again() -> None:
     engine = Engine(PROJECT, workers=2, use_cache=False)
     engine.warm_up()
     assert engine.pool.zygote is not None and engine.pool.zygote.process is not None
     pids = [*engine.pool.alive_pids(), engine.pool.zygote.process.pid]
+    folders = [worker.scratch for worker in engine.pool.workers]
+    assert all(folder is not None and folder.is_dir() for folder in folders)
     engine.close()
     wait_until_gone(pids)
     assert not any(is_running(pid) for pid in pids)
+    assert not any(folder is not None and folder.exists() for folder in folders), (
+        "closing the engine left a worker's folder behind"
+    )
+    result = engine.check(spec_for("attention", SDPA, block_id="after-close"))
+    assert result.status is Status.ERROR and "stopped" in result.message
+    assert engine.pool.alive_pids() == []
+    assert engine.pool.zygote is not None and engine.pool.zygote.process is None
 
 
 def test_missing_tensorflow_is_reported_by_the_zygote(
@@ -139,37 +166,19 @@ def test_missing_tensorflow_is_reported_by_the_zygote(
         engine.check(spec_for("attention", SDPA))
 
 
-def test_a_zygote_given_up_means_spawned_workers(engine: Engine) -> None:
-    zygote = engine.pool.zygote
-    assert zygote is not None
-    zygote.give_up("given up on purpose")
-    assert zygote.state is ZygoteState.BROKEN and zygote.failed == "given up on purpose"
-    assert verified(engine, 2)
-    assert {parent_pid(pid) for pid in engine.pool.alive_pids()} == {os.getpid()}
+def test_a_zygote_given_up_means_spawned_workers() -> None:
+    with Engine(PROJECT, workers=1, use_cache=False) as engine:
+        zygote = engine.pool.zygote
+        assert zygote is not None
+        zygote.give_up("given up on purpose")
+        assert zygote.state is ZygoteState.BROKEN and zygote.failed == "given up on purpose"
+        assert verified(engine)
+        (pid,) = engine.pool.alive_pids()
+        assert parent_pid(pid) == os.getpid()
 
 
-def test_workers_die_with_their_zygote(engine: Engine) -> None:
-    engine.warm_up()
-    zygote = engine.pool.zygote
-    assert zygote is not None and zygote.process is not None
-    workers = engine.pool.alive_pids()
-    os.kill(zygote.process.pid, signal.SIGKILL)
-    wait_until_gone(workers)
-    assert not any(is_running(pid) for pid in workers), "an orphaned worker kept running"
-    assert verified(engine, 2)  # a new zygote forks new workers
-
-
-def test_a_closed_engine_starts_nothing_again() -> None:
-    engine = Engine(PROJECT, workers=1, use_cache=False)
-    assert verified(engine)
-    engine.close()
-    result = engine.check(spec_for("attention", SDPA, block_id="after-close"))
-    assert result.status is Status.ERROR and "stopped" in result.message
-    assert engine.pool.alive_pids() == []
-    assert engine.pool.zygote is not None and engine.pool.zygote.process is None
-
-
-def test_worker_start_is_counted_apart_from_the_blocks(engine: Engine) -> None:
+def test_worker_start_is_counted_apart_from_the_blocks(fresh: Engine) -> None:
+    engine = fresh
     assert engine.startup_seconds == 0
     assert verified(engine)
     # without the cache every worker starts at once; the second may finish after the check
@@ -181,10 +190,11 @@ def test_worker_start_is_counted_apart_from_the_blocks(engine: Engine) -> None:
 
 
 def test_workers_started_in_the_background_serve_a_check_arriving_meanwhile(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    fresh: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A check sent while the background start is importing TensorFlow waits for that start
     instead of starting the same worker a second time."""
+    engine = fresh
     starts: list[int] = []
     original = Worker.start
 
