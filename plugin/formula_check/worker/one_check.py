@@ -267,8 +267,7 @@ def _graph_regimes(
     the check's arrays, and the regimes it skipped), weights scaled as for the eager call; no
     trace but those ``tf.function`` makes for new sizes. Not where a layer's weight held as
     a value (an array, a constant) is scaled: the graph keeps the value it was traced with."""
-    runner, traced = checked
-    arrays, skipped = regimes
+    (runner, traced), (arrays, skipped) = checked, regimes
     if graph.count is None or traced.runner is None:  # not judged as a graph at all
         return
     held: list[str] = []
@@ -280,7 +279,8 @@ def _graph_regimes(
             graph.skipped.append((regime.name, f"it keeps {', '.join(held)} unscaled, as traced"))
             continue
         try:
-            result = _run_regime(runner, kind, request, regime, arrays, traced.runner.target)
+            with graph_mode.unfolded():
+                result = _run_regime(runner, kind, request, regime, arrays, traced.runner.target)
             graph.add(regime.prefix, result)
         except SnippetRaised as raised:
             graph.failed.append((regime.name, graph_mode.briefly(raised)))
