@@ -26,7 +26,7 @@ from .lazy import numpy as np  # imported on first use
 from .model import Array
 
 MAGIC = b"FCK1"
-VERSION = 7
+VERSION = 8
 """1: headers read as free-form dicts. 2: typed messages (:mod:`.messages`). 3: a check
 request's ``attribute_outputs`` and ``preset_weights``, a reply's ``preset_root`` and
 ``created_variables``, lists and tuples among ``init`` values. 4: call arguments that are
@@ -35,7 +35,10 @@ exported SavedModel, ``.keras`` or ``.tflite`` file checked instead of code). 5:
 ``outside_files``, ``listed_folders`` and ``unseen_reads`` (what the cache keys it on); its
 ``unmoved_weights`` and ``first_call`` (a layer's first call, judged too). 6: a reply's
 ``graph_outputs`` and ``graph_error`` (what the code returned as a ``tf.function`` graph).
-7: a reply's ``other_keys`` (calls that returned a dict with other keys than the main one)."""
+7: a reply's ``other_keys`` (calls that returned a dict with other keys than the main one).
+8: a reply's ``graph_regimes_failed`` and ``graph_regimes_skipped`` (the graph judged on every
+regime); a request's ``unreadable`` (the folders a check may not read). The version is in
+every cache key: a result judged by the rules before is not served."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
 MAX_DIMENSIONS = 64
