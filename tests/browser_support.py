@@ -334,7 +334,16 @@ def watch(page: Any) -> PageLog:
     return log
 
 
+# Flips the palette and waits until every colour it fades (Material's 0.25 s transitions)
+# has arrived: a colour read mid-fade is neither palette's, and a slow machine draws late.
+SET_SCHEME = """async (scheme) => {
+  document.body.dataset.mdColorScheme = scheme;
+  getComputedStyle(document.body).color;  // the transitions start here
+  const fades = document.getAnimations().filter((fade) => fade instanceof CSSTransition);
+  await Promise.all(fades.map((fade) => fade.finished.catch(() => {})));
+}"""
+
+
 def set_scheme(page: Any, scheme: str) -> None:
-    """Material's palette as its toggle sets it (``default`` or ``slate``)."""
-    page.evaluate("(scheme) => { document.body.dataset.mdColorScheme = scheme; }", scheme)
-    page.wait_for_timeout(400)  # Material fades colours over 0.25 s when the palette flips
+    """Material's palette as its toggle sets it (``default`` or ``slate``), faded in."""
+    page.evaluate(SET_SCHEME, scheme)
