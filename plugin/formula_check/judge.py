@@ -6,15 +6,14 @@ Pure NumPy: runs in the calling process, never touches TensorFlow.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .compare import Difference, delta_array, squeeze_leading
-from .errors import OracleError, SpecError
+from .compare import delta_array, squeeze_leading
+from .errors import SpecError
 from .formula import judge_formula
 from .messages import FIRST, FLOAT16_WEIGHTS, GRAPH, NOT_A_TENSOR, CheckReply, SnippetFailed
 from .model import (
@@ -38,6 +37,15 @@ from .oracle_weights import (
     unmoved_notes,
     unused_verdict,
 )
+from .output_verdicts import (
+    Reference,
+    output_verdicts,
+    overflowed,
+    still_computes,
+    tolerance_stated,
+    unfolded,
+    unmatched,
+)
 from .planning import Plan, attribute_outputs
 from .result_notes import (
     blind_spots,
@@ -49,7 +57,7 @@ from .result_notes import (
     untraced,
 )
 from .timing_stats import oracle_timing, sweep_points, timing_stats
-from .tolerance import SAMPLES, Derivation, Pair, Singles, Tolerance, fixed, rounding_samples
+from .tolerance import Singles
 
 _PHASES = {
     "call": "",
@@ -115,7 +123,7 @@ def evaluate(
     # the oracle on the block's own inputs, once: its values are the code's reference and
     # the formula's, and the run is the first of those timed for the card
     singles: Singles | None = {} if oracle.builtin else None
-    main = _Reference(plan, oracle_arrays, dict(plan.params), singles)
+    main = Reference(plan, oracle_arrays, dict(plan.params), singles)
     started = time.perf_counter()
     expected = main.expected
     ran = time.perf_counter() - started
@@ -123,8 +131,8 @@ def evaluate(
     pictured = _judge_calls(judged, _calls(judged, main), read_params)
     verdicts, params = judged.verdicts, main.params
     formula = judge_formula(spec, oracle_arrays, params, known=(oracle, expected))
-    if not oracle.builtin and not _stated(plan):  # its tolerance came from its own runs
-        _still_computes(plan, oracle_arrays, params, expected)
+    if not oracle.builtin and not tolerance_stated(plan):  # its tolerance came from its own runs
+        still_computes(plan, oracle_arrays, params, expected)
     code_ok = bool(verdicts) and all(v.ok for v in verdicts)
     status = Status.VERIFIED if code_ok and not (formula and formula.failed) else Status.MISMATCH
     timings = tuple(timing_stats(reply.timings))
@@ -169,27 +177,6 @@ class _Judged:
         self.names = [*self.positional, *attribute_outputs(self.plan.spec)]
         got = _values(self.plan, self.arrays, "", len(self.positional))
         self.outputs = [value for value in got if value is not None]
-
-
-HEADS = ("b", "h")
-"""The leading axes of an output that code may fold into one (heads into the batch)."""
-
-
-def unfolded(actual: Array, expected: Array, dims: Sequence[str]) -> Array:
-    """Heads folded into the batch axis, as a textbook's multi-head attention keeps its
-    weights (``(b * h, n, m)``), read as ``(b, h, n, m)``, batch-major, for an output whose
-    axes start ``b, h``: code that folds them the other way round differs, and is caught.
-    Any other shape is compared as it is."""
-    want = np.shape(expected)
-    if (
-        tuple(dims[:2]) == HEADS
-        and actual.ndim == len(want) - 1 >= 1
-        and actual.shape[0] == want[0] * want[1]
-        and actual.shape[1:] == want[2:]
-        and want[1] > 1
-    ):
-        return actual.reshape(want)
-    return actual
 
 
 def _fold_notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:
@@ -361,7 +348,7 @@ def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:
     """``returns=`` names more values than the code returned: each missing one fails."""
     named = [word for word in plan.spec.returns or () if "=" not in word]
     return [
-        _unmatched(
+        unmatched(
             name,
             f"returns= names it as value {index + 1}, but the code returned only {count}",
         )
@@ -374,38 +361,6 @@ Pictured = tuple[Mapping[str, Array], Mapping[str, Array]]
 """What the heatmaps show: the code's values, and the oracle's, on the same inputs."""
 
 
-@dataclasses.dataclass
-class _Reference:
-    """The oracle's side of judged calls: the arrays it computes on (inputs, weights, mask),
-    the formula's parameters, the float32 casts the block's rounding draws share (for an
-    oracle of ours, which never writes into its arrays; see :mod:`.tolerance`). Its outputs
-    and rounding draws are computed when first needed, then shared by every call judged
-    against them (the graph's and the eager call on the same inputs)."""
-
-    plan: Plan
-    arrays: Mapping[str, Array]
-    params: Mapping[str, Any]
-    singles: Singles | None
-    draws: dict[int, list[Pair]] = dataclasses.field(default_factory=dict)
-
-    @functools.cached_property
-    def expected(self) -> dict[str, Array]:
-        """The oracle's outputs on these arrays; a failure is the oracle's, named."""
-        return _expected(self.plan, self.arrays, self.params)
-
-    def samples(self, count: int) -> list[Pair]:
-        """The oracle's first ``count`` rounding draws (none where the tolerance is stated)."""
-        if _stated(self.plan):
-            return []
-        if count not in self.draws:
-            taken = next(iter(self.draws.get(1, [])), None)  # the first, if the bound took it
-            compute, seed = self.plan.oracle.compute, self.plan.spec.seed
-            given = (self.arrays, self.params, self.expected)
-            drawn = rounding_samples(compute, *given, seed, count, taken, singles=self.singles)
-            self.draws[count] = drawn
-        return self.draws[count]
-
-
 @dataclasses.dataclass(frozen=True)
 class _Call:
     """One call of the code judged: where its arrays are (``prefix``), the regime its
@@ -416,13 +371,13 @@ class _Call:
 
     prefix: str
     regime: str
-    reference: _Reference
+    reference: Reference
     inputs: str = ""
     graph: bool = False
     resized: bool = False
 
 
-def _calls(judged: _Judged, main: _Reference) -> list[_Call]:
+def _calls(judged: _Judged, main: Reference) -> list[_Call]:
     """Every call judged, in order: the main one, each input regime's, a layer's first call
     (made before its weights moved, on the weights it ran with), then the traced graph's on
     the standard inputs and on each regime's, against its eager twin's oracle values."""
@@ -434,13 +389,13 @@ def _calls(judged: _Judged, main: _Reference) -> list[_Call]:
         scale = regime.weight_scale
         grown = {k: v * scale for k, v in judged.weights.items() if k not in unmoved}
         arrays = {**main.arrays, **(grown if scale != 1.0 else {}), **regime.inputs}
-        reference = _Reference(plan, arrays, {**main.params, **regime.sizes}, main.singles)
+        reference = Reference(plan, arrays, {**main.params, **regime.sizes}, main.singles)
         resized = dict(regime.sizes) != dict(plan.sizes)
         calls.append(_Call(regime.prefix, regime.name, reference, regime.name, resized=resized))
     eager = list(calls)
     if reply.first_call:
         first = {k.removeprefix(FIRST): v for k, v in judged.arrays.items() if k.startswith(FIRST)}
-        reference = _Reference(plan, _weights(plan, reply, first)[0], main.params, main.singles)
+        reference = Reference(plan, _weights(plan, reply, first)[0], main.params, main.singles)
         calls.append(_Call(FIRST, FIRST_CALL, reference))
     if reply.graph_outputs is not None:  # else: an artifact, or code that does not trace
         calls += [
@@ -494,19 +449,19 @@ def _judge_calls(
 def _judge_call(judged: _Judged, call: _Call) -> tuple[list[Verdict] | str, dict[str, Array]]:
     """One call's verdicts and its values as a heatmap shows them, by the steps every call
     takes: its outputs against the oracle's, then :func:`_returned_less`, then
-    :func:`_overflowed`, then, for a graph, :data:`ONLY_GRAPH` (a graph keeps no attribute
+    :func:`overflowed`, then, for a graph, :data:`ONLY_GRAPH` (a graph keeps no attribute
     outputs: a trace leaves symbolic tensors on the layer). Instead of verdicts, why it is
     skipped: a ``resized`` call that returned shapes of its own."""
     plan, arrays, reference = judged.plan, judged.arrays, call.reference
     names = judged.positional if call.graph else judged.names
     got = _values(plan, arrays, call.prefix, len(judged.positional))[: len(names)]
     widened = [arrays.get(f"tol/{call.prefix}out/{i}") for i in range(len(names))]
-    more, shown = _verdicts(plan, names, got, reference, call.regime, widened)
+    more, shown = output_verdicts(plan, names, got, reference, call.regime, widened)
     if call.resized and any(v.actual_shape != v.expected_shape for v in more):
         shapes = ", ".join(f"{v.name} {v.actual_shape}" for v in more if v.problem)
         return f"the code returned {shapes} at these sizes", shown
     more += _returned_less(judged, call, names, got)
-    more = [_overflowed(plan, v, judged.verdicts, reference) for v in more]
+    more = [overflowed(plan, v, judged.verdicts, reference) for v in more]
     if call.graph:  # where its eager twin agreed with the oracle, it says so
         agreed = {v.name for v in judged.verdicts if v.ok and v.regime == call.inputs}
         more = [
@@ -527,20 +482,20 @@ def _returned_less(
     raised = dict(reply.graph_regimes_failed).get(call.inputs) if call.graph else None
     if raised:  # so it returned nothing there
         said = f"the code raised {where}: {raised}"
-        return [dataclasses.replace(_unmatched("outputs", said), regime=call.regime)]
+        return [dataclasses.replace(unmatched("outputs", said), regime=call.regime)]
     failed = [
-        _unmatched(name, f"the code returned no value for it {where}")
+        unmatched(name, f"the code returned no value for it {where}")
         for name, value in zip(names, got, strict=True)
         if value is None and name not in {"_", ""}
     ]
     count, main = _count(judged.arrays, call.prefix), _count(judged.arrays)
     if count != main and not failed:
         said = f"{count} value{'' if count == 1 else 's'} {where}, {main}"
-        failed.append(_unmatched("outputs", f"the code returned {said} {_OTHERS[call.graph]}"))
+        failed.append(unmatched("outputs", f"the code returned {said} {_OTHERS[call.graph]}"))
     keys = dict(reply.other_keys)
     if call.prefix in keys:
         said = f"{_said_keys(keys[call.prefix])} {where}, {_said_keys(reply.output_keys)}"
-        failed.append(_unmatched("outputs", f"the code returned {said} on the others"))
+        failed.append(unmatched("outputs", f"the code returned {said} on the others"))
     return [dataclasses.replace(verdict, regime=call.regime) for verdict in failed]
 
 
@@ -575,47 +530,6 @@ def _weights(
         weights = {name: _as_float16(value) for name, value in weights.items()}
     mask = {"mask": plan.keep} if plan.keep is not None else {}
     return {**plan.inputs, **weights, **mask}, weights, read_params
-
-
-EXP_LIMIT = float(np.log(np.finfo(np.float32).max))
-"""88.72: exp of any larger float32 is infinite."""
-
-
-def _overflowed(
-    plan: Plan, verdict: Verdict, standard: Sequence[Verdict], reference: _Reference
-) -> Verdict:
-    """``verdict`` on a call, saying so where the code overflowed float32 there: NaN or Inf
-    in its result where the oracle's values are all finite, and none in the same output on
-    the standard inputs. Where the call's inputs are past :data:`EXP_LIMIT` themselves,
-    exp of them is infinite in float32, and the usual cure is said."""
-    inputs = reference.arrays
-    want = reference.expected.get(verdict.name)
-    clean = [v for v in standard if v.name == verdict.name and not v.regime and not v.nonfinite]
-    if not verdict.nonfinite or want is None or not clean or not np.all(np.isfinite(want)):
-        return verdict
-    largest = max(
-        (_largest(np.asarray(inputs[t.name])) for t in plan.oracle.inputs if t.name in inputs),
-        default=0.0,
-    )
-    if largest > EXP_LIMIT:
-        said = (
-            f"overflows float32 on inputs of about ±{_about(largest)} (exp is infinite past "
-            f"{EXP_LIMIT:.1f}); subtract the row maximum before exp"
-        )
-    else:
-        said = "overflows float32 on these inputs, where the oracle's values are all finite"
-    return dataclasses.replace(verdict, problem=f"{verdict.problem}: {said}")
-
-
-def _largest(values: Array) -> float:
-    """The largest finite ``|value|`` (0 when there is none)."""
-    magnitude = np.abs(values, dtype=np.float64)
-    return float(np.max(magnitude, where=np.isfinite(magnitude), initial=0.0))
-
-
-def _about(value: float) -> str:
-    """``value`` to two significant figures, as a plain number (``160``, ``0.25``)."""
-    return f"{float(f'{value:.2g}'):g}"
 
 
 FIRST_CALL = "first call"
@@ -665,7 +579,7 @@ def _missing_keys(plan: Plan, keys: Sequence[str]) -> list[Verdict]:
     if plan.spec.returns is None:
         return []
     return [
-        _unmatched(
+        unmatched(
             name,
             f"returns= names it, but the dict the code returned has no key {name!r} "
             f"(its keys: {', '.join(keys)})",
@@ -673,100 +587,6 @@ def _missing_keys(plan: Plan, keys: Sequence[str]) -> list[Verdict]:
         for name in _wanted(plan)
         if name not in keys
     ]
-
-
-def _expected(
-    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any]
-) -> dict[str, Array]:
-    """The oracle's outputs on ``arrays``; a failure is the oracle's, named."""
-    oracle = plan.oracle
-    try:
-        return dict(oracle.compute(arrays, params))
-    except OracleError:
-        raise
-    except Exception as exc:
-        raise OracleError(
-            f"oracle {oracle.name!r} failed on these arrays: {type(exc).__name__}: {exc}",
-            plan.spec.location,
-        ) from exc
-
-
-def _stated(plan: Plan) -> bool:
-    """Whether the block or its oracle states the tolerance (none is derived from rounding)."""
-    spec, oracle = plan.spec, plan.oracle
-    return spec.atol is not None or spec.rtol is not None or oracle.tolerance is not None
-
-
-def _still_computes(
-    plan: Plan, arrays: Mapping[str, Array], params: Mapping[str, Any], first: Mapping[str, Array]
-) -> None:
-    """An oracle of one's own, called twice more on the block's arrays after every other call
-    judging made, must give what its first call gave each time. One that keeps state between
-    calls (a counter, a cache, a list it appends to) computes another function on each: its
-    rounding draws would then disagree by what the state changed, and the tolerance derived
-    from them would grow until wrong code fits (an adversarial review made ``3 x`` pass an
-    oracle of ``2 x`` that alternated between two scales). Two calls in a row catch any
-    state that flips or grows; an oracle written to hide a longer cycle is not looked for
-    (it is the project's own code). Not asked where the tolerance is stated: nothing is then
-    derived from the oracle's own runs (a Monte Carlo oracle with an ``atol`` is fine)."""
-    calls = (_expected(plan, arrays, params), _expected(plan, arrays, params))
-    for name, value in first.items():
-        numbers = _numbers(value)
-        if numbers is None:  # not an array of numbers: nothing a check compares or draws
-            continue
-        others = [_numbers(again.get(name)) for again in calls]
-        if any(other is None or not _identical(numbers, other) for other in others):
-            raise OracleError(
-                f"oracle {plan.oracle.name!r} computes another {name!r} when called again on "
-                "the same arrays: it keeps state between calls (a counter, a cache, a global "
-                "it changes) or draws random numbers of its own, so the tolerance derived from "
-                "its float32 runs would measure that, not rounding. Compute from the arguments "
-                "alone, or state the block's atol/rtol",
-                plan.spec.location,
-            )
-
-
-def _numbers(value: object) -> Array | None:
-    """``value`` as an array of numbers, or None (an object, a ragged list, nothing)."""
-    if value is None:
-        return None
-    try:
-        array = np.asarray(value)
-    except (ValueError, TypeError):
-        return None
-    return array if array.dtype.kind in "biufc" else None
-
-
-def _identical(first: Array, second: Array) -> bool:
-    same = first.shape == second.shape and first.dtype == second.dtype
-    return same and bool(np.array_equal(first, second, equal_nan=True))
-
-
-def _tolerance(
-    plan: Plan,
-    name: str,
-    derivation: Derivation,
-    samples: Sequence[Pair],
-    sizes: Mapping[str, Any],
-    *,
-    bound: bool = False,
-) -> Tolerance:
-    """The block's own ``atol``/``rtol`` if it states one; else the oracle's own rule if it
-    has one; else the tolerance derived from float32 rounding (see :mod:`.tolerance`)."""
-    spec, oracle = plan.spec, plan.oracle
-    if spec.atol is not None or spec.rtol is not None:
-        atol = spec.atol if spec.atol is not None else oracle.atol
-        rtol = spec.rtol if spec.rtol is not None else oracle.rtol
-        return fixed(atol, rtol, "stated by the block")
-    if oracle.tolerance is not None:
-        allowed = oracle.tolerance(
-            name, {k: v for k, v in sizes.items() if isinstance(v, int)}, oracle.atol
-        )
-        return Tolerance(allowed, oracle.rtol, f"the {oracle.name} oracle's own rule", False)
-    derived = derivation.tolerance(samples, bound=bound)
-    if derived is not None:
-        return derived
-    return fixed(oracle.atol, oracle.rtol, UNMEASURED)
 
 
 _ARTIFACT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}
@@ -824,83 +644,6 @@ def artifact_notes(
     return notes
 
 
-UNMEASURED = (
-    "fixed: float32 rounding could not be measured, because the oracle's float32 run failed "
-    "or gave float64 (see Verdicts: tolerances)"
-)
-
-
-def _verdicts(
-    plan: Plan,
-    names: Sequence[str],
-    outputs: Sequence[Array | None],
-    reference: _Reference,
-    regime: str = "",
-    widened: Sequence[Array | None] = (),
-) -> tuple[list[Verdict], dict[str, Array]]:
-    """Each output returned (not None) against the oracle's (``reference``'s); ``widened``:
-    what the artifact's own rounding explains of each output (an int8 model's), added to its
-    tolerance."""
-    spec, oracle = plan.spec, plan.oracle
-    stated = _stated(plan)
-    expected, params = reference.expected, reference.params
-    verdicts, shown = [], {}
-    for place, (name, actual) in enumerate(zip(names, outputs, strict=False)):
-        if name in {"_", ""} or actual is None:
-            continue
-        extra = widened[place] if place < len(widened) else None
-        if name not in expected:
-            raise SpecError(
-                f"returns: oracle {oracle.name!r} has no output {name!r}", spec.location
-            )
-        want = expected[name]
-        dims = oracle.tensor(name).dims if any(t.name == name for t in oracle.outputs) else ()
-        got = unfolded(squeeze_leading(np.asarray(actual), np.ndim(want)), want, dims)
-        # measured once, judged against one tolerance or two
-        difference = Difference.of(got, want)
-        size = difference.measured.magnitude if difference.measured is not None else None
-        derivation = Derivation(name, want, size)  # |oracle|: measured once, for both
-        # the full tolerance takes four float32 runs of the oracle and their references; the
-        # bound from the first is never above it, and enough for code within it
-        verdict = None
-        if BOUND_FIRST:
-            first = _tolerance(plan, name, derivation, reference.samples(1), params, bound=True)
-            verdict = _judged(name, difference, dims, _widen(first, extra, plan), regime)
-        if verdict is None or (not verdict.ok and not stated):
-            full = _tolerance(plan, name, derivation, reference.samples(SAMPLES), params)
-            verdict = _judged(name, difference, dims, _widen(full, extra, plan), regime)
-        if not verdict.ok and not verdict.problem:
-            verdict = dataclasses.replace(verdict, hint=_hint(plan, name, got, want))
-        verdicts.append(verdict)
-        shown[name] = got
-    return verdicts, shown
-
-
-def _widen(tolerance: Tolerance, extra: Array | None, plan: Plan) -> Tolerance:
-    """``tolerance`` plus what an artifact's own rounding explains, element by element."""
-    if extra is None:
-        return tolerance
-    how = f"{tolerance.how} {plan.artifact.get('rounding', '+ the artifact rounding')}"
-    return dataclasses.replace(tolerance, allowed=tolerance.allowed + np.asarray(extra), how=how)
-
-
-BOUND_FIRST = True
-"""Judge first against the bound one rounding draw gives (see :func:`.tolerance.derive`).
-``bench/tolerance_model.py`` turns it off to measure every check against its full tolerance."""
-
-
-def _judged(
-    name: str,
-    difference: Difference,
-    dims: Sequence[str],
-    tolerance: Tolerance,
-    regime: str,
-) -> Verdict:
-    return difference.judged(
-        name, dims, tolerance.allowed, tolerance.rtol, how=tolerance.how, regime=regime
-    )
-
-
 def _shapes(
     plan: Plan, weights: Mapping[str, Array], names: Sequence[str], outputs: Sequence[Array]
 ) -> tuple[ShapeInfo, ...]:
@@ -953,33 +696,6 @@ def _heatmap_arrays(
                 picked["delta_worst"] = np.asarray(verdict.worst_index, dtype=np.int64)
                 break
     return picked
-
-
-HALVES = (
-    "the code's values are the formula's with every sine first and every cosine after (the "
-    "halves layout, concatenated, as the TensorFlow tutorial builds it); the formula "
-    "interleaves them, sines in even columns and cosines in odd ones: interleave them in the "
-    'code, or, if the halves are meant, state them: params="layout=halves", with a formula '
-    "written in halves"
-)
-
-
-def _hint(plan: Plan, name: str, actual: Array, expected: Array) -> str:
-    """Where a known mistake explains the difference, say so."""
-    interleaved = plan.params.get("layout", "interleaved") == "interleaved"
-    if plan.oracle.name == "positional_encoding" and interleaved and np.ndim(expected) >= 2:
-        actual = np.asarray(actual, dtype=np.float64)
-        halves = np.concatenate([expected[..., 0::2], expected[..., 1::2]], axis=-1)
-        if actual.shape == halves.shape and np.max(np.abs(actual - halves), initial=0.0) < 1e-3:
-            return HALVES
-    return ""
-
-
-def _unmatched(name: str, problem: str) -> Verdict:
-    """An output the code did not return where the block says it does: failed, no shapes."""
-    return Verdict(
-        name=name, ok=False, dims=(), expected_shape=(), actual_shape=(), problem=problem
-    )
 
 
 NOTE_SOURCES: tuple[Callable[[_Judged], list[str]], ...] = (
