@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from .compare import delta_array, squeeze_leading
-from .errors import SpecError
 from .formula import judge_formula
-from .messages import FIRST, FLOAT16_WEIGHTS, GRAPH, NOT_A_TENSOR, CheckReply, SnippetFailed
+from .messages import FIRST, FLOAT16_WEIGHTS, GRAPH, CheckReply, SnippetFailed
 from .model import (
     Array,
     CheckResult,
@@ -29,9 +28,7 @@ from .model import (
     graph_regime,
     regime_words,
 )
-from .option_values import spoken_call
 from .oracle_weights import (
-    described,
     oracle_weights,
     param_check,
     unmoved_notes,
@@ -47,6 +44,15 @@ from .output_verdicts import (
     unmatched,
 )
 from .planning import Plan, attribute_outputs
+from .reply_notes import (
+    artifact_notes,
+    as_float16,
+    dropped_training,
+    heatmaps_drawable,
+    options_took_effect,
+    preset_note,
+    unjudgeable,
+)
 from .result_notes import (
     blind_spots,
     graph_notes,
@@ -113,10 +119,10 @@ def evaluate(
     unused = [unused_verdict(plan, name) for name in reply.unused_weights]
     if unused:  # the oracle cannot even be evaluated without those weights
         return _before_judging(plan, reply, env, Status.MISMATCH, verdicts=tuple(unused))
-    _options_took_effect(plan, reply)
+    options_took_effect(plan, reply)
     plan = dataclasses.replace(plan, artifact=reply.artifact)  # its precision: its tolerance
     positional = _output_names(plan, reply.outputs, reply.output_keys)
-    failure = _unjudgeable(plan, positional, reply.output_dtypes)
+    failure = unjudgeable(plan, positional, reply.output_dtypes)
     if failure is not None:
         return _before_judging(plan, reply, env, Status.ERROR, failure=failure)
     oracle_arrays, weights, read_params = _weights(plan, reply, arrays)
@@ -204,79 +210,6 @@ def _values(plan: Plan, arrays: Mapping[str, Array], prefix: str, count: int) ->
     return returned + [arrays.get(f"{prefix}attr/{name}") for name in attribute_outputs(plan.spec)]
 
 
-def _options_took_effect(plan: Plan, reply: CheckReply) -> None:
-    """A function is called, never built: what a block says of building (``init=``, weights
-    ``perturb=false``) would be ignored, and a weight its ``call=`` never passes never
-    reaches the code. Each is an error at the block's place."""
-    spec = plan.spec
-    if reply.kind != "function":
-        return
-    kept = attribute_outputs(spec)
-    if kept:
-        raise SpecError(
-            f"returns: {', '.join(f'{k}={v}' for k, v in kept.items())} reads an attribute of "
-            "a layer, but this code is called as a function",
-            spec.location,
-        )
-    if reply.created_variables and plan.oracle.weights:
-        made = described(reply.created_variables)
-        raise SpecError(
-            f"the code creates weights of its own while it runs ({made}), so the weights of "
-            f"oracle {plan.oracle.name!r} it is given "
-            f"({', '.join(t.name for t in plan.oracle.weights)}) never decide its result: "
-            'check what it builds as a layer or factory (kind="factory") with a weight map',
-            spec.location,
-        )
-    own_init = [k for k, said in plan.request.init_sources.items() if said.get("origin") == "init"]
-    if own_init:
-        raise SpecError(
-            f"init: {', '.join(own_init)} cannot take effect: this code is called as a "
-            'function, never constructed (kind="layer" or "factory" builds it)',
-            spec.location,
-        )
-    # a page's perturb: applies to the blocks that are layers; a spec made in code states
-    # every value, so only a perturb that is not the default counts there
-    stated = "perturb" in spec.stated if spec.stated is not None else not spec.perturb_weights
-    if stated:
-        said = "true" if spec.perturb_weights else "false"
-        raise SpecError(
-            f"perturb={said} cannot take effect: this code is a function, given its weights as "
-            "arguments; only a layer's own weights are moved",
-            spec.location,
-        )
-    call = plan.request.calls.function
-    passed = set(call.arrays())
-    missing = [t.name for t in plan.oracle.weights if f"wt/{t.name}" not in passed]
-    if spec.call is not None and missing:
-        raise SpecError(
-            f"call={spoken_call(spec.call)!r} never passes {', '.join(missing)}, weights of oracle "
-            f"{plan.oracle.name!r}: a function must be given every weight the formula uses",
-            spec.location,
-        )
-
-
-def _preset_note(plan: Plan, reply: CheckReply) -> list[str]:
-    """Where the preset's weights were found, when not on the layer itself."""
-    if not reply.preset_root:
-        return []
-    name = (plan.spec.preset or "").partition("@")[0]
-    return [
-        f"preset {name}'s weight map read under {reply.preset_root}, the one sub-layer of "
-        f'this layer that holds its weights (preset="{name}@{reply.preset_root}" says so)'
-    ]
-
-
-def _heatmaps_drawable(plan: Plan, expected: Mapping[str, Array]) -> None:
-    """A heatmap the block asks for by name must have values to draw."""
-    for name in plan.spec.heatmaps or ():
-        if name not in expected:
-            raise SpecError(
-                f"heatmaps: oracle {plan.oracle.name!r} has no {name!r} to draw (it has "
-                f"{', '.join(sorted(expected))})",
-                plan.spec.location,
-            )
-
-
 def _before_judging(
     plan: Plan, reply: CheckReply, env: Environment, status: Status, **found: Any
 ) -> CheckResult:
@@ -293,55 +226,6 @@ def _before_judging(
         stdout=reply.stdout,
         **found,
     )
-
-
-def _unjudgeable(plan: Plan, names: Sequence[str], dtypes: Sequence[str]) -> SnippetFailure | None:
-    """Why the outputs cannot be judged, or None: code that gave no array where an output is
-    compared, or an artifact computing in float16 (a ``.keras`` float16 policy; the worker
-    refuses a SavedModel or TFLite file doing so), which needs a tolerance derived tensor by
-    tensor: a multiple of float32's rounding let formula drifts pass. (An int8 model's
-    rounding, and float16 outputs cast at the end of a float32 graph, come with the outputs:
-    ``tol/out/I``.)"""
-    if plan.artifact.get("dtype", "") == "float16":
-        return SnippetFailure(
-            "ArtifactError",
-            "an artifact computing in float16 cannot be judged yet: the tolerance its "
-            "roundings allow is not derived, and a fixed multiple let formula drifts pass; "
-            "check the float32 SavedModel or TFLite conversion (a float16-weight TFLite file "
-            "is judged: its weights are rounded as it rounds them; so is an artifact "
-            "computing in float32 that casts its outputs to float16)",
-        )
-    untensored = _not_tensors(names, dtypes)
-    return SnippetFailure("TypeError", "; ".join(untensored)) if untensored else None
-
-
-def _as_float16(value: Array) -> Array:
-    """A weight as a float16-weight artifact computes with it: rounded to float16."""
-    rounded: Array = np.asarray(value).astype(np.float16).astype(np.float64)
-    return rounded
-
-
-def _dropped_training(reply: CheckReply) -> str:
-    """What to say when ``training=`` never reached the layer's own ``call()``."""
-    kept = dict(reply.keywords_not_passed)
-    if "training" not in kept:
-        return ""
-    return (
-        f"training= never reached {kept['training']}, which takes it only through **kwargs: "
-        "Keras 3 passes training on to a call() that names it (its sub-layers still see it), "
-        "so code that reads kwargs['training'] runs as if it were not given"
-    )
-
-
-def _not_tensors(names: Sequence[str], dtypes: Sequence[str]) -> list[str]:
-    """What to say of each output ``returns=`` (or the oracle's order) names at a place where
-    the code returned something other than an array (a list, a dict, None, a string)."""
-    return [
-        f"the code returned a {dtype.removeprefix(NOT_A_TENSOR).strip()} as value {index + 1} "
-        f"({name}), not a tensor: return the array there, or skip the value with _ in returns="
-        for index, (name, dtype) in enumerate(zip(names, dtypes, strict=False))
-        if name not in {"_", ""} and dtype.startswith(NOT_A_TENSOR)
-    ]
 
 
 def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:
@@ -427,7 +311,7 @@ def _judge_calls(
         if pictured is None or (shown and agreed and not all(v.ok for v in more)):
             pictured = (shown, call.reference.expected)
         judged.verdicts.extend(more)
-    dropped = _dropped_training(reply)
+    dropped = dropped_training(reply)
     judged.verdicts[:] = [
         dataclasses.replace(v, hint=dropped) if dropped and not (v.ok or v.problem or v.hint) else v
         for v in judged.verdicts
@@ -435,7 +319,7 @@ def _judge_calls(
     if dropped and not any(v.hint == dropped for v in judged.verdicts):
         judged.notes.append(dropped)
     assert pictured is not None  # the main call is never skipped
-    _heatmaps_drawable(plan, pictured[1])
+    heatmaps_drawable(plan, pictured[1])
     if _by_name(plan, reply.output_keys):
         judged.verdicts += _missing_keys(plan, reply.output_keys or ())
     else:
@@ -527,7 +411,7 @@ def _weights(
     mask); the weights; and the parameters the weight map read."""
     weights, read_params = oracle_weights(plan, reply, arrays)
     if plan.artifact.get("dtype") == FLOAT16_WEIGHTS:  # the numbers it computes with
-        weights = {name: _as_float16(value) for name, value in weights.items()}
+        weights = {name: as_float16(value) for name, value in weights.items()}
     mask = {"mask": plan.keep} if plan.keep is not None else {}
     return {**plan.inputs, **weights, **mask}, weights, read_params
 
@@ -587,61 +471,6 @@ def _missing_keys(plan: Plan, keys: Sequence[str]) -> list[Verdict]:
         for name in _wanted(plan)
         if name not in keys
     ]
-
-
-_ARTIFACT_WORDS = {"saved_model": "SavedModel", "keras": "Keras model", "tflite": "TFLite file"}
-
-
-def artifact_notes(
-    artifact: Mapping[str, str], weights: Mapping[str, Array], plan: Plan
-) -> list[str]:
-    """What an exported artifact's card says: which artifact was checked, and what checking
-    it with its own weights cannot see. Weights that cannot be moved (a SavedModel's, a
-    TFLite file's) and hold only zeros or only ones are an error at the block, unless it
-    says ``perturb="false"``: a term that left them out would give the same numbers."""
-    if not artifact:
-        return []
-    signature = f", signature {artifact['signature']}" if artifact.get("signature") else ""
-    source = (
-        f"; weights read from {artifact['weights_from']}" if artifact.get("weights_from") else ""
-    )
-    notes = [
-        f"artifact: the {_ARTIFACT_WORDS[artifact['format']]} {artifact['path']}{signature}, "
-        f"computing in {artifact.get('dtype', 'float32')}{source}"
-    ]
-    if artifact.get("saturated"):
-        notes.append(
-            "int8 tensors saturated (values clipped at an end of their calibrated range, which "
-            f"quantization does not explain): {artifact['saturated']}; calibrate on data like this"
-        )
-    if artifact.get("perturbed"):
-        return notes
-    plain = [
-        name
-        for name, value in weights.items()
-        if np.size(value) > 1 and (np.all(value == 0) or np.all(value == 1))
-    ]
-    if plain and plan.spec.perturb_weights:
-        raise SpecError(
-            f"weights: the {_ARTIFACT_WORDS[artifact['format']]} {artifact['path']} is checked "
-            f"with the weights it was exported with, which cannot be moved, and "
-            f"{', '.join(plain)} hold only zeros or only ones there, so code that left their "
-            "terms out would give the same numbers: export it after training (or with its "
-            "weights moved off their initial values), or check the source, whose weights are "
-            "moved",
-            plan.spec.location,
-        )
-    notes.append(
-        "weights at their exported values, not perturbed (an exported artifact is checked as "
-        "shipped)"
-        + (
-            f"; {', '.join(plain)} hold only zeros or ones there, so a bug in their terms "
-            "would not show: export it after training, or check the source with perturb"
-            if plain
-            else ""
-        )
-    )
-    return notes
 
 
 def _shapes(
@@ -704,7 +533,7 @@ NOTE_SOURCES: tuple[Callable[[_Judged], list[str]], ...] = (
         j.plan, j.positional, j.returned, j.reply.output_dtypes, j.reply.output_keys
     ),
     lambda j: j.notes,  # judging's own: training= dropped, the parameters the layer holds
-    lambda j: _preset_note(j.plan, j.reply),
+    lambda j: preset_note(j.plan, j.reply),
     lambda j: _fold_notes(j.plan, j.names, j.outputs),
     lambda j: unmapped_notes(j.plan, j.reply),
     lambda j: unmoved_notes(j.plan, j.reply, j.weights),
