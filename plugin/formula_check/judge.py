@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare import delta_array, squeeze_leading
+from .compare import delta_array
 from .formula import judge_formula
 from .messages import FIRST, FLOAT16_WEIGHTS, GRAPH, CheckReply, SnippetFailed
 from .model import (
@@ -40,7 +40,6 @@ from .output_verdicts import (
     overflowed,
     still_computes,
     tolerance_stated,
-    unfolded,
     unmatched,
 )
 from .planning import Plan, attribute_outputs
@@ -61,6 +60,15 @@ from .result_notes import (
     tolerance_notes,
     unmapped_notes,
     untraced,
+)
+from .returned import (
+    by_name,
+    fold_notes,
+    missing_keys,
+    output_names,
+    returned_count,
+    returned_values,
+    unreturned,
 )
 from .timing_stats import oracle_timing, sweep_points, timing_stats
 from .tolerance import Singles
@@ -121,7 +129,7 @@ def evaluate(
         return _before_judging(plan, reply, env, Status.MISMATCH, verdicts=tuple(unused))
     options_took_effect(plan, reply)
     plan = dataclasses.replace(plan, artifact=reply.artifact)  # its precision: its tolerance
-    positional = _output_names(plan, reply.outputs, reply.output_keys)
+    positional = output_names(plan, reply.outputs, reply.output_keys)
     failure = unjudgeable(plan, positional, reply.output_dtypes)
     if failure is not None:
         return _before_judging(plan, reply, env, Status.ERROR, failure=failure)
@@ -181,33 +189,8 @@ class _Judged:
     def __post_init__(self) -> None:
         self.returned = [self.arrays[f"out/{i}"] for i in range(self.reply.outputs)]
         self.names = [*self.positional, *attribute_outputs(self.plan.spec)]
-        got = _values(self.plan, self.arrays, "", len(self.positional))
+        got = returned_values(self.plan, self.arrays, "", len(self.positional))
         self.outputs = [value for value in got if value is not None]
-
-
-def _fold_notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:
-    """Which outputs were read with their heads folded into the batch axis."""
-    notes = []
-    for name, actual in zip(names, outputs, strict=False):
-        if not any(t.name == name for t in plan.oracle.outputs):
-            continue
-        tensor = plan.oracle.tensor(name)
-        want = tensor.shape(plan.sizes)
-        got = squeeze_leading(np.asarray(actual), len(want))
-        if got.shape != want and unfolded(got, np.empty(want), tensor.dims).shape == want:
-            first, second = tensor.dims[0], tensor.dims[1]
-            notes.append(
-                f"{name} came back as {got.shape}: its first axis read as ({first}, {second}) "
-                f"= {want[:2]}, {first}-major (heads folded into the batch)"
-            )
-    return notes
-
-
-def _values(plan: Plan, arrays: Mapping[str, Array], prefix: str, count: int) -> list[Array | None]:
-    """The code's first ``count`` returned values, then the outputs it keeps on the layer
-    (``returns="output weights=attention_weights"``), on the arrays under ``prefix``."""
-    returned = [arrays.get(f"{prefix}out/{i}") for i in range(count)]
-    return returned + [arrays.get(f"{prefix}attr/{name}") for name in attribute_outputs(plan.spec)]
 
 
 def _before_judging(
@@ -226,19 +209,6 @@ def _before_judging(
         stdout=reply.stdout,
         **found,
     )
-
-
-def _unreturned(plan: Plan, names: Sequence[str], count: int) -> list[Verdict]:
-    """``returns=`` names more values than the code returned: each missing one fails."""
-    named = [word for word in plan.spec.returns or () if "=" not in word]
-    return [
-        unmatched(
-            name,
-            f"returns= names it as value {index + 1}, but the code returned only {count}",
-        )
-        for index, name in enumerate(named)
-        if index >= count and name != "_"
-    ]
 
 
 Pictured = tuple[Mapping[str, Array], Mapping[str, Array]]
@@ -320,10 +290,10 @@ def _judge_calls(
         judged.notes.append(dropped)
     assert pictured is not None  # the main call is never skipped
     heatmaps_drawable(plan, pictured[1])
-    if _by_name(plan, reply.output_keys):
-        judged.verdicts += _missing_keys(plan, reply.output_keys or ())
+    if by_name(plan, reply.output_keys):
+        judged.verdicts += missing_keys(plan, reply.output_keys or ())
     else:
-        judged.verdicts += _unreturned(plan, judged.names, len(judged.outputs))
+        judged.verdicts += unreturned(plan, judged.names, len(judged.outputs))
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     judged.verdicts += [verdict for verdict, _ in checked if verdict is not None]
     judged.notes += [note for _, note in checked if note]
@@ -338,7 +308,7 @@ def _judge_call(judged: _Judged, call: _Call) -> tuple[list[Verdict] | str, dict
     skipped: a ``resized`` call that returned shapes of its own."""
     plan, arrays, reference = judged.plan, judged.arrays, call.reference
     names = judged.positional if call.graph else judged.names
-    got = _values(plan, arrays, call.prefix, len(judged.positional))[: len(names)]
+    got = returned_values(plan, arrays, call.prefix, len(judged.positional))[: len(names)]
     widened = [arrays.get(f"tol/{call.prefix}out/{i}") for i in range(len(names))]
     more, shown = output_verdicts(plan, names, got, reference, call.regime, widened)
     if call.resized and any(v.actual_shape != v.expected_shape for v in more):
@@ -372,7 +342,7 @@ def _returned_less(
         for name, value in zip(names, got, strict=True)
         if value is None and name not in {"_", ""}
     ]
-    count, main = _count(judged.arrays, call.prefix), _count(judged.arrays)
+    count, main = returned_count(judged.arrays, call.prefix), returned_count(judged.arrays)
     if count != main and not failed:
         said = f"{count} value{'' if count == 1 else 's'} {where}, {main}"
         failed.append(unmatched("outputs", f"the code returned {said} {_OTHERS[call.graph]}"))
@@ -389,12 +359,6 @@ _OTHERS = {False: "on the others", True: "eagerly"}
 
 def _said_keys(keys: Sequence[str] | None) -> str:
     return "no dict" if keys is None else f"a dict of {', '.join(keys) or 'no keys'}"
-
-
-def _count(arrays: Mapping[str, Array], prefix: str = "") -> int:
-    """How many values the call whose arrays are under ``prefix`` returned."""
-    start = f"{prefix}out/"
-    return sum(1 for key in arrays if key.startswith(start) and key[len(start) :].isdigit())
 
 
 ONLY_GRAPH = (
@@ -418,59 +382,6 @@ def _weights(
 
 FIRST_CALL = "first call"
 """The verdicts' regime for a layer's first call, made before its weights were moved."""
-
-
-def _output_names(plan: Plan, count: int, keys: Sequence[str] | None = None) -> list[str]:
-    """The oracle output each returned value is compared with. In a returned dict read by
-    name (:func:`_by_name`), a key naming an output is compared with it and one naming none
-    is left out (a SavedModel signature's extra outputs, in whatever order they come back).
-    Otherwise, and for a tuple or list, the values are compared in order with those wanted
-    (``returns=``'s, else the oracle's)."""
-    if _by_name(plan, keys):
-        wanted = _wanted(plan)
-        return [key if key in wanted else "_" for key in keys or ()]
-    return _declared(plan)[:count]
-
-
-def _declared(plan: Plan) -> list[str]:
-    """``returns=``'s names of returned values (``_`` included), else the oracle's outputs."""
-    named = plan.spec.returns
-    if named is not None:
-        return [word for word in named if "=" not in word]
-    return [t.name for t in plan.oracle.outputs]
-
-
-def _wanted(plan: Plan) -> list[str]:
-    return [name for name in _declared(plan) if name != "_"]
-
-
-def _by_name(plan: Plan, keys: Sequence[str] | None) -> bool:
-    """Whether a returned dict is read by name. With ``returns=``, when a key names one of
-    its outputs (one it names that the dict lacks then fails, named); without, when a key
-    names the oracle's first output, so a misspelt one (``{"Output": …}``) is read in order,
-    never left out unchecked."""
-    wanted = _wanted(plan)
-    if not keys or not wanted:
-        return False
-    if plan.spec.returns is not None:
-        return bool(set(keys) & set(wanted))
-    return wanted[0] in keys
-
-
-def _missing_keys(plan: Plan, keys: Sequence[str]) -> list[Verdict]:
-    """A dict read by name that lacks an output ``returns=`` names: that output fails, named
-    (without ``returns=``, code may return fewer outputs than the oracle has)."""
-    if plan.spec.returns is None:
-        return []
-    return [
-        unmatched(
-            name,
-            f"returns= names it, but the dict the code returned has no key {name!r} "
-            f"(its keys: {', '.join(keys)})",
-        )
-        for name in _wanted(plan)
-        if name not in keys
-    ]
 
 
 def _shapes(
@@ -534,7 +445,7 @@ NOTE_SOURCES: tuple[Callable[[_Judged], list[str]], ...] = (
     ),
     lambda j: j.notes,  # judging's own: training= dropped, the parameters the layer holds
     lambda j: preset_note(j.plan, j.reply),
-    lambda j: _fold_notes(j.plan, j.names, j.outputs),
+    lambda j: fold_notes(j.plan, j.names, j.outputs),
     lambda j: unmapped_notes(j.plan, j.reply),
     lambda j: unmoved_notes(j.plan, j.reply, j.weights),
     lambda j: artifact_notes(j.reply.artifact, j.weights, j.plan),
