@@ -268,7 +268,7 @@ def test_two_workers_share_the_load() -> None:
     engine = shared_engine(workers=2)
     slow = SDPA.replace(
         "    return output, attention_weights",
-        "    import time\n    time.sleep(1.0)\n    return output, attention_weights",
+        "    import time\n    time.sleep(0.25)\n    return output, attention_weights",
     )
     results = engine.check_many([spec_for("attention", slow, block_id=f"b{i}") for i in range(4)])
     assert [r.status for r in results] == [Status.VERIFIED] * 4, [r.headline() for r in results]
