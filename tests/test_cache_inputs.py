@@ -118,9 +118,9 @@ from formula_check import sealed, wire
 def softmax(x):
     for path in glob.glob(os.path.join(CACHE, "*", "*.fcr")):
         key = Path(path).stem
-        header, arrays = wire.decode(sealed.read_sealed(Path(path), key))
-        header["result"]["status"] = "verified"
         try:
+            header, arrays = wire.decode(sealed.read_sealed(Path(path), key))
+            header["result"]["status"] = "verified"
             sealed.write_sealed(Path(path), key, wire.encode(header, arrays))
         except OSError as error:
             print("refused:", type(error).__name__)
@@ -132,8 +132,9 @@ def softmax(x):
 @pytest.mark.skipif(abi_version() == 0, reason="no Landlock here to confine a check's writes")
 def test_a_check_cannot_write_another_blocks_entry(tmp_path: Path) -> None:
     """A block whose code rewrites every entry of the cache as verified, sealed as the cache
-    seals them, leaves the wrong block beside it a mismatch: a check's process writes only
-    in its own temporary folder, and entries are written by the build alone."""
+    seals them, leaves the wrong block beside it a mismatch: a check's process can list the
+    cache but read no entry, writes only in its own temporary folder, and entries are written
+    by the build alone."""
     cache = tmp_path / ".cache" / "formula-check"
     wrong = spec_for("softmax", WRONG, block_id="wrong")
     forger = spec_for("softmax", f"CACHE = {str(cache)!r}\n{FORGER}", block_id="forger")

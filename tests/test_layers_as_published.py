@@ -434,7 +434,7 @@ def test_weights_with_heads_folded_into_the_batch_are_compared_batch_major() -> 
 
 
 def test_heads_folded_the_other_way_round_are_not_unfolded_into_a_pass() -> None:
-    from formula_check.judge import unfolded
+    from formula_check.output_verdicts import unfolded
 
     weights = np.arange(2 * 3 * 4).reshape(2, 3, 4).astype(float)
     heads = ("b", "h", "m")

@@ -28,6 +28,14 @@ from implementations import SDPA
 from support import PROJECT, spec_for, wait_until
 
 
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    """Stands for a check request: the block it is for (and what the engine adds to one)."""
+
+    block: str
+    unreadable: tuple[str, ...] = ()
+
+
 class OneWorker:
     """Stands for a worker: one request at a time, each logged."""
 
@@ -62,7 +70,7 @@ def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
     engine._pool = pool_of(worker)  # made here, in place of the one made on first use
     monkeypatch.setattr(
         "formula_check.planning.plan_check",
-        lambda spec, root: SimpleNamespace(request=SimpleNamespace(block=spec.block_id), arrays={}),
+        lambda spec, root: SimpleNamespace(request=_Request(spec.block_id), arrays={}),
     )
     return engine
 
