@@ -344,6 +344,16 @@ SET_SCHEME = """async (scheme) => {
 }"""
 
 
+def open_page(context: Any, url: str) -> tuple[Any, PageLog]:
+    """Load a page and wait for MathJax to finish typesetting it."""
+    page = context.new_page()
+    log = watch(page)
+    page.goto(url, wait_until="load")
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    page.evaluate(MATHJAX_DONE)
+    return page, log
+
+
 def set_scheme(page: Any, scheme: str) -> None:
     """Material's palette as its toggle sets it (``default`` or ``slate``), faded in."""
     page.evaluate(SET_SCHEME, scheme)

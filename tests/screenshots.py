@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from browser_support import MATHJAX_DONE, WIDTHS, chromium, serve, set_scheme, watch
+from browser_support import WIDTHS, chromium, open_page, serve, set_scheme
 
 SHOTS = (("guide/attention/", "default", "light"), ("guide/attention/", "slate", "dark"))
 SHOTS += (("zh/guide/attention/", "default", "zh"),)
@@ -29,13 +29,7 @@ def shoot(site: Path, folder: Path) -> list[Path]:
         for width in WIDTHS:
             context = browser.new_context(viewport={"width": width, "height": 900})
             for path, scheme, name in SHOTS:
-                page = context.new_page()
-                log = watch(page)
-                page.goto(url + path, wait_until="load")
-                page.wait_for_function(
-                    "() => MathJax && MathJax.startup && MathJax.startup.promise"
-                )
-                page.evaluate(MATHJAX_DONE)
+                page, log = open_page(context, url + path)
                 set_scheme(page, scheme)  # after the page's own scripts have set theirs
                 # The formula above the card at the top, below Material's bar.
                 page.evaluate(

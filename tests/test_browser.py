@@ -25,16 +25,15 @@ from browser_support import (
     CODE_CONTRAST,
     LAYOUT_PROBLEMS,
     MATH_WIDTHS,
-    MATHJAX_DONE,
     PALETTE_TOGGLE,
     WIDTHS,
     PageLog,
     chromium,
+    open_page,
     png_pixel,
     serve,
     set_scheme,
     unmarked_scroll_boxes,
-    watch,
 )
 from formula_check.render.card import READABLE_PX
 from formula_check.render.picture import SMALLEST_TEXT
@@ -168,16 +167,6 @@ def card_pages(site: Path) -> list[str]:
         for page in pages
         if "fc-card" in page.read_text(encoding="utf-8")
     ]
-
-
-def open_page(context: Any, url: str) -> tuple[Any, PageLog]:
-    """Load a page and wait for MathJax to finish typesetting it."""
-    page = context.new_page()
-    log = watch(page)
-    page.goto(url, wait_until="load")
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.evaluate(MATHJAX_DONE)
-    return page, log
 
 
 def assert_math_drawn(page: Any, name: str) -> None:

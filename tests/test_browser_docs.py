@@ -23,13 +23,12 @@ from browser_support import (
     CODE_CONTRAST,
     LAYOUT_PROBLEMS,
     MATH_WIDTHS,
-    MATHJAX_DONE,
     WIDTHS,
     chromium,
+    open_page,
     serve,
     set_scheme,
     unmarked_scroll_boxes,
-    watch,
 )
 from fakes import FakeMaker, build_with_fake_engine
 from formula_check.model import CheckResult, CheckSpec, FormulaVerdict, Status, Verdict
@@ -126,13 +125,7 @@ def test_our_docs_read_well_at_every_width(docs: str, browser: Any) -> None:
         context = browser.new_context(viewport={"width": width, "height": 900})
         for path in PAGES:
             where = f"{path or 'index'} at {width} px"
-            page = context.new_page()
-            log = watch(page)
-            page.goto(docs + path, wait_until="load")
-            page.wait_for_function(
-                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
-            )
-            page.evaluate(MATHJAX_DONE)
+            page, log = open_page(context, docs + path)
             scroll_marks = path == "guide/attention/"  # the widest formulas; shots take time
             for scheme in ("default", "slate"):
                 set_scheme(page, scheme)

@@ -21,10 +21,10 @@ import yaml
 from browser_support import (
     BROKEN_WORDS,
     CHROMIUM,
-    MATHJAX_DONE,
     PALETTE_TOGGLE,
     WIDTHS,
     chromium,
+    open_page,
     serve,
     set_scheme,
     watch,
@@ -350,11 +350,7 @@ def test_a_site_with_its_own_mathjax_keeps_it_and_our_formulas_render_with_it(
 
     with serve(site) as url:
         context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        log = watch(page)
-        page.goto(url, wait_until="load")
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-        page.evaluate(MATHJAX_DONE)
+        page, log = open_page(context, url)
         page.wait_for_function(
             "() => [...document.querySelectorAll('.arithmatex')]"
             ".every((block) => block.querySelector('mjx-container'))"

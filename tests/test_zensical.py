@@ -185,10 +185,9 @@ def test_the_zensical_site_reads_well_in_a_browser_with_the_system_dark(
         CHROMIUM,
         CODE_CONTRAST,
         MATH_WIDTHS,
-        MATHJAX_DONE,
         chromium,
+        open_page,
         serve,
-        watch,
     )
 
     if CHROMIUM is None:
@@ -201,13 +200,7 @@ def test_the_zensical_site_reads_well_in_a_browser_with_the_system_dark(
             context = browser.new_context(
                 viewport={"width": 390, "height": 800}, color_scheme=system
             )
-            page = context.new_page()
-            log = watch(page)
-            page.goto(url, wait_until="load")
-            page.wait_for_function(
-                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
-            )
-            page.evaluate(MATHJAX_DONE)
+            page, log = open_page(context, url)
             widths = page.evaluate(MATH_WIDTHS)
             assert widths and all(w["drawn"] >= w["natural"] - 1 for w in widths), widths
             assert page.evaluate(CODE_CONTRAST) >= 4.5, system
