@@ -179,6 +179,48 @@ def positional_encoding(length, depth):
 folding rounds an angle one float32 step off the kernels' (position 2130). The graph judged
 is not folded, or right code fails there."""
 
+PRE_NORM_FFN = """
+import numpy as np
+import tensorflow as tf
+
+
+class PreNormFeedForward(tf.keras.layers.Layer):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        rng = np.random.default_rng(13)
+        self.w1 = tf.Variable(rng.standard_normal((d_model, d_ff)).astype(np.float32) / 4)
+        self.b1 = tf.Variable(np.zeros((d_ff,), np.float32))
+        self.w2 = tf.Variable(rng.standard_normal((d_ff, d_model)).astype(np.float32) / 4)
+        self.b2 = tf.Variable(np.zeros((d_model,), np.float32))
+        self.gamma = np.ones((d_model,), np.float32)
+        self.beta = tf.Variable(np.zeros((d_model,), np.float32))
+
+    def call(self, x):
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        normed = self.gamma * (x - mean) * tf.math.rsqrt(variance + 1e-6) + self.beta
+        hidden = tf.nn.relu(tf.matmul(normed, self.w1) + self.b1)
+        if not tf.executing_eagerly():
+            hidden = {graph_hidden}
+        return x + tf.matmul(hidden, self.w2) + self.b2
+"""
+"""A pre-norm sublayer whose gain is a NumPy array, which a graph keeps as traced: a graph
+that clips the hidden layer at 6 differs only where the wide-weights regime scales gamma."""
+
+PRE_NORM = {
+    "kind": "layer",
+    "params": {"norm": "pre"},
+    "dims": {"b": 2, "n": 3, "d_model": 6, "d_ff": 8},
+    "init": {"d_model": "d_model", "d_ff": "d_ff"},
+    "weights": {
+        "W_1": "w1",
+        "b_1": "b1",
+        "W_2": "w2",
+        "b_2": "b2",
+        "gamma": "gamma",
+        "beta": "beta",
+    },
+}
+
 LAYER = {"weights": {"gamma": "gamma", "beta": "beta"}}
 HELD_LAYER = {**LAYER, "init": {"d_model": "d_model"}}
 
@@ -242,6 +284,12 @@ def _blocks() -> dict[str, tuple[str, str, dict[str, Any]]]:
         ),
         "checked-as-a-graph": ("softmax", CHECKED_AS_A_GRAPH, {}),
         "positions-of-constants": ("positional_encoding", POSITIONS, {}),
+        "gain-held-clipped-as-a-graph": (
+            "sublayer",
+            PRE_NORM_FFN.format(graph_hidden="tf.minimum(hidden, 6.0)"),
+            PRE_NORM,
+        ),
+        "gain-held-as-a-graph": ("sublayer", PRE_NORM_FFN.format(graph_hidden="hidden"), PRE_NORM),
     }
 
 
@@ -379,3 +427,18 @@ def test_a_graph_raising_on_one_regime_alone_is_a_mismatch_naming_it(
     assert failed.problem.startswith(
         "the code raised under tf.function on the large values inputs: InvalidArgumentError"
     ), failed.problem
+
+
+def test_a_graph_wrong_only_where_a_weight_held_as_a_value_is_scaled_is_caught(
+    results: dict[str, CheckResult],
+) -> None:
+    """A weight-scaling regime scales a gain held as a NumPy array, which a graph keeps as
+    traced: the graph is traced again on the scaled values, so one that clips only there is
+    a mismatch, and its twin still verifies on that regime."""
+    result = results["gain-held-clipped-as-a-graph"]
+    assert result.status is Status.MISMATCH, result.headline()
+    failed = {v.regime for v in result.verdicts if not v.ok}
+    assert failed == {"tf.function, wide weights"}, result.headline()
+    twin = results["gain-held-as-a-graph"]
+    assert twin.status is Status.VERIFIED, twin.headline()
+    assert "tf.function, wide weights" in twin.regimes()

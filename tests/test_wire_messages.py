@@ -97,7 +97,6 @@ def test_control_requests_are_told_apart() -> None:
             other_keys=(("r0/", ("output",)), ("first/", None)),
             graph_outputs=2,
             graph_regimes_failed=(("large values", "InvalidArgumentError: too large"),),
-            graph_regimes_skipped=(("wide weights", "it keeps W_1 unscaled, as traced"),),
         ),
         CheckReply(kind="function"),
         CheckReply(kind="function", graph_error="AttributeError: no attribute 'numpy'"),

@@ -269,9 +269,8 @@ def _judge_calls(
     it agreed, else the main one."""
     plan, reply = judged.plan, judged.reply
     pictured: Pictured | None = None
-    unjudged = dict(reply.graph_regimes_skipped)
     for call in calls:
-        if call.inputs in judged.skipped or (call.graph and call.inputs in unjudged):
+        if call.inputs in judged.skipped:
             continue
         more, shown = _judge_call(judged, call)
         if isinstance(more, str):
@@ -453,10 +452,6 @@ NOTE_SOURCES: tuple[Callable[[_Judged], list[str]], ...] = (
     lambda j: graph_notes(j.reply),
     lambda j: untraced(j.reply.timings, j.reply.graph_error),
     lambda j: regime_notes(j.plan, j.skipped, j.reply.first_call),
-    lambda j: [  # regimes the code ran on eagerly, but not as a graph
-        f"not judged {regime_words(graph_regime(name))}: {why}"
-        for name, why in j.reply.graph_regimes_skipped
-    ],
     lambda j: tolerance_notes(j.verdicts),
 )
 """Where a result's notes come from, in the order the card shows them: each reads what

@@ -36,8 +36,8 @@ exported SavedModel, ``.keras`` or ``.tflite`` file checked instead of code). 5:
 ``unmoved_weights`` and ``first_call`` (a layer's first call, judged too). 6: a reply's
 ``graph_outputs`` and ``graph_error`` (what the code returned as a ``tf.function`` graph).
 7: a reply's ``other_keys`` (calls that returned a dict with other keys than the main one).
-8: a reply's ``graph_regimes_failed`` and ``graph_regimes_skipped`` (the graph judged on every
-regime); a request's ``unreadable`` (the folders a check may not read). The version is in
+8: a reply's ``graph_regimes_failed`` (the graph judged on every regime); a request's
+``unreadable`` (the folders a check may not read). The version is in
 every cache key: a result judged by the rules before is not served."""
 _PREFIX = struct.Struct("<4sHQQ")  # magic, version, header bytes, payload bytes
 _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float

@@ -127,8 +127,6 @@ class CheckReply:
     """Input regimes on which the graph raised, though the code ran eagerly there: name and
     what it raised (each a failed verdict). The graph's arrays on the others travel under
     :data:`GRAPH` and the regime's prefix."""
-    graph_regimes_skipped: tuple[tuple[str, str], ...] = ()
-    """Input regimes the code ran on eagerly but not as a graph: name and why."""
     keywords_not_passed: tuple[tuple[str, str], ...] = ()
     """Keywords of the call that the framework kept from the layer's ``call()``, each with the
     method it never reached (``training`` to a Keras 3 layer that takes only ``**kwargs``)."""
@@ -159,7 +157,6 @@ class CheckReply:
             "artifact": dict(self.artifact),
             "graph_error": self.graph_error,
             "graph_regimes_failed": [list(pair) for pair in self.graph_regimes_failed],
-            "graph_regimes_skipped": [list(pair) for pair in self.graph_regimes_skipped],
         }
         if self.output_keys is not None:
             header["output_keys"] = list(self.output_keys)
@@ -199,9 +196,6 @@ class CheckReply:
             graph_error=fields.text("graph_error"),
             graph_regimes_failed=tuple(
                 _skipped(item) for item in fields.items("graph_regimes_failed")
-            ),
-            graph_regimes_skipped=tuple(
-                _skipped(item) for item in fields.items("graph_regimes_skipped")
             ),
         )
 

@@ -145,7 +145,6 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         graph_outputs=graph.count,
         graph_error=graph.error,
         graph_regimes_failed=tuple(graph.failed),
-        graph_regimes_skipped=tuple(graph.skipped),
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
@@ -226,7 +225,6 @@ class _Graph:
     arrays: dict[str, Array] = dataclasses.field(default_factory=dict)
     keys: dict[str, tuple[str, ...] | None] = dataclasses.field(default_factory=dict)
     failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     def add(self, prefix: str, result: Any) -> int:
         """What one call of the graph returned, read as the eager result is (a returned
@@ -265,22 +263,23 @@ def _graph_regimes(
 ) -> None:
     """Into ``graph``: the traced graph on each regime the eager code ran on (``regimes``:
     the check's arrays, and the regimes it skipped), weights scaled as for the eager call; no
-    trace but those ``tf.function`` makes for new sizes. Not where a layer's weight held as
-    a value (an array, a constant) is scaled: the graph keeps the value it was traced with."""
+    trace but those ``tf.function`` makes for new sizes, and, where a regime scales a layer's
+    weight held as a value (an array, a constant), which a graph keeps as it was traced, one
+    made while it is scaled."""
     (runner, traced), (arrays, skipped) = checked, regimes
     if graph.count is None or traced.runner is None:  # not judged as a graph at all
         return
-    held: list[str] = []
-    if kind != "function":
-        found, _ = layer_weights.variables(runner.layer, request.weights, tensor_like)
-        held = [name for name, holder, _ in found if layer_weights.held_as_value(holder)]
+    held = kind != "function" and any(
+        layer_weights.held_as_value(holder)
+        for _, holder, _ in layer_weights.variables(runner.layer, request.weights, tensor_like)[0]
+    )
     for regime in [regime for regime in request.regimes if regime.name not in skipped]:
-        if held and regime.weight_scale != 1.0:
-            graph.skipped.append((regime.name, f"it keeps {', '.join(held)} unscaled, as traced"))
-            continue
+        target = traced.runner.target
+        if held and regime.weight_scale != 1.0:  # traced afresh on the values scaled
+            target = tf.function(runner.target)
         try:
-            with graph_mode.unfolded():
-                result = _run_regime(runner, kind, request, regime, arrays, traced.runner.target)
+            with graph_mode.unfolded(), contextlib.redirect_stdout(io.StringIO()):
+                result = _run_regime(runner, kind, request, regime, arrays, target)
             graph.add(regime.prefix, result)
         except SnippetRaised as raised:
             graph.failed.append((regime.name, graph_mode.briefly(raised)))
