@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from formula_check.worker.pool import kept_address, stop_kept
+from formula_check.runtime.pool import kept_address, stop_kept
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["NO_MKDOCS_2_WARNING"] = "1"  # the same environment here and in the runs
@@ -47,7 +47,7 @@ def timed(argv: list[str], cwd: Path) -> float:
     return elapsed
 
 
-CLI = [sys.executable, "-m", "formula_check.cli", "check", "mkdocs.yml"]
+CLI = [sys.executable, "-m", "formula_check.faces.cli", "check", "mkdocs.yml"]
 BUILD = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet"]
 
 

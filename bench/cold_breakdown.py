@@ -100,13 +100,13 @@ def account_into(log: str) -> None:
     """In a process of the build (the ``sitecustomize`` of :func:`hook_folder` calls it):
     if it is the zygote or a worker, wrap the functions whose CPU is accounted; each process
     appends its records to ``log``."""
-    if not any(arg.startswith("formula_check.worker.") for arg in sys.orig_argv):
+    if not any(arg.startswith("formula_check.runtime.") for arg in sys.orig_argv):
         return
     global _LOG  # noqa: PLW0603  (set once, as the process starts)
     _LOG = log
     import atexit
 
-    from formula_check.worker import child, zygote_server
+    from formula_check.runtime import child, zygote_server
 
     serve_client = zygote_server.serve_client
 
@@ -146,7 +146,7 @@ def _waiting(pid: int, options: int) -> tuple[int, int]:
 
 def _wrap_worker() -> None:
     """In a warm worker, TensorFlow imported: wrap what it and its check processes run."""
-    from formula_check.worker import execution, isolation, one_check
+    from formula_check.runtime import execution, isolation, one_check
 
     begin, check = execution.begin, execution.check
     prepare, fresh = execution.prepare_check_process, isolation.fresh_runtime
@@ -324,9 +324,13 @@ def timed(spent: Spent, name: str, function: Callable[..., Any]) -> Callable[...
 
 def instrument(spent: Spent, worker: Spent, engines: list[Any]) -> None:
     """Put the timers in place (this process only)."""
-    from formula_check import cache, engine, judge, pages, planning
+    from formula_check.checking import judge
+    from formula_check.pages import blocks as pages
+    from formula_check.planning import plan as planning
     from formula_check.render import card, figure_cache
-    from formula_check.worker import pool
+    from formula_check.runtime import pool
+    from formula_check.session import engine
+    from formula_check.store import cache
 
     # The engine imports these when it first checks a block: wrapped where they are defined
     planning.plan_check = timed(spent, "planning (inputs, weights, masks)", planning.plan_check)

@@ -28,7 +28,7 @@ import sys
 sys.path[:0] = [{bench!r}]
 from workload import ROOT, blocks
 from formula_check.model import Status
-from formula_check.options import Options
+from formula_check.session.options import Options
 from formula_check.session import open_engine
 with open_engine(Options(cache=False).engine(ROOT / "tests" / "snippets")) as engine:
     results = engine.check_many(blocks())
@@ -44,12 +44,12 @@ def wall(argv: list[str]) -> float:
 
 def warm_overhead(repeats: int) -> tuple[float, float, int]:
     """Median (engine wall - snippet's own time) per check, median snippet time, peak RSS (KiB)."""
-    from formula_check.judge import evaluate
+    from formula_check.checking.judge import evaluate
     from formula_check.messages import CheckReply
     from formula_check.model import Environment
-    from formula_check.options import Options
-    from formula_check.planning import plan_check
+    from formula_check.planning.plan import plan_check
     from formula_check.session import open_engine
+    from formula_check.session.options import Options
 
     overheads, own = [], []
     with open_engine(Options(cache=False).engine(ROOT / "tests" / "snippets")) as engine:

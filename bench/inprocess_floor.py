@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 import tensorflow as tf
 
-from formula_check.planning import plan_check
+from formula_check.planning.plan import plan_check
 from workload import blocks
 
 

@@ -70,8 +70,8 @@ def capture(site: Path, out: Path) -> None:
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
-    from formula_check import engine
     from formula_check.messages import CheckReply
+    from formula_check.session import engine
 
     answers: list[Answer] = []
     judged = engine.Engine._judge
@@ -216,9 +216,9 @@ def _faults() -> int:
 def replay_once(answers: list[Answer], root: str) -> tuple[float, float, list[str]]:
     """Plan and judge every answer once: thread CPU seconds of each, and the verdicts; the
     page faults of both, together, are added to ``spent`` (see :func:`steps`)."""
-    from formula_check.engine import ONE_BLAS_THREAD
-    from formula_check.judge import evaluate
-    from formula_check.planning import plan_check
+    from formula_check.checking.judge import evaluate
+    from formula_check.planning.plan import plan_check
+    from formula_check.session.engine import ONE_BLAS_THREAD
 
     planning = judging = 0.0
     verdicts = []
@@ -336,7 +336,7 @@ def main() -> None:
         parser.error("give --capture SITE or --replay ANSWERS")
     root = str(Path.cwd())
     if args.site is not None:  # the project's own oracles (``oracles:``), as its build has
-        from formula_check.project import load_project
+        from formula_check.project.loading import load_project
 
         project = load_project(args.site / "mkdocs.yml")
         project.load_oracles()

@@ -833,9 +833,9 @@ class Program:
     """One block made ready to run in float64: its entry, arguments, and how to call it."""
 
     def __init__(self, options: Mapping[str, str], code: str) -> None:
-        from formula_check import option_values
         from formula_check.oracles import get_oracle
-        from formula_check.presets import PRESETS
+        from formula_check.planning import option_values
+        from formula_check.planning.presets import PRESETS
 
         self.oracle = get_oracle(options["oracle"])
         preset = PRESETS.get(options.get("preset", ""), {})
@@ -1137,7 +1137,7 @@ def start_checker(blocks: Sequence[Block], folder: Path, workers: int) -> subpro
         path = folder / "docs" / page
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_PAGE_DEFAULTS + "\n".join(texts), encoding="utf-8")
-    command = [sys.executable, "-m", "formula_check.cli", "check", str(folder / "mkdocs.yml")]
+    command = [sys.executable, "-m", "formula_check.faces.cli", "check", str(folder / "mkdocs.yml")]
     command += ["--no-timing", "--no-cache", "--keep-alive", "0", "--workers", str(workers)]
     command += ["--json", str(folder / "report.json")]
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}

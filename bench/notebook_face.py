@@ -122,7 +122,7 @@ def check_command(folder: Path, target: str, report: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "formula_check.cli",
+        "formula_check.faces.cli",
         "check",
         "--no-cache",
         "--json",

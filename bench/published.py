@@ -89,7 +89,7 @@ def run_style(style: str, where: Path) -> list[Outcome]:
     project = where / style
     shutil.copytree(PUBLISHED / style, project, ignore=shutil.ignore_patterns(".cache", "site"))
     report = where / f"{style}.json"
-    command = [sys.executable, "-m", "formula_check.cli", "check", "--no-cache"]
+    command = [sys.executable, "-m", "formula_check.faces.cli", "check", "--no-cache"]
     command += ["--json", str(report), str(project / "mkdocs.yml")]
     done = subprocess.run(command, cwd=project, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1) or not report.exists():

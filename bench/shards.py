@@ -36,7 +36,7 @@ def formula_check(site: Path, *argv: str) -> tuple[int, float]:
     """Run the command in ``site``; its exit code and wall seconds."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "formula_check.cli", *argv],
+        [sys.executable, "-m", "formula_check.faces.cli", *argv],
         cwd=site,
         capture_output=True,
         text=True,

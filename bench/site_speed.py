@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from formula_check.worker.pool import kept_address, stop_kept
+from formula_check.runtime.pool import kept_address, stop_kept
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -389,10 +389,10 @@ def pid_alive(pid: int) -> bool:
 def snippet_own_seconds(root: Path, page: str, block_id: str, repeats: int) -> tuple[float, float]:
     """Median snippet run time and whole-check time of one block in a warm engine."""
     from formula_check.messages import CheckReply
-    from formula_check.options import Options
-    from formula_check.pages import Settings, page_blocks
-    from formula_check.planning import plan_check
+    from formula_check.pages.blocks import Settings, page_blocks
+    from formula_check.planning.plan import plan_check
     from formula_check.session import open_engine
+    from formula_check.session.options import Options
 
     lines = (root / page).read_text(encoding="utf-8").split("\n")
     blocks = page_blocks(lines, page=page, settings=Settings(root, 60.0, timing=False))
@@ -669,9 +669,9 @@ def checking_throughput(root: Path, args: argparse.Namespace) -> dict[int, list[
     """Seconds to check every block of the site at ``root`` with 1 and with 2 workers already
     started (TensorFlow imported, workers forked): what a second worker adds to the checking,
     apart from the start-up both pay once."""
-    from formula_check.options import Options
-    from formula_check.pages import Settings, page_blocks
+    from formula_check.pages.blocks import Settings, page_blocks
     from formula_check.session import open_engine
+    from formula_check.session.options import Options
 
     specs = []
     for page in sorted((root / "docs").glob("*.md")):

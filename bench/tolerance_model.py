@@ -1,7 +1,7 @@
 """How much of its derived tolerance correct code uses, over oracles, sizes and seeds.
 
 The tolerance of a check is ``SPREAD`` rounding scales measured on the oracle's own float32
-run (see ``formula_check/tolerance.py``). This bench runs correct implementations of every
+run (see ``formula_check/oracles/tolerance.py``). This bench runs correct implementations of every
 builtin oracle (the test suite's, plus other formulations of the same formula) at the default
 sizes and at large ones, over several seeds, and prints for each the largest share of the
 tolerance any element used (``used``: under 1 passes) on every input regime. The largest
@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from drifts import DRIFTS  # noqa: E402  (the test suite's drift matrix)
-from formula_check import judge as evaluate  # noqa: E402
-from formula_check.tolerance import SPREAD  # noqa: E402
+from formula_check.checking import judge as evaluate  # noqa: E402
+from formula_check.oracles.tolerance import SPREAD  # noqa: E402
 
 evaluate.BOUND_FIRST = False  # every check against its full tolerance: the share it used
 from implementations import CORRECT  # noqa: E402  (the test suite's correct code)

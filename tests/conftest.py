@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import support
-from formula_check.engine import Engine
+from formula_check.session.engine import Engine
 
 # Material prints a notice about MkDocs 2 on every build; it is noise in asserted logs.
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from formula_check.model import CheckResult, CheckSpec, Status, Verdict
-from formula_check.options import EngineSettings
+from formula_check.session.options import EngineSettings
 
 Answer = Callable[[CheckSpec], CheckResult]
 
@@ -136,7 +136,7 @@ sys.path.insert(0, {tests!r})
 import pytest
 from fakes import FakeMaker, {answer}
 
-from formula_check import pytest_plugin
+from formula_check.faces import pytest_plugin
 from formula_check.session import Engines
 
 

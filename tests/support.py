@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, CheckSpec, Location, TimingSpec
+from formula_check.runtime.confinement import abi_version
+from formula_check.session.engine import Engine
 from formula_check.snippets import inline_snippet
-from formula_check.worker.confinement import abi_version
 
 PROJECT = Path(__file__).resolve().parent / "snippets"
 CONFINED = abi_version() > 0
@@ -99,7 +99,7 @@ def checker_pids(project: Path) -> set[int]:
 
 
 def _checkers(commands: dict[int, list[bytes]], project: Path) -> set[int]:
-    modules = (b"formula_check.worker.child", b"formula_check.worker.zygote")
+    modules = (b"formula_check.runtime.child", b"formula_check.runtime.zygote")
     return {
         pid
         for pid, command in commands.items()
@@ -116,12 +116,12 @@ def worker_pids(project: Path) -> set[int]:
     zygotes = {
         pid
         for pid in ours
-        if b"formula_check.worker.zygote" in commands[pid] and parents.get(pid) not in ours
+        if b"formula_check.runtime.zygote" in commands[pid] and parents.get(pid) not in ours
     }
     return {
         pid
         for pid in ours
-        if (b"formula_check.worker.child" in commands[pid] and parents.get(pid) not in ours)
+        if (b"formula_check.runtime.child" in commands[pid] and parents.get(pid) not in ours)
         or parents.get(pid) in zygotes
     }
 

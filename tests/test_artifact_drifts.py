@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
-from formula_check.pages import Settings, page_blocks
+from formula_check.pages.blocks import Settings, page_blocks
+from formula_check.session.engine import Engine
 from test_artifacts import DIMS, FIXTURES, PATHS  # one weight map for both files
 
 WEIGHTS = " ".join(f"{name}=block.{path}" for name, path in PATHS.items())
@@ -271,8 +271,8 @@ def test_a_saved_model_with_float16_outputs_and_a_drift_is_a_mismatch(check) -> 
 CHECK_ONE = """
 import sys
 from pathlib import Path
-from formula_check.engine import Engine
-from formula_check.pages import Settings, page_blocks
+from formula_check.session.engine import Engine
+from formula_check.pages.blocks import Settings, page_blocks
 root, text = Path(sys.argv[1]), sys.argv[2]
 (block,) = page_blocks(text.split("\\n"), page="docs/p.md", settings=Settings(root))
 engine = Engine(root, use_cache=False)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import Engine
 from formula_check.errors import SnippetError
 from formula_check.model import CheckResult, Location, Status
-from formula_check.pages import Settings, page_blocks
+from formula_check.pages.blocks import Settings, page_blocks
+from formula_check.session.engine import Engine
 from formula_check.snippets import resolve_code
 
 pytestmark = pytest.mark.tf

@@ -9,7 +9,7 @@ import pytest
 
 from formula_check.errors import SpecError
 from formula_check.model import Status
-from formula_check.option_values import call_words
+from formula_check.planning.option_values import call_words
 from support import run
 
 pytestmark = pytest.mark.tf
@@ -279,7 +279,7 @@ def test_arrays_inside_a_call_list_reach_a_builder_as_inputs() -> None:
 def test_keras_layer_call_is_wrapped_only_while_the_builder_runs() -> None:
     import tensorflow as tf
 
-    from formula_check.worker import builder
+    from formula_check.runtime import builder
 
     original = tf.keras.layers.Layer.__call__
 

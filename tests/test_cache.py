@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.cache import ResultCache, cache_key
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, Location, Status
-from formula_check.read_stamps import Inputs
-from formula_check.sealed import STALE_AFTER
-from formula_check.sealed import log as cache_logger
+from formula_check.session.engine import Engine
 from formula_check.snippets import resolve_code
+from formula_check.store.cache import ResultCache, cache_key
+from formula_check.store.read_stamps import Inputs
+from formula_check.store.sealed_files import STALE_AFTER
+from formula_check.store.sealed_files import log as cache_logger
 from implementations import SDPA
 from support import PROJECT, spec_for
 
@@ -364,7 +364,7 @@ def test_a_check_the_checker_failed_on_unloads_the_projects_modules(tmp_path: Pa
     leave the project's modules loaded: the next check would run the old code, and its
     result would be cached with no dependency on the edited file."""
     from formula_check.messages import SnippetFailed
-    from formula_check.planning import plan_check
+    from formula_check.planning.plan import plan_check
 
     module = tmp_path / "mymod.py"
     module.write_text("def scale(x):\n    return x\n", encoding="utf-8")
@@ -454,7 +454,7 @@ def test_keys_follow_the_keras_settings_a_check_reads(
 def test_tensorflow_under_a_name_of_its_own_is_found_by_what_it_provides(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from formula_check import cache
+    from formula_check.store import cache
 
     installed = cache.tensorflow_version()
     assert installed != "none"

@@ -22,8 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formula_check import sealed, wire
-from formula_check.cache import ResultCache, result_from_json, result_to_json
+from formula_check import wire
 from formula_check.model import (
     CheckResult,
     FormulaVerdict,
@@ -38,10 +37,12 @@ from formula_check.model import (
     to_plain,
     well_typed,
 )
-from formula_check.read_stamps import Inputs
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache, figure_key
-from formula_check.sealed import read_sealed, write_sealed
+from formula_check.store import sealed_files as sealed
+from formula_check.store.cache import ResultCache, result_from_json, result_to_json
+from formula_check.store.read_stamps import Inputs
+from formula_check.store.sealed_files import read_sealed, write_sealed
 from implementations import SDPA
 from support import spec_for
 

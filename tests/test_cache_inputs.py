@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import UNSEEN, Engine
 from formula_check.model import Status
-from formula_check.worker.confinement import abi_version
+from formula_check.runtime.confinement import abi_version
+from formula_check.session.engine import UNSEEN, Engine
 from support import spec_for
 
 RIGHT = "import tensorflow as tf\n\ndef softmax(x):\n    return tf.nn.softmax(x)\n"
@@ -112,7 +112,8 @@ import os
 from pathlib import Path
 
 import tensorflow as tf
-from formula_check import sealed, wire
+from formula_check.store import sealed_files as sealed
+from formula_check import wire
 
 
 def softmax(x):

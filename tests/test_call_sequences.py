@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from formula_check import fences
+from formula_check.checking.judge import snippet_failure
 from formula_check.errors import SpecError
-from formula_check.judge import snippet_failure
 from formula_check.messages import Argument, Call, SnippetFailed
 from formula_check.model import Location, Status
-from formula_check.option_values import call_words, spoken_call
-from formula_check.planning import plan_check
+from formula_check.pages import fences
+from formula_check.planning.option_values import call_words, spoken_call
+from formula_check.planning.plan import plan_check
 from support import run, spec_for
 
 HERE = Location("docs/page.md", 7)

@@ -23,8 +23,8 @@ import pytest
 
 from formula_check import wire
 from formula_check.messages import CheckReply
-from formula_check.worker import isolation, snippet_module
-from formula_check.worker.unshared import Unshared
+from formula_check.runtime import isolation, snippet_module
+from formula_check.runtime.read_buffer import Unshared
 from test_worker_cpu import Trickle
 
 ARRAYS = {
@@ -333,7 +333,7 @@ def test_a_state_never_marked_looks_at_every_name() -> None:
 def test_the_zygote_freezes_what_it_imported_out_of_the_collector() -> None:
     code = (
         "import gc\n"
-        "from formula_check.worker import zygote\n"
+        "from formula_check.runtime import zygote\n"
         "before = gc.get_freeze_count()\n"
         "hello = zygote.import_tensorflow()\n"
         "print(hello.ok, before, gc.get_freeze_count() > 10000)\n"
@@ -363,7 +363,7 @@ class Variable:
 def test_weights_are_moved_by_the_same_bits_as_before(dtype: Any) -> None:
     """The perturbation made in one array in place is, bit for bit, ``current + 0.1 * noise``
     as it was made with three: a check's weights, and so its verdict, are those they were."""
-    from formula_check.worker import layer_weights
+    from formula_check.runtime import layer_weights
 
     start = [
         np.random.default_rng(i).standard_normal(shape).astype(dtype)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from formula_check import cli
+from formula_check.faces import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "docs" / "examples" / "github-workflow-sharded.yml"

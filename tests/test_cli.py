@@ -21,13 +21,14 @@ import pytest
 import yaml
 
 from fakes import FakeMaker
-from formula_check import ci_formats, cli
-from formula_check.ci_formats import github_annotation, github_safe
 from formula_check.errors import MissingTensorFlowError
+from formula_check.faces import cli
 from formula_check.model import CheckResult, Location, Status
 from formula_check.oracles import all_oracles
-from formula_check.progress import Progress, summary
-from formula_check.project import load_project
+from formula_check.project import ci_formats
+from formula_check.project.ci_formats import github_annotation, github_safe
+from formula_check.project.loading import load_project
+from formula_check.project.progress import Progress, summary
 from sites import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ def run_sites(folder: Path) -> None:
     for name in SITES:
         project = folder / name
         shutil.copytree(FIXTURE_SITES / name, project, ignore=shutil.ignore_patterns(".cache"))
-        command = [sys.executable, "-m", "formula_check.cli", "check", "--no-timing"]
+        command = [sys.executable, "-m", "formula_check.faces.cli", "check", "--no-timing"]
         if name == "bad-input":
             # Its hang and its crash each cost a worker restart; two workers overlap them.
             command += ["--workers", "2"]

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from formula_check import cli
+from formula_check.faces import cli
 
 
 def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from formula_check.worker.artifact_calls import clipped_share
+from formula_check.runtime.artifact_calls import clipped_share
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from formula_check.oracles.compose import Add, Apply, Rename, compose, residual
 from formula_check.oracles.composite import LARGE_WEIGHTS
 from formula_check.oracles.layers import FFN, LAYER_NORM
 from formula_check.oracles.tensors import X, tensor
-from formula_check.tolerance import derive, rounding_samples
+from formula_check.oracles.tolerance import derive, rounding_samples
 
 COMPOSITES = (
     "attention_sublayer",

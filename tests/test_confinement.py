@@ -18,8 +18,8 @@ import pytest
 from formula_check import wire
 from formula_check.messages import Calls, CheckReply, CheckRequest, SnippetFailed, decode_answer
 from formula_check.model import Status
-from formula_check.worker import isolation
-from formula_check.worker.confinement import (
+from formula_check.runtime import isolation
+from formula_check.runtime.confinement import (
     READ_DIR,
     READ_FILE,
     REFER,

@@ -16,9 +16,9 @@ from types import ModuleType
 import pytest
 import yaml
 
-from formula_check import fences
-from formula_check.config import FormulaCheckConfig
 from formula_check.oracles.catalog import BUILTINS
+from formula_check.pages import fences
+from formula_check.project.config import FormulaCheckConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = ROOT / "docs" / "hooks" / "config_reference.py"

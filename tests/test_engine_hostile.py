@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from formula_check.engine import Engine
 from formula_check.errors import SnippetError
 from formula_check.model import Location, Status, frozen_map
 from formula_check.oracles import get_oracle, registry
-from formula_check.planning import plan_check
+from formula_check.planning.plan import plan_check
+from formula_check.runtime.paths import SCRATCH_PREFIX
+from formula_check.runtime.process import Worker
+from formula_check.session.engine import Engine
 from formula_check.snippets import resolve_code
-from formula_check.worker.paths import SCRATCH_PREFIX
-from formula_check.worker.process import Worker
 from implementations import FFN, SDPA
 from support import PROJECT, run, shared_engine, spec_for, wait_until
 
@@ -276,7 +276,7 @@ def test_two_workers_share_the_load() -> None:
 
 
 def test_crashes_are_retried_not_cached(tmp_path: Path) -> None:
-    from formula_check.engine import Engine
+    from formula_check.session.engine import Engine
 
     with Engine(tmp_path) as engine:
         crash = spec_for("attention", "import os\ndef f(q, k, v):\n    os._exit(3)\n")
@@ -380,7 +380,7 @@ def test_a_wrapped_error_is_one_clear_line_in_the_log_and_whole_on_the_card(
     ``{{function_node ...}}`` tag, the arguments): a log, a CLI summary or a CI annotation
     gets the one line that says what went wrong; the card, the JSON report and a pytest
     failure keep the message whole."""
-    from formula_check.ci_formats import failure_report
+    from formula_check.project.ci_formats import failure_report
 
     result = run("layer_norm", KERAS_RESHAPE_ERROR, entry="Broken")
     assert result.status is Status.ERROR and result.failure is not None
@@ -425,9 +425,15 @@ def test_a_bfloat16_output_is_compared_and_its_dtype_said() -> None:
 def test_a_failure_of_the_checker_itself_is_an_error_card_and_the_worker_serves_on() -> None:
     """A bug of ours while running a block must not look like a crash of the user's code,
     nor cost the worker: the block gets an error that says whose fault it is."""
-    from formula_check import wire
-    from formula_check.messages import Calls, CheckReply, CheckRequest, SnippetFailed, decode_answer
-    from formula_check.worker import child, isolation
+    from formula_check.messages import (
+        Calls,
+        CheckReply,
+        CheckRequest,
+        SnippetFailed,
+        decode_answer,
+        wire,
+    )
+    from formula_check.runtime import child, isolation
 
     requests = io.BytesIO()
     for block in ("first", "second"):

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from formula_check.checking.judge import evaluate
 from formula_check.errors import SpecError
-from formula_check.judge import evaluate
 from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, Environment, Status
-from formula_check.planning import plan_check
+from formula_check.planning.plan import plan_check
 from support import PROJECT, shared_engine, spec_for
 
 FFN = """

@@ -18,8 +18,8 @@ import pytest
 from mkdocs.exceptions import Abort
 
 from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1, pytest_conftest, verified
-from formula_check import cli
-from formula_check.options import DEFAULTS
+from formula_check.faces import cli
+from formula_check.session.options import DEFAULTS
 
 pytest_plugins = ["pytester"]
 
@@ -287,7 +287,9 @@ FACES_ALONE = """
 import os, sys
 sys.path[:0] = [{tests!r}]
 from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1
-from formula_check import cli, markdown_ext, pytest_plugin  # every face, loaded
+from formula_check.faces import cli  # every face, loaded
+from formula_check.faces import markdown_ext
+from formula_check.faces import pytest_plugin
 from pathlib import Path
 build_with_fake_engine(Path({site!r}), FakeMaker(drift_on_axis_1))
 os.chdir({site!r})

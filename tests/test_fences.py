@@ -8,12 +8,11 @@ import pytest
 from markdown import Markdown
 from mkdocs.utils.meta import get_data
 
-from formula_check import cli, fences, option_values
 from formula_check.errors import SnippetError, SpecError
-from formula_check.fence_scan import find_formulas, scan_fences
+from formula_check.faces import cli
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
-from formula_check.options import Options
-from formula_check.pages import (
+from formula_check.pages import fences
+from formula_check.pages.blocks import (
     PageBlock,
     Settings,
     build_spec,
@@ -22,6 +21,9 @@ from formula_check.pages import (
     page_blocks,
     source_blocks,
 )
+from formula_check.pages.fence_scan import find_formulas, scan_fences
+from formula_check.planning import option_values
+from formula_check.session.options import Options
 
 HERE = Location("docs/page.md", 7)
 

@@ -105,7 +105,7 @@ def test_an_export_doing_arithmetic_in_float16_is_refused_naming_the_op(check) -
 
 
 def test_the_tolerance_bounds_one_float16_rounding_and_is_tight() -> None:
-    from formula_check.worker.float16_outputs import tolerance
+    from formula_check.runtime.float16_outputs import tolerance
 
     rng = np.random.default_rng(3)
     exact = np.concatenate(
@@ -125,7 +125,7 @@ def test_the_tolerance_bounds_one_float16_rounding_and_is_tight() -> None:
 
 
 def test_the_tflite_rule_tells_final_casts_and_stored_weights_from_arithmetic() -> None:
-    from formula_check.worker.float16_outputs import tflite_use
+    from formula_check.runtime.float16_outputs import tflite_use
 
     dtypes = {0: np.float32, 1: np.float16, 2: np.float32, 3: np.float16, 4: np.float32}
     dequantize = {"index": 0, "op_name": "DEQUANTIZE", "inputs": [1], "outputs": [2]}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from formula_check.model import CheckResult, FormulaVerdict, Location, Status
-from formula_check.pages import Settings, page_blocks
+from formula_check.pages.blocks import Settings, page_blocks
 from formula_check.render import labels_for, render_card
 from support import mkdocs_build
 

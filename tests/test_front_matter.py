@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mkdocs.utils.meta import get_data
 
-from formula_check.front_matter import front_matter, split_front_matter
+from formula_check.pages.front_matter import front_matter, split_front_matter
 
 PAGES = [
     "",

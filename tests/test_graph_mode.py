@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from formula_check.judge import ONLY_GRAPH
+from formula_check.checking.judge import ONLY_GRAPH
 from formula_check.model import GRAPH_MODE, CheckResult, Status
 from formula_check.render.report import report_json
 from support import shared_engine, spec_for

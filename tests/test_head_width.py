@@ -10,7 +10,7 @@ import pytest
 from formula_check.errors import OracleError, SpecError
 from formula_check.model import Status
 from formula_check.oracles import get_oracle
-from formula_check.planning import plan_check
+from formula_check.planning.plan import plan_check
 from implementations import CORRECT, KERAS_MHA_FACTORY
 from support import run, spec_for
 

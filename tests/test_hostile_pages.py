@@ -16,10 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import error_result
 from formula_check.errors import FormulaCheckError, SnippetError, SpecError
-from formula_check.fence_scan import find_formulas
-from formula_check.fences import parse_options
 from formula_check.latex import (
     NotExecutable,
     check_against_oracle,
@@ -28,7 +25,10 @@ from formula_check.latex import (
 )
 from formula_check.latex.limits import MAX_CHARACTERS, MAX_DEPTH, MAX_NESTING
 from formula_check.model import Location
-from formula_check.pages import Settings, decode_page, source_blocks
+from formula_check.pages.blocks import Settings, decode_page, source_blocks
+from formula_check.pages.fence_scan import find_formulas
+from formula_check.pages.fences import parse_options
+from formula_check.session.engine import error_result
 from formula_check.snippets import file_digest, resolve_code
 from support import mkdocs_build, spec_for
 
@@ -315,7 +315,7 @@ def test_the_command_line_reports_hostile_blocks_and_still_sums_up(tmp_path: Pat
     project = _hostile_site(tmp_path / "site")
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "formula_check.cli", "check", "--json", str(report)],
+        [sys.executable, "-m", "formula_check.faces.cli", "check", "--json", str(report)],
         cwd=project,
         capture_output=True,
         text=True,

@@ -2,9 +2,9 @@
 computation gives, to the bit.
 
 The judge measures an output against the oracle once and judges it against the one-draw
-bound and then the full tolerance (:class:`~formula_check.compare.Difference`); the derived
+bound and then the full tolerance (:class:`~formula_check.checking.compare.Difference`); the derived
 tolerance computes what the bound and the full one share once
-(:class:`~formula_check.tolerance.Derivation`); the oracle's float64 run on the block's own
+(:class:`~formula_check.oracles.tolerance.Derivation`); the oracle's float64 run on the block's own
 inputs serves the code's verdict, the formula's agreement and the card's first timed run.
 Here the plain computations are written out as they were before, and each shortcut is held
 to them on ordinary and hostile arrays (NaN, Inf, zeros, overflow, no elements, one element,
@@ -22,14 +22,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check import timing_stats
-from formula_check.compare import Difference, compare
-from formula_check.formula import judge_formula
+from formula_check.checking import timing_stats
+from formula_check.checking.compare import Difference, compare
+from formula_check.checking.formula import judge_formula
 from formula_check.latex import compare_with_oracle, compile_for_oracle
 from formula_check.model import Array, largest_index
 from formula_check.oracles import get_oracle
-from formula_check.planning import plan_check
-from formula_check.tolerance import (
+from formula_check.oracles.tolerance import (
     EPS32,
     SPREAD,
     Derivation,
@@ -38,6 +37,7 @@ from formula_check.tolerance import (
     derive,
     rounding_samples,
 )
+from formula_check.planning.plan import plan_check
 from support import spec_for
 
 # -- the plain computations, as the judge made them before --------------------------------------
@@ -370,7 +370,7 @@ def test_judging_a_formula_runs_the_oracle_only_when_its_values_are_not_known() 
     arrays = {k: v for k, v in arrays.items() if not k.startswith("b_")}
     counting = Counting(get_oracle("multihead").compute)
     spec = spec_for("multihead", "def f(*a):\n    return a[0]\n", dims=dims, latex=MULTIHEAD_LATEX)
-    from formula_check import formula
+    from formula_check.checking import formula
 
     oracle = dataclasses.replace(get_oracle("multihead"), compute=counting)
     original = formula.get_oracle

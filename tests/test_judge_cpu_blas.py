@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from threadpoolctl import ThreadpoolController, threadpool_info
 
-from formula_check.engine import ONE_BLAS_THREAD, _take_blas_control
+from formula_check.session.engine import ONE_BLAS_THREAD, _take_blas_control
 
 
 def _blas_threads() -> list[int]:

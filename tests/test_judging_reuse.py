@@ -17,12 +17,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check.compare import Difference
-from formula_check.judge import evaluate
+from formula_check.checking.compare import Difference
+from formula_check.checking.judge import evaluate
 from formula_check.messages import CheckReply
 from formula_check.model import Array, Environment, Verdict
-from formula_check.planning import Plan, plan_check
-from formula_check.tolerance import Derivation, Pair, Singles, _equal, _same, rounding_samples
+from formula_check.oracles.tolerance import (
+    Derivation,
+    Pair,
+    Singles,
+    _equal,
+    _same,
+    rounding_samples,
+)
+from formula_check.planning.plan import Plan, plan_check
 from support import spec_for
 from test_judge_cpu import plain_derive
 

@@ -22,10 +22,10 @@ from mkdocs.exceptions import Abort
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from fakes import FakeMaker, build_with_fake_engine, drift_on_axis_1, mismatch
-from formula_check.fence_scan import FormulaFence
-from formula_check.mkdocs_plugin.jupyter_pages import NotebookPage, place_cards
+from formula_check.faces.mkdocs_plugin.jupyter_pages import NotebookPage, place_cards
 from formula_check.model import Location
-from formula_check.pages import PageBlock
+from formula_check.pages.blocks import PageBlock
+from formula_check.pages.fence_scan import FormulaFence
 from support import mkdocs_build
 
 pytest.importorskip("mkdocs_jupyter")
@@ -290,7 +290,7 @@ def test_a_card_saved_in_the_notebook_gives_way_to_the_builds_own(site: Path) ->
 
 
 def _site_pages(project: Path) -> list[str]:
-    from formula_check.project import load_project, site_pages
+    from formula_check.project.loading import load_project, site_pages
 
     loaded = load_project(project / "mkdocs.yml")
     return [path.relative_to(project).as_posix() for path in site_pages(loaded)]

@@ -19,16 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from formula_check import cli
-from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
+from formula_check.faces import cli
 from formula_check.model import Status
-from formula_check.worker import kept_place, kept_server, zygote
-from formula_check.worker.control import ZygoteHello, peer_is_us
-from formula_check.worker.forked import is_running
-from formula_check.worker.kept_client import KeptZygote
-from formula_check.worker.kept_place import kept_address, runtime_folder, stop_kept
-from formula_check.worker.zygote_client import fork_supported
+from formula_check.runtime import kept_server, zygote
+from formula_check.runtime import kept_socket as kept_place
+from formula_check.runtime.control import ZygoteHello, peer_is_us
+from formula_check.runtime.forked import is_running
+from formula_check.runtime.kept_client import KeptZygote
+from formula_check.runtime.kept_socket import kept_address, runtime_folder, stop_kept
+from formula_check.runtime.zygote_client import fork_supported
+from formula_check.session.engine import Engine
 from implementations import SDPA
 from support import PROJECT, parent_pid, spec_for, wait_until, without_tensorflow
 

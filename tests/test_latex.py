@@ -17,8 +17,8 @@ from formula_check.latex import (
     default_symbols,
     parse_symbols,
 )
-from formula_check.masks import keep_mask
 from formula_check.oracles import get_oracle
+from formula_check.planning.masks import keep_mask
 
 # Distinct sizes for every named dim, so that a swapped dim cannot pass by accident.
 SIZES = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from formula_check.formula import judge_formula
+from formula_check.checking.formula import judge_formula
 from formula_check.latex import (
     LatexError,
     NotExecutable,

@@ -104,7 +104,7 @@ def test_an_init_value_takes_effect() -> None:
 
 
 def test_init_text_reads_lists_tuples_booleans_and_none() -> None:
-    from formula_check.option_values import init_arguments
+    from formula_check.planning.option_values import init_arguments
 
     assert init_arguments("widths=[d_ff, d_model] activations=(relu, none) use_bias=true") == {
         "widths": ["d_ff", "d_model"],
@@ -434,7 +434,7 @@ def test_weights_with_heads_folded_into_the_batch_are_compared_batch_major() -> 
 
 
 def test_heads_folded_the_other_way_round_are_not_unfolded_into_a_pass() -> None:
-    from formula_check.output_verdicts import unfolded
+    from formula_check.checking.output_verdicts import unfolded
 
     weights = np.arange(2 * 3 * 4).reshape(2, 3, 4).astype(float)
     heads = ("b", "h", "m")

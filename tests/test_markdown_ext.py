@@ -12,12 +12,12 @@ import pytest
 from pymdownx.superfences import SuperFencesException
 
 from fakes import FakeEngine, drift_on_axis_1
-from formula_check.engine import Engine
 from formula_check.errors import FormulaCheckError
-from formula_check.markdown_ext import FormulaCheckExtension, display_math
-from formula_check.pages import Settings
+from formula_check.faces.markdown_ext import FormulaCheckExtension, display_math
+from formula_check.pages.blocks import Settings
 from formula_check.render import labels_for
 from formula_check.session import DataUriImages, FormulaSession, PageContext
+from formula_check.session.engine import Engine
 
 # The face's own behaviour is tested on a fake engine (no TensorFlow): a softmax over axis 1
 # is the drift. The tests marked ``tf`` need real figures from a real check.

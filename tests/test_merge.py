@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fakes import FakeMaker, drift_on_axis_1
-from formula_check import cli
+from formula_check.faces import cli
 from sites import softmax_site
 
 _TIME = re.compile(r" in [0-9.]+ [^ :]+:")
@@ -176,7 +176,7 @@ def test_real_shards_merge_into_the_real_run(tmp_path: Path) -> None:
     """End to end: the console command, TensorFlow, two shards and the whole run side by
     side; the merged report is the whole run's, less each check's own time."""
     site = softmax_site(tmp_path / "site", pages=2, blocks=2)
-    command = [sys.executable, "-m", "formula_check.cli", "check", "--no-cache", "--no-timing"]
+    command = [sys.executable, "-m", "formula_check.faces.cli", "check", "--no-cache", "--no-timing"]
     runs = [
         subprocess.Popen(
             [*command, "--json", name, *extra],
@@ -196,7 +196,7 @@ def test_real_shards_merge_into_the_real_run(tmp_path: Path) -> None:
     codes = [run.returncode for run in runs]
     assert codes[0] == cli.EXIT_FAILED and sorted(codes[1:]) == [cli.EXIT_OK, cli.EXIT_FAILED]
     merged = subprocess.run(
-        [sys.executable, "-m", "formula_check.cli", "merge", "--json", "merged.json", "one.json", "two.json"],
+        [sys.executable, "-m", "formula_check.faces.cli", "merge", "--json", "merged.json", "one.json", "two.json"],
         cwd=site,
         capture_output=True,
         text=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeMaker, drift_on_axis_1, verified
-from formula_check import cli
+from formula_check.faces import cli
 from formula_check.model import CheckResult, CheckSpec, Environment
 from sites import softmax_site
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from fakes import FakeMaker
-from formula_check import ci_formats, cli, mkdocs_plugin
+from formula_check.faces import cli, mkdocs_plugin
 from formula_check.model import CheckResult, CheckSpec, FormulaVerdict, Location, Status, Verdict
+from formula_check.project import ci_formats
 
 pytest_plugins = ["pytester"]
 
@@ -224,7 +225,7 @@ sys.path.insert(0, {tests!r})
 import pytest
 from fakes import FakeMaker
 
-from formula_check import pytest_plugin
+from formula_check.faces import pytest_plugin
 from formula_check.model import CheckResult, FormulaVerdict, Status, Verdict
 from formula_check.session import Engines
 
@@ -308,14 +309,14 @@ def _preset_spec(preset: str, source: str, **fields: object) -> CheckSpec:
 
 
 def test_the_layer_norm_preset_reads_epsilon_to_check_it() -> None:
-    from formula_check.presets import apply_preset
+    from formula_check.planning.presets import apply_preset
 
     spec = apply_preset(_preset_spec("keras-layer-norm", "def make(): pass"))
     assert dict(spec.weights) == {"gamma": "gamma", "beta": "beta", "epsilon": "epsilon"}
 
 
 def test_init_sources_say_init_preset_and_dims() -> None:
-    from formula_check.presets import init_sources
+    from formula_check.planning.presets import init_sources
 
     spec = _preset_spec("keras-mha", MAKE_MHA, init={"d_model": "d_model", "dropout": 0.5})
     assert init_sources(spec, {"b", "n", "m", "d_model", "h", "depth"}) == {
@@ -341,7 +342,7 @@ def make_layer(d_model: int, num_heads: int) -> tuple[int, int]:
 
 @pytest.mark.tf
 def test_a_factory_is_given_only_the_preset_keywords_it_takes() -> None:
-    from formula_check.worker.entry_call import construct
+    from formula_check.runtime.entry_call import construct
 
     init = {"num_heads": 4, "key_dim": 8, "d_model": 32}
     assert construct(make_layer, init, SOURCES) == (32, 4)
@@ -349,7 +350,7 @@ def test_a_factory_is_given_only_the_preset_keywords_it_takes() -> None:
 
 @pytest.mark.tf
 def test_a_parameter_no_option_gives_is_an_error_naming_the_sources() -> None:
-    from formula_check.worker.entry_call import construct
+    from formula_check.runtime.entry_call import construct
 
     with pytest.raises(TypeError) as raised:
         construct(make_layer, {"num_heads": 4, "key_dim": 8}, SOURCES)
@@ -366,7 +367,7 @@ def make_broken(d_model: int, num_heads: int) -> None:
 
 @pytest.mark.tf
 def test_a_type_error_while_constructing_names_where_each_keyword_came_from() -> None:
-    from formula_check.worker.entry_call import construct
+    from formula_check.runtime.entry_call import construct
 
     sources = {**SOURCES, "units": {"origin": "init", "said": "init="}}
     with pytest.raises(TypeError) as raised:
@@ -388,13 +389,13 @@ def test_a_type_error_while_constructing_names_where_each_keyword_came_from() ->
 
 @pytest.mark.tf
 def test_keras_mha_preset_with_a_factory_of_other_parameters_verifies() -> None:
-    from formula_check.judge import evaluate
+    from formula_check.checking.judge import evaluate
     from formula_check.messages import CheckReply
     from formula_check.model import Environment
-    from formula_check.planning import plan_check
-    from formula_check.presets import init_sources
-    from formula_check.worker.one_check import check
-    from formula_check.worker.snippet_module import WorkerState
+    from formula_check.planning.plan import plan_check
+    from formula_check.planning.presets import init_sources
+    from formula_check.runtime.one_check import check
+    from formula_check.runtime.snippet_module import WorkerState
     from support import PROJECT
 
     spec = _preset_spec("keras-mha", MAKE_MHA, init={"d_model": "d_model"}, mask="causal")
@@ -424,8 +425,8 @@ def test_a_layer_norm_built_with_another_epsilon_is_a_mismatch_that_says_so() ->
 
 @pytest.mark.tf
 def test_a_layer_norm_without_beta_says_center_false() -> None:
-    from formula_check.worker.layer_weights import read_weights
-    from formula_check.worker.snippet_failure import SnippetRaised
+    from formula_check.runtime.layer_weights import read_weights
+    from formula_check.runtime.snippet_failure import SnippetRaised
 
     class LayerNormalization:
         gamma = np.ones(3)

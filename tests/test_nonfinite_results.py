@@ -8,7 +8,7 @@ import re
 import pytest
 
 from formula_check.model import Status
-from formula_check.pages import Settings, page_blocks
+from formula_check.pages.blocks import Settings, page_blocks
 from support import PROJECT, shared_engine, spec_for
 
 

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from formula_check.notebook import block_page
-from formula_check.notebooks import cell_code, split_magic_options
+from formula_check.faces.jupyter import block_page
+from formula_check.pages.notebooks import cell_code, split_magic_options
 
 SOFTMAX_LATEX = r"\text{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}"
 

@@ -16,10 +16,10 @@ import pytest
 from nbclient import NotebookClient
 
 from fakes import FakeMaker, build_with_fake_engine
-from formula_check.front_matter import split_front_matter
-from formula_check.notebook_export import notebook_name, page_notebook
-from formula_check.notebooks import notebook_blocks, split_magic_options
-from formula_check.pages import PageBlock, Settings, source_blocks
+from formula_check.pages.blocks import PageBlock, Settings, source_blocks
+from formula_check.pages.front_matter import split_front_matter
+from formula_check.pages.notebooks import notebook_blocks, split_magic_options
+from formula_check.project.notebook_export import notebook_name, page_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "fixtures" / "sites" / "notebook-export"

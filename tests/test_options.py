@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from formula_check import cli
-from formula_check.options import AUTO_WORKERS_MOST, DEFAULTS, Options, auto_workers
+from formula_check.faces import cli
+from formula_check.session.options import AUTO_WORKERS_MOST, DEFAULTS, Options, auto_workers
 
 LINUX = sys.platform.startswith("linux")
 

@@ -1,7 +1,7 @@
 """The rule, for every block option: a value a block states takes effect exactly as written,
 or is an error at the block's ``page:LINE``; never silently ignored or overridden.
 
-Each option of :data:`formula_check.fences.BLOCK_OPTIONS` has an entry in ``EFFECTS`` (a
+Each option of :data:`formula_check.pages.fences.BLOCK_OPTIONS` has an entry in ``EFFECTS`` (a
 header, and what it must change in the spec, the plan, the request or the judged result) and
 in ``REFUSED`` (headers whose value could not take effect, with the error each must raise at
 ``docs/p.md:3``). A new option without both fails ``test_every_option_is_covered``. Pure: the
@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from formula_check.checking.judge import evaluate
 from formula_check.errors import FormulaCheckError
-from formula_check.fences import BLOCK_OPTIONS
-from formula_check.judge import evaluate
 from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, CheckSpec, Environment, Location, Status
-from formula_check.pages import PageBlock, Settings, page_blocks
-from formula_check.planning import Plan, plan_check
+from formula_check.pages.blocks import PageBlock, Settings, page_blocks
+from formula_check.pages.fences import BLOCK_OPTIONS
+from formula_check.planning.plan import Plan, plan_check
 from formula_check.render import labels_for, render_card
 
 PAGE = "docs/p.md"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from formula_check.latex import NotExecutable, check_against_oracle
-from formula_check.masks import keep_mask
 from formula_check.model import Status
 from formula_check.oracles import get_oracle
+from formula_check.planning.masks import keep_mask
 from support import run
 
 ORACLE = get_oracle("additive_attention")

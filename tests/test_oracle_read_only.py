@@ -87,8 +87,8 @@ def _plan_of(oracle: object) -> Any:
 
 
 def test_judging_names_the_oracle_that_wrote_into_its_input(tmp_path: Path) -> None:
+    from formula_check.checking.output_verdicts import expected_values as _expected
     from formula_check.errors import OracleError
-    from formula_check.output_verdicts import expected_values as _expected
 
     loaded, _ = _loaded(tmp_path, "judged", 'x += 1\n    return {"output": x}')
 
@@ -178,7 +178,7 @@ def test_a_registered_oracle_is_cached_only_under_a_name_for_what_it_computes() 
     over. What cannot be named (a function with no file, whose globals another notebook cell
     may change; a partial; an object with ``__call__``; a closure over an object) is never
     read from the cache or written to it."""
-    from formula_check.cache import cacheable
+    from formula_check.store.cache import cacheable
     from support import spec_for
 
     assert _source_of(_scaled_by(2.0)) != _source_of(_scaled_by(3.0))
@@ -330,7 +330,7 @@ def test_wrong_code_is_not_verified_against_an_oracle_that_changes_what_it_is_gi
 
 
 def test_an_oracle_keeping_state_between_calls_is_named_so() -> None:
-    from formula_check.output_verdicts import still_computes as _still_computes
+    from formula_check.checking.output_verdicts import still_computes as _still_computes
 
     registered = register(_made(f"counts_{uuid.uuid4().hex[:8]}", _counts_its_calls))
 
@@ -391,7 +391,7 @@ def test_two_computes_of_one_name_and_file_or_other_params_are_other_keys() -> N
 def test_an_honest_oracle_returning_extras_is_not_said_to_keep_state(extra: object) -> None:
     """What an oracle returns beside its arrays of numbers (a NaN made afresh on each call,
     objects, a ragged list, text) is nothing a check compares: no false alarm, no crash."""
-    from formula_check.output_verdicts import still_computes as _still_computes
+    from formula_check.checking.output_verdicts import still_computes as _still_computes
 
     def with_extras(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
         return {"output": 2 * arrays["x"], "extra": copy.deepcopy(extra)}
@@ -438,8 +438,8 @@ def test_params_keep_their_types() -> None:
 def test_an_oracle_drawing_its_own_noise_is_fine_with_a_stated_tolerance() -> None:
     """Nothing is derived from the runs of an oracle whose block states its tolerance, so its
     own randomness is not taken for state; without one, it is named."""
-    from formula_check.output_verdicts import still_computes as _still_computes
-    from formula_check.output_verdicts import tolerance_stated as _stated
+    from formula_check.checking.output_verdicts import still_computes as _still_computes
+    from formula_check.checking.output_verdicts import tolerance_stated as _stated
 
     def noisy(arrays: dict[str, np.ndarray], params: dict[str, object]) -> object:
         return {"output": 2 * arrays["x"] + 1e-9 * np.random.default_rng().random()}
@@ -465,8 +465,8 @@ def test_a_check_that_wrote_is_not_answered_again_for_an_oracle_whose_code_has_n
     oracle with no name for its code (here: defined where there is no file, as in a notebook's
     cell) has the same key after it is redefined: the second check must run, not be answered
     by the first one's result."""
-    from formula_check.engine import Engine
     from formula_check.model import Status
+    from formula_check.session.engine import Engine
     from support import spec_for
 
     name = f"unnamed_{uuid.uuid4().hex[:8]}"
@@ -519,9 +519,9 @@ def test_a_check_that_wrote_is_remembered_for_an_oracle_loaded_from_its_file(
     but a check of it that wrote into the project is remembered for the run while the
     module's file is the same: under ``mkdocs serve``, which loads the module again on each
     rebuild, it would otherwise rebuild forever. Its file edited, the check runs again."""
-    from formula_check.engine import Engine
     from formula_check.model import Status
     from formula_check.oracles.registry import loaded
+    from formula_check.session.engine import Engine
     from support import spec_for
 
     module = f"partial_oracle_{uuid.uuid4().hex[:8]}"

@@ -12,7 +12,7 @@ import pytest
 
 from formula_check.errors import OracleError
 from formula_check.oracles import all_oracles, catalog, get_oracle
-from formula_check.tolerance import derive, rounding_samples
+from formula_check.oracles.tolerance import derive, rounding_samples
 
 BUILTINS = (
     "attention",

@@ -9,10 +9,10 @@ from typing import Any
 import markdown
 import pytest
 
-from formula_check.engine import Engine
-from formula_check.pages import Settings
+from formula_check.pages.blocks import Settings
 from formula_check.render import labels_for
 from formula_check.session import DataUriImages, FormulaSession
+from formula_check.session.engine import Engine
 
 BLOCK = """\
 ```formula id="sm" oracle="softmax" timing="off" heatmaps="none"

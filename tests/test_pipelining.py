@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from formula_check.digest import checker_digest
-from formula_check.engine import Engine, _bare
 from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, CheckSpec, Environment, Status
-from formula_check.planning import Plan
-from formula_check.read_stamps import Inputs
-from formula_check.worker.idle import IdleWorkers
-from formula_check.worker.pool import Reply, WorkerPool
+from formula_check.planning.plan import Plan
+from formula_check.runtime.idle import IdleWorkers
+from formula_check.runtime.pool import Reply, WorkerPool
+from formula_check.session.engine import Engine, _bare
+from formula_check.store.digest import checker_digest
+from formula_check.store.read_stamps import Inputs
 from implementations import SDPA
 from support import PROJECT, spec_for, wait_until
 
@@ -69,7 +69,7 @@ def engine_with(worker: OneWorker, monkeypatch: pytest.MonkeyPatch) -> Engine:
     engine = Engine(PROJECT, workers=1, use_cache=False)
     engine._pool = pool_of(worker)  # made here, in place of the one made on first use
     monkeypatch.setattr(
-        "formula_check.planning.plan_check",
+        "formula_check.planning.plan.plan_check",
         lambda spec, root: SimpleNamespace(request=_Request(spec.block_id), arrays={}),
     )
     return engine

@@ -21,11 +21,11 @@ import pytest
 
 from formula_check.errors import WorkerError
 from formula_check.messages import Calls, CheckRequest
-from formula_check.worker.forked import ForkedProcess, is_running
-from formula_check.worker.outcome import CANCELLED
-from formula_check.worker.pool import WorkerPool
-from formula_check.worker.process import Worker
-from formula_check.worker.zygote_client import (
+from formula_check.runtime.forked import ForkedProcess, is_running
+from formula_check.runtime.outcome import CANCELLED
+from formula_check.runtime.pool import WorkerPool
+from formula_check.runtime.process import Worker
+from formula_check.runtime.zygote_client import (
     ZYGOTE_RESTARTS,
     Zygote,
     ZygoteState,
@@ -37,8 +37,8 @@ pytestmark = pytest.mark.skipif(not fork_supported(), reason="workers are forked
 
 FAKE_ZYGOTE = """\
 import os, sys, time
-from formula_check.worker import zygote
-from formula_check.worker.control import ZygoteHello
+from formula_check.runtime import zygote
+from formula_check.runtime.control import ZygoteHello
 
 def imported():
     time.sleep(float(os.environ.get("FAKE_IMPORT_SECONDS", "0")))

@@ -11,7 +11,7 @@ import pytest
 
 from formula_check.errors import OracleError
 from formula_check.oracles import get_oracle
-from formula_check.tolerance import derive, rounding_samples
+from formula_check.oracles.tolerance import derive, rounding_samples
 
 
 def drive(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from formula_check.model import CheckResult, Location, Status
-from formula_check.progress import Progress, counts_line, paint, summary, wants_colour
+from formula_check.project.progress import Progress, counts_line, paint, summary, wants_colour
 
 
 class Clock:

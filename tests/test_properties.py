@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from formula_check.errors import FormulaCheckError
-from formula_check.fence_scan import find_formulas
-from formula_check.fences import parse_header, parse_options
 from formula_check.latex import check_against_oracle, compile_formula, default_symbols
 from formula_check.latex.parser import parse
 from formula_check.model import Location
 from formula_check.oracles import get_oracle
-from formula_check.pages import Settings, decode_page, page_blocks, source_blocks
+from formula_check.pages.blocks import Settings, decode_page, page_blocks, source_blocks
+from formula_check.pages.fence_scan import find_formulas
+from formula_check.pages.fences import parse_header, parse_options
 
 PROPERTY = settings(
     max_examples=120,

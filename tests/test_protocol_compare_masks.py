@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from formula_check import wire
-from formula_check.compare import compare, delta_array, squeeze_leading
+from formula_check.checking.compare import compare, delta_array, squeeze_leading
 from formula_check.errors import SpecError
-from formula_check.masks import keep_mask, snippet_mask
+from formula_check.planning.masks import keep_mask, snippet_mask
 
 
 def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:
@@ -158,9 +158,9 @@ def test_masks() -> None:
 
 
 def _blind_spots(oracle: str, dims: str, **fields: Any) -> list[str]:
+    from formula_check.checking.result_notes import blind_spots
     from formula_check.model import CheckSpec, Location, frozen_map
-    from formula_check.planning import plan_check
-    from formula_check.result_notes import blind_spots
+    from formula_check.planning.plan import plan_check
     from formula_check.snippets import inline_snippet
 
     where = Location("docs/page.md", 3)

@@ -16,7 +16,7 @@ import pytest
 # What a run of the plugin imports, imported here first: pytester's in-process runs drop the
 # modules a run imported, and the next run would import some again next to stale copies of
 # others (MkDocs' theme loader then failed on its own YAML, depending on the test order).
-import formula_check.project  # noqa: F401
+import formula_check.project.loading  # noqa: F401
 from fakes import pytest_conftest
 
 pytest_plugins = ["pytester"]
@@ -129,8 +129,8 @@ def test_inert_without_the_switch(pytester: pytest.Pytester, docs: Path) -> None
         import sys
 
         def test_nothing_of_ours_is_loaded():
-            assert "formula_check.pytest_plugin" in sys.modules
-            assert "formula_check.engine" not in sys.modules
+            assert "formula_check.faces.pytest_plugin" in sys.modules
+            assert "formula_check.session.engine" not in sys.modules
             assert "tensorflow" not in sys.modules
         """
     )

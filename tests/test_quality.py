@@ -62,14 +62,14 @@ def test_tensorflow_is_imported_only_by_the_worker() -> None:
     offenders = [
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "plugin" / "formula_check").rglob("*.py")
-        if "import tensorflow" in path.read_text(encoding="utf-8") and path.parent.name != "worker"
+        if "import tensorflow" in path.read_text(encoding="utf-8") and path.parent.name != "runtime"
     ]
     assert offenders == []
 
 
 def test_importing_the_package_does_not_import_tensorflow() -> None:
     code = (
-        "import sys, formula_check.engine, formula_check.oracles, formula_check.cache; "
+        "import sys, formula_check.session.engine, formula_check.oracles, formula_check.store.cache; "
         "formula_check.oracles.all_oracles(); "
         "sys.exit('tensorflow' in sys.modules)"
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import formula_check
-from formula_check.read_stamps import INSTALLED, Inputs, ReadStamps, stamp, unchanged
-from formula_check.worker.outside_reads import keyed
+from formula_check.runtime.outside_reads import keyed
+from formula_check.store.read_stamps import INSTALLED, Inputs, ReadStamps, stamp, unchanged
 
 
 def test_a_file_is_hashed_again_only_when_its_size_or_time_moves(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from formula_check import assets
 from formula_check.model import (
     CheckResult,
     FormulaVerdict,
@@ -24,6 +23,7 @@ from formula_check.model import (
     TimingStats,
     Verdict,
 )
+from formula_check.project import assets
 from formula_check.render import labels_for, report_body, report_json
 from formula_check.render.report import report_markdown
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.worker.environment import settings_digest, worker_environment
+from formula_check.runtime.environment import settings_digest, worker_environment
 from support import CONFINED, mkdocs_build
 
 SECRET = "ghp_" + "Zq7" * 12  # looks like a token; made here, so it cannot be anywhere else

@@ -71,7 +71,7 @@ WRITERS = {
 def test_a_write_into_the_pages_folder_is_noted_however_it_is_made(
     tmp_path: Path, how: str
 ) -> None:
-    from formula_check.engine import Engine
+    from formula_check.session.engine import Engine
     from support import spec_for
 
     (tmp_path / "docs").mkdir()

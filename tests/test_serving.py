@@ -16,11 +16,11 @@ from mkdocs.exceptions import PluginError
 from mkdocs.livereload import LiveReloadServer
 
 from fakes import FakeMaker
-from formula_check.mkdocs_plugin import FormulaCheckPlugin, snippet_files
-from formula_check.mkdocs_plugin.watching import Edits, FolderKeeper
-from formula_check.options import EngineSettings
-from formula_check.pages import Settings, source_blocks
+from formula_check.faces.mkdocs_plugin import FormulaCheckPlugin, snippet_files
+from formula_check.faces.mkdocs_plugin.watching import Edits, FolderKeeper
+from formula_check.pages.blocks import Settings, source_blocks
 from formula_check.session import Engines
+from formula_check.session.options import EngineSettings
 
 MakeServer = Callable[[Path], tuple[LiveReloadServer, Path, Path]]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from fakes import FakeMaker, drift_on_axis_1
-from formula_check import cli
-from formula_check.sharding import (
+from formula_check.faces import cli
+from formula_check.project.sharding import (
     Shard,
     ShardError,
     assign,

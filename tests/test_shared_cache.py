@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.cache import PROJECT_FOLDER, ResultCache, cache_key
 from formula_check.model import CheckResult, Location, SnippetFailure, Status
-from formula_check.project import load_project, read_blocks
-from formula_check.read_stamps import Inputs
+from formula_check.project.loading import load_project, read_blocks
+from formula_check.store.cache import PROJECT_FOLDER, ResultCache, cache_key
+from formula_check.store.read_stamps import Inputs
 from sites import softmax_site
 from support import spec_for
 

@@ -15,8 +15,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fakes import FakeMaker, build_with_fake_engine
-from formula_check import ci_formats
-from formula_check.merging import RunFacts, shard_report
 from formula_check.model import (
     CheckResult,
     CheckSpec,
@@ -27,9 +25,11 @@ from formula_check.model import (
     Verdict,
     strip_ansi,
 )
-from formula_check.progress import summary
+from formula_check.project import ci_formats
+from formula_check.project.merging import RunFacts, shard_report
+from formula_check.project.progress import summary
+from formula_check.project.sharding import Shard
 from formula_check.render import labels_for, render_card, report_body, report_json
-from formula_check.sharding import Shard
 from formula_check.sinks import REPLACEMENT, SafeLines, Sink, for_sink
 from support import run
 
@@ -153,7 +153,7 @@ def test_a_logged_line_is_made_safe_where_it_is_logged(caplog) -> None:
 
 
 def test_the_plugin_log_is_safe(caplog) -> None:
-    from formula_check.mkdocs_plugin import site
+    from formula_check.faces.mkdocs_plugin import site
 
     result = _result(HOSTILE)
     with caplog.at_level(logging.DEBUG, logger=site.log.name):

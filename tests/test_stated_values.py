@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from formula_check.checking.judge import evaluate
 from formula_check.errors import FormulaCheckError, SpecError
-from formula_check.judge import evaluate
 from formula_check.messages import CheckReply
 from formula_check.model import CheckResult, CheckSpec, Environment, Location, Status
-from formula_check.pages import PageBlock, Settings, page_blocks
-from formula_check.planning import Plan, plan_check
+from formula_check.pages.blocks import PageBlock, Settings, page_blocks
+from formula_check.planning.plan import Plan, plan_check
 
 PAGE = "docs/p.md"
 WHERE = Location(PAGE, 3)

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from formula_check.mkdocs_plugin.tally import Tally
+from formula_check.faces.mkdocs_plugin.tally import Tally
 from formula_check.model import CheckResult, FormulaVerdict, Location, Status
 
 FAIL_ON = frozenset({"mismatch", "error", "timeout"})

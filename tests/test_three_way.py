@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from formula_check.ci_formats import formula_notes
 from formula_check.model import Status
+from formula_check.project.ci_formats import formula_notes
 from formula_check.render import labels_for, render_card
 from implementations import CORRECT, FFN, PE, SDPA
 from support import run

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check import timing_stats
+from formula_check.checking import timing_stats
 from formula_check.messages import AUTO_REPEATS
 from formula_check.messages.requests import STEADY, enough_runs, median_and_spread, steady
-from formula_check.planning import plan_check
+from formula_check.planning.plan import plan_check
 from support import spec_for
 
 FEWEST, MOST, BUDGET = AUTO_REPEATS
@@ -146,9 +146,9 @@ WORKER_SIDE = r"""
 import dataclasses, json, sys
 sys.path.insert(0, TESTS)
 from formula_check.model import TimingSpec
-from formula_check.planning import plan_check
-from formula_check.worker import graph_mode, timing_runs
-from formula_check.worker.entry_call import bind, resolve_kind
+from formula_check.planning.plan import plan_check
+from formula_check.runtime import graph_mode, timing_runs
+from formula_check.runtime.entry_call import bind, resolve_kind
 from support import spec_for
 
 facts = {}

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from formula_check import timing_stats
+from formula_check.checking import timing_stats
 from formula_check.messages.requests import STEADY
 from formula_check.oracles import get_oracle
-from formula_check.planning import plan_check
+from formula_check.planning.plan import plan_check
 from support import spec_for
 
 

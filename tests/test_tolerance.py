@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check.compare import compare
+from formula_check.checking.compare import compare
 from formula_check.model import Status
 from formula_check.oracles import Oracle, TensorSpec, register
-from formula_check.tolerance import derive, rounding_samples
+from formula_check.oracles.tolerance import derive, rounding_samples
 from implementations import CORRECT, FFN, LAYER_NORM, PE, SDPA
 from support import run
 
@@ -276,7 +276,7 @@ def test_the_derived_tolerance_follows_each_element() -> None:
 
 def test_regimes_are_part_of_the_request_and_deterministic() -> None:
     from formula_check.model import Location
-    from formula_check.planning import plan_check
+    from formula_check.planning.plan import plan_check
     from support import spec_for
 
     spec = spec_for("attention", SDPA, mask="causal")
@@ -324,7 +324,7 @@ def test_a_relu6_behind_a_norm_is_caught_with_wide_weights(case: str) -> None:
 
 def test_wide_weights_reach_a_function_too() -> None:
     """A function is given its weights: the wide-weights regime sends them scaled, exactly."""
-    from formula_check.planning import plan_check
+    from formula_check.planning.plan import plan_check
     from support import spec_for
 
     plan = plan_check(spec_for("sublayer", "def f(x, *w):\n    return x\n"), ".")
@@ -358,7 +358,7 @@ def test_positions_built_in_float16_are_caught_far_along() -> None:
 
 
 def test_a_numpy_or_keras_upgrade_re_checks_every_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    from formula_check import cache
+    from formula_check.store import cache
     from support import spec_for
 
     spec = spec_for("attention", SDPA)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import Engine
 from formula_check.model import CheckResult, Status
+from formula_check.session.engine import Engine
 from support import PROJECT, run, spec_for
 
 pytestmark = pytest.mark.tf

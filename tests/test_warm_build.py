@@ -229,15 +229,15 @@ def test_a_cached_build_starts_no_worker_and_loads_no_tensorflow(site: Site) -> 
 
 def test_a_cached_build_loads_neither_drawing_judging_nor_serving_code(site: Site) -> None:
     modules = probe(site.project)["modules"]
-    assert "formula_check.mkdocs_plugin" in modules  # the probe did run the plugin
+    assert "formula_check.faces.mkdocs_plugin" in modules  # the probe did run the plugin
     assert (
         loaded(
             modules,
             "formula_check.render.heatmaps",
             "formula_check.render.svg",
-            "formula_check.judge",
+            "formula_check.checking.judge",
             "formula_check.latex",
-            "formula_check.compare",
+            "formula_check.checking.compare",
             "mkdocs.livereload",
             "watchdog",
         )
@@ -250,9 +250,9 @@ def test_a_cached_build_loads_no_planning_and_no_worker_client(site: Site) -> No
     assert (
         loaded(
             modules,
-            "formula_check.planning",
+            "formula_check.planning.plan",
             "formula_check.messages",
-            "formula_check.worker.pool",
+            "formula_check.runtime.pool",
             "threadpoolctl",
         )
         == []

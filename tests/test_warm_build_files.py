@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from formula_check import sealed, wire
-from formula_check.sealed import SEAL_SIZE, TEMPORARY_PREFIX, SealedFiles, read_sealed, seal
+from formula_check import wire
+from formula_check.store import sealed_files as sealed
+from formula_check.store.sealed_files import (
+    SEAL_SIZE,
+    TEMPORARY_PREFIX,
+    SealedFiles,
+    read_sealed,
+    seal,
+)
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ from formula_check.messages import (
     decode_answer,
     decode_request,
 )
-from formula_check.planning import plan_check
-from formula_check.worker.control import WaitAnswer, ZygoteHello
+from formula_check.planning.plan import plan_check
+from formula_check.runtime.control import WaitAnswer, ZygoteHello
 from implementations import SDPA
 from support import spec_for
 

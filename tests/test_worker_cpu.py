@@ -18,7 +18,7 @@ import pytest
 
 from formula_check import wire
 from formula_check.messages import Calls, CheckReply, CheckRequest, decode_answer
-from formula_check.worker import child, isolation
+from formula_check.runtime import child, isolation
 from support import run
 
 # Run at the snippet's load, right after the check seeded every generator with its seed.
@@ -72,7 +72,7 @@ KEPT = """
 import keras
 import tensorflow as tf
 from keras.src.backend.common import global_state
-from formula_check.worker.warming import keras_state_kept
+from formula_check.runtime.warming import keras_state_kept
 
 keras.utils.set_random_seed(7)
 print(tf.keras.layers.Dense(1).name)
@@ -90,8 +90,8 @@ ELSEWHERE = """
 from pathlib import Path
 
 from formula_check.messages import CheckReply
-from formula_check.worker import warming
-from formula_check.worker.snippet_module import WorkerState
+from formula_check.runtime import warming
+from formula_check.runtime.snippet_module import WorkerState
 
 ran = []
 warming.warm_layers = lambda: ran.append("layers")

@@ -43,7 +43,7 @@ def imports(project: Path) -> set[str]:
     mappings = (
         tensorflow_mapping(pid)
         for pid, command in commands.items()
-        if b"formula_check.worker.zygote" in command and str(project).encode() in command
+        if b"formula_check.runtime.zygote" in command and str(project).encode() in command
     )
     return {mapping for mapping in mappings if mapping is not None}
 
@@ -79,7 +79,9 @@ def test_two_xdist_workers_start_one_tensorflow_process(tmp_path: Path) -> None:
     finally:
         done.set()
         watcher.join()
-        subprocess.run([sys.executable, "-m", "formula_check.cli", "stop"], env=env, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "formula_check.faces.cli", "stop"], env=env, check=False
+        )
         shutil.rmtree(runtime, ignore_errors=True)
     assert "2 failed, 6 passed" in run.stdout, run.stdout  # blocks 3 and 6 drift
     assert len(seen) == 1, f"imports of TensorFlow: {sorted(seen)}"

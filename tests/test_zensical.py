@@ -2,7 +2,7 @@
 
 Zensical reads ``mkdocs.yml`` but ignores third-party plugins, so the fixture site lists only
 ``markdown_extensions`` and the asset paths. The assets are written into the copied site the
-way a Zensical user would (``formula_check.assets.write_assets``), never committed. A failing
+way a Zensical user would (``formula_check.project.assets.write_assets``), never committed. A failing
 check must fail the build: Zensical lets only ``SuperFencesException`` out of a fence.
 
 Both builds start together (each in its own process) so their TensorFlow imports overlap,
@@ -26,10 +26,10 @@ import markdown
 import pytest
 import yaml
 
-from formula_check import assets
-from formula_check.engine import Engine
-from formula_check.options import DEFAULTS
+from formula_check.project import assets
+from formula_check.session.engine import Engine
 from formula_check.session.engines import open_engine
+from formula_check.session.options import DEFAULTS
 from sites import built_once
 from support import start_process
 
@@ -63,7 +63,7 @@ def copy_site(destination: Path) -> Path:
     by the documented command (``formula-check assets``, run in the project)."""
     shutil.copytree(FIXTURE, destination, ignore=shutil.ignore_patterns("site", ".cache"))
     done = subprocess.run(
-        [sys.executable, "-m", "formula_check.cli", "assets"],
+        [sys.executable, "-m", "formula_check.faces.cli", "assets"],
         cwd=destination,
         capture_output=True,
         text=True,

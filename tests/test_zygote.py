@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.engine import Engine
 from formula_check.errors import MissingTensorFlowError, WorkerError
 from formula_check.model import Status
-from formula_check.worker.forked import ForkedProcess, is_running
-from formula_check.worker.limits import STARTUP_TIMEOUT
-from formula_check.worker.process import Worker
-from formula_check.worker.zygote_client import ZygoteState, fork_supported
+from formula_check.runtime.forked import ForkedProcess, is_running
+from formula_check.runtime.limits import STARTUP_TIMEOUT
+from formula_check.runtime.process import Worker
+from formula_check.runtime.zygote_client import ZygoteState, fork_supported
+from formula_check.session.engine import Engine
 from implementations import SDPA
 from support import (
     PROJECT,

@@ -21,11 +21,12 @@ from typing import Any
 from mkdocs.config import config_options as c
 from mkdocs.config.base import BaseConfigOption
 
-from formula_check import config, fences
+from formula_check.pages import fences
+from formula_check.project import config
 
 MARKER = "<!-- formula-check:config-reference -->"
 BLOCK_OPTIONS_MARKER = (
-    "<!-- Generated from BLOCK_OPTIONS in plugin/formula_check/fences.py: edit them there. "
+    "<!-- Generated from BLOCK_OPTIONS in plugin/formula_check/pages/fences.py: edit them there. "
     "FORMULA_CHECK_UPDATE_GOLDEN=1 python -m pytest tests/test_docs_reference.py rewrites "
     "this table. -->"
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Location
+from formula_check.model import Location
 
 MESSAGE_LIMIT = 2_000
 """The most characters of an error message the checker writes: it may quote what a page holds

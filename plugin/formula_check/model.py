@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from .sinks import Sink, for_sink
-from .sinks import strip_ansi as strip_ansi  # noqa: PLC0414  (re-exported: its old home)
+from formula_check.sinks import Sink, for_sink
+from formula_check.sinks import strip_ansi as strip_ansi  # noqa: PLC0414  (re-exported: its old home)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -84,7 +84,7 @@ class Status(str, enum.Enum):
 MaskKind = Literal["none", "padding", "causal", "both"]
 MaskConvention = Literal["additive", "keep", "keep-float"]
 MASK_CONVENTIONS = ("additive", "keep", "keep-float", "neg-inf", "neg-large", "lengths")
-"""Every encoding a block's ``mask_convention`` may ask for (made by :mod:`.masks`)."""
+"""Every encoding a block's ``mask_convention`` may ask for (made by :mod:`.planning.masks`)."""
 EntryKind = Literal["auto", "function", "layer", "factory", "builder"]
 Expectation = Literal["verified", "mismatch", "error", "timeout", "fail"]
 
@@ -193,7 +193,7 @@ class CheckSpec:
 
 
 BOUND_WORDS = "its least"
-"""How a tolerance from the one-draw bound describes itself (see :mod:`.tolerance`): a share
+"""How a tolerance from the one-draw bound describes itself (see :mod:`.oracles.tolerance`): a share
 of it is at most the share of the full tolerance the same code would use."""
 
 

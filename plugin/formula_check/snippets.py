@@ -9,8 +9,8 @@ import re
 import stat
 from pathlib import Path
 
-from .errors import SnippetError
-from .model import Location, Snippet, frozen_map
+from formula_check.errors import SnippetError
+from formula_check.model import Location, Snippet, frozen_map
 
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 

@@ -4,7 +4,7 @@ the files of the result and figure caches.
 A message is ``MAGIC, version, header length, payload length, header (JSON), array bytes``.
 Arrays travel as raw little-endian buffers described in the header (dtype restricted to
 numbers and bools), so nothing made by user code is ever unpickled by the parent. What the
-header of each message holds is typed in :mod:`.messages`; this module only frames.
+header of each message holds is typed in :mod:`.`; this module only frames.
 
 :data:`VERSION` names the layout of the headers as well as the framing: it changes whenever
 a message gains, loses or renames a field. A message of another version is refused with a
@@ -22,12 +22,12 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
-from .lazy import numpy as np  # imported on first use
-from .model import Array
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
 
 MAGIC = b"FCK1"
 VERSION = 8
-"""1: headers read as free-form dicts. 2: typed messages (:mod:`.messages`). 3: a check
+"""1: headers read as free-form dicts. 2: typed messages (:mod:`.`). 3: a check
 request's ``attribute_outputs`` and ``preset_weights``, a reply's ``preset_root`` and
 ``created_variables``, lists and tuples among ``init`` values. 4: call arguments that are
 lists or tuples of arguments (``items``); a check request's and a reply's ``artifact`` (an
@@ -44,7 +44,7 @@ _ALLOWED_KINDS = frozenset("biuf")  # bool, signed, unsigned, float
 MAX_DIMENSIONS = 64
 """The most dimensions an array of a message may have: NumPy 2 makes no more (NumPy 1, 32).
 A message is read by the NumPy that wrote it: the worker is of the same environment, and a
-cache entry's key holds NumPy's version (:func:`formula_check.cache.numerics_versions`)."""
+cache entry's key holds NumPy's version (:func:`formula_check.store.cache.numerics_versions`)."""
 PREFIX_SIZE = _PREFIX.size
 """Bytes of a message before its header: enough for :func:`message_length`."""
 
@@ -65,8 +65,8 @@ MALFORMED = (
 )
 """What reading a message whose header does not hold the fields or types its reader wrote
 raises. The caches take an entry that raises one for no entry: sealed files are only damaged
-so by someone who writes the cache, who could write any verdict (:mod:`formula_check.sealed`),
-and this keeps such an entry from stopping a build."""
+so by someone who writes the cache, who could write any verdict
+(:mod:`formula_check.store.sealed_files`), and this keeps such an entry from stopping a build."""
 
 
 ALIGNMENT = 64

@@ -12,17 +12,23 @@ and a caret.
 
 from __future__ import annotations
 
-from .agreement import (
+from formula_check.latex.agreement import (
     FormulaAgreement,
     check_against_oracle,
     compare_with_oracle,
     compile_for_oracle,
 )
-from .compiler import CompiledFormula, compile_formula
-from .declarations import parse_symbols
-from .defaults import default_definitions, default_symbols
-from .errors import NOT_EXECUTABLE, EvaluationError, LatexError, NotExecutable, UnreadableLatexError
-from .symbols import SymbolTable
+from formula_check.latex.compiler import CompiledFormula, compile_formula
+from formula_check.latex.declarations import parse_symbols
+from formula_check.latex.defaults import default_definitions, default_symbols
+from formula_check.latex.errors import (
+    NOT_EXECUTABLE,
+    EvaluationError,
+    LatexError,
+    NotExecutable,
+    UnreadableLatexError,
+)
+from formula_check.latex.symbols import SymbolTable
 
 __all__ = [
     "NOT_EXECUTABLE",

@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Array, frozen_map, largest_index
-from ..oracles import Oracle, get_oracle
-from .along import compile_along
-from .compiler import CompiledFormula
-from .declarations import parse_symbols
-from .defaults import default_definitions, default_symbols
-from .errors import LatexError, NotExecutable
-from .limits import within_stack
-from .shapes import base
-from .symbols import SymbolTable
+from formula_check.latex.along import compile_along
+from formula_check.latex.compiler import CompiledFormula
+from formula_check.latex.declarations import parse_symbols
+from formula_check.latex.defaults import default_definitions, default_symbols
+from formula_check.latex.errors import LatexError, NotExecutable
+from formula_check.latex.limits import within_stack
+from formula_check.latex.shapes import base
+from formula_check.latex.symbols import SymbolTable
+from formula_check.model import Array, frozen_map, largest_index
+from formula_check.oracles import Oracle, get_oracle
 
 RTOL = 1e-10
 ATOL = 1e-12

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Array, frozen_map
-from ..oracles import Oracle
-from .compiler import CompiledFormula, compile_formula
-from .errors import LatexError
-from .ir import Relabel, walk
-from .shapes import base
-from .symbols import Symbol, SymbolTable
+from formula_check.latex.compiler import CompiledFormula, compile_formula
+from formula_check.latex.errors import LatexError
+from formula_check.latex.ir import Relabel, walk
+from formula_check.latex.shapes import base
+from formula_check.latex.symbols import Symbol, SymbolTable
+from formula_check.model import Array, frozen_map
+from formula_check.oracles import Oracle
 
 
 def axis_dim(oracle: Oracle, params: Mapping[str, Any]) -> str | None:

@@ -8,7 +8,7 @@ where it is only space (``\text{softmax}(x) \quad V`` is one product).
 
 from __future__ import annotations
 
-from .lexer import Token
+from formula_check.latex.lexer import Token
 
 SEPARATOR_WORDS = frozenset({"where", "and", "with"})
 OPENERS = frozenset({"(", "[", "{", "\\{"})

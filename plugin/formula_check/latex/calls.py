@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .errors import NotExecutable
-from .indices import alias_names, assigned
-from .ir import Call, Concat, Map, Named, Op
-from .names import script_text
-from .nodes import Apply, Dots, Expr, Num, Script, Word
-from .scope import Definition, Locals, Lowering, Scope
-from .shapes import Type, base, concat_type, index_axis, is_index_axis
+from formula_check.latex.errors import NotExecutable
+from formula_check.latex.indices import alias_names, assigned
+from formula_check.latex.ir import Call, Concat, Map, Named, Op
+from formula_check.latex.names import script_text
+from formula_check.latex.nodes import Apply, Dots, Expr, Num, Script, Word
+from formula_check.latex.scope import Definition, Locals, Lowering, Scope
+from formula_check.latex.shapes import Type, base, concat_type, index_axis, is_index_axis
 
 UNARY = {
     **{name: name for name in ("sqrt", "sin", "cos", "tan", "exp", "log", "tanh", "sigmoid")},

@@ -7,23 +7,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import capped
-from ..model import Array, frozen_map
-from .errors import LatexError, NotExecutable
-from .grid import Output, scatter
-from .indices import alias_names, assigned, index_letters
-from .interpreter import Env, run
-from .ir import Call, Named, Op, describe, leaves
-from .limits import within_stack
-from .lower import Lowerer
-from .names import canonical_name
-from .nodes import Apply, Expr, Script, Statement, Tuple, Word
-from .parser import parse
-from .scope import Definition, Local, Locals, Scope
-from .shaped import check_result_shape, declared_shapes
-from .shapes import base
-from .symbols import SymbolTable
-from .where import as_local, lower_local, where_line
+from formula_check.errors import capped
+from formula_check.latex.errors import LatexError, NotExecutable
+from formula_check.latex.grid import Output, scatter
+from formula_check.latex.indices import alias_names, assigned, index_letters
+from formula_check.latex.interpreter import Env, run
+from formula_check.latex.ir import Call, Named, Op, describe, leaves
+from formula_check.latex.limits import within_stack
+from formula_check.latex.lower import Lowerer
+from formula_check.latex.names import canonical_name
+from formula_check.latex.nodes import Apply, Expr, Script, Statement, Tuple, Word
+from formula_check.latex.parser import parse
+from formula_check.latex.scope import Definition, Local, Locals, Scope
+from formula_check.latex.shaped import check_result_shape, declared_shapes
+from formula_check.latex.shapes import base
+from formula_check.latex.symbols import SymbolTable
+from formula_check.latex.where import as_local, lower_local, where_line
+from formula_check.model import Array, frozen_map
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ else stays in the formula, where the parser says it is outside the executable su
 
 from __future__ import annotations
 
-from .breaks import CLOSING, OPENERS
-from .lexer import Token
+from formula_check.latex.breaks import CLOSING, OPENERS
+from formula_check.latex.lexer import Token
 
 QUANTIFIERS = frozenset({"forall"})
 FOR_WORDS = frozenset({"for", "for all", "for each", "for every", "for any"})

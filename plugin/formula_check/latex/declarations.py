@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 
-from ..model import frozen_map
-from .errors import LatexError
-from .names import canonical_name
-from .parser import Parser
-from .symbols import (
+from formula_check.latex.errors import LatexError
+from formula_check.latex.names import canonical_name
+from formula_check.latex.parser import Parser
+from formula_check.latex.symbols import (
     Symbol,
     SymbolTable,
     additive_mask_loader,
@@ -17,6 +16,7 @@ from .symbols import (
     family_loader,
     grid_loader,
 )
+from formula_check.model import frozen_map
 
 _NAME = r"(?P<name>[^:=]+?)\s*:\s*"
 _DIMS = r"\[(?P<dims>[^\]]*)\]"

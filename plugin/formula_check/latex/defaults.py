@@ -7,17 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Array, frozen_map
-from .compiler import CompiledFormula, compile_formula
-from .declarations import parse_symbols
-from .errors import EvaluationError
-from .symbols import (
+from formula_check.latex.compiler import CompiledFormula, compile_formula
+from formula_check.latex.declarations import parse_symbols
+from formula_check.latex.errors import EvaluationError
+from formula_check.latex.symbols import (
     Symbol,
     SymbolTable,
     TableFunction,
     array_loader,
     constant_loader,
 )
+from formula_check.model import Array, frozen_map
 
 _FFN = "x: [b, n, d_model]; W_1: [d_model, d_ff]; b_1: [d_ff]; W_2: [d_ff, d_model]; b_2: [d_model]"
 _NORM = r"\gamma: [d_model] = gamma; \beta: [d_model] = beta"

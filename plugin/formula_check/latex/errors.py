@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import FormulaCheckError
+from formula_check.errors import FormulaCheckError
 
 NOT_EXECUTABLE = "formula not checked"
 CARET_WINDOW = 60

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Array
-from .errors import EvaluationError, LatexError
-from .interpreter import Env, arrange, run
-from .ir import Op, describe
-from .shapes import base
+from formula_check.latex.errors import EvaluationError, LatexError
+from formula_check.latex.interpreter import Env, arrange, run
+from formula_check.latex.ir import Op, describe
+from formula_check.latex.shapes import base
+from formula_check.model import Array
 
 
 @dataclass(frozen=True)

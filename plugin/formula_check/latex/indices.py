@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 
-from .errors import NotExecutable
-from .ir import Op, Reduce, Relabel, Size
-from .limits import children
-from .nodes import BigOp, Binary, Expr, Num, Tuple, Word
-from .scope import Binding, Lowering
-from .shapes import Type, base, fresh, index_axis, is_index_axis
+from formula_check.latex.errors import NotExecutable
+from formula_check.latex.ir import Op, Reduce, Relabel, Size
+from formula_check.latex.limits import children
+from formula_check.latex.nodes import BigOp, Binary, Expr, Num, Tuple, Word
+from formula_check.latex.scope import Binding, Lowering
+from formula_check.latex.shapes import Type, base, fresh, index_axis, is_index_axis
 
 ALIAS = "@"
 """The prefix of a size named by an upper limit alone (``@d``); no declared dim has it."""

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Array
-from .errors import EvaluationError
-from .ir import (
+from formula_check.latex.errors import EvaluationError
+from formula_check.latex.ir import (
     Binary,
     Call,
     Concat,
@@ -24,7 +23,8 @@ from .ir import (
     Size,
     Transpose,
 )
-from .shapes import index_axis
+from formula_check.latex.shapes import index_axis
+from formula_check.model import Array
 
 
 def _softmax(x: Array) -> Array:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard, get_args
 
-from .shapes import INDEX, SCALAR, Type, base
-from .symbols import Symbol, TableFunction
+from formula_check.latex.shapes import INDEX, SCALAR, Type, base
+from formula_check.latex.symbols import Symbol, TableFunction
 
 
 @dataclass(frozen=True)

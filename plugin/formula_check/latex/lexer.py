@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import LatexError
-from .limits import check_length
-from .presentation import (
+from formula_check.latex.errors import LatexError
+from formula_check.latex.limits import check_length
+from formula_check.latex.presentation import (
     COLOURING,
     FRAMING,
     HIDDEN,

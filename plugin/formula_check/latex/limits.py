@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import NotExecutable
-from .nodes import Apply, BigOp, Binary, Expr, Neg, Script, Statement, Tuple
+from formula_check.latex.errors import NotExecutable
+from formula_check.latex.nodes import Apply, BigOp, Binary, Expr, Neg, Script, Statement, Tuple
 
 MAX_CHARACTERS = 10_000
 """The longest formula read: a page's longest real formulas hold a few hundred characters."""

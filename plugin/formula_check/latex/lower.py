@@ -5,22 +5,41 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .calls import call
-from .errors import LatexError, NotExecutable
-from .indices import ALIAS, element, index_letters, reduction
-from .ir import Binary as BinaryOp
-from .ir import Const, Leaf, Map, MatMul, Op, Size, Transpose
-from .names import TRANSPOSE_MARKS, Reading, as_written, readings, script_text, spell, stuck_at
-from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Tuple, Word
-from .scope import Bindings, Scope
-from .shapes import (
+from formula_check.latex.calls import call
+from formula_check.latex.errors import LatexError, NotExecutable
+from formula_check.latex.indices import ALIAS, element, index_letters, reduction
+from formula_check.latex.ir import Binary as BinaryOp
+from formula_check.latex.ir import Const, Leaf, Map, MatMul, Op, Size, Transpose
+from formula_check.latex.names import (
+    TRANSPOSE_MARKS,
+    Reading,
+    as_written,
+    readings,
+    script_text,
+    spell,
+    stuck_at,
+)
+from formula_check.latex.nodes import (
+    Apply,
+    BigOp,
+    Binary,
+    Dots,
+    Expr,
+    Neg,
+    Num,
+    Script,
+    Tuple,
+    Word,
+)
+from formula_check.latex.scope import Bindings, Scope
+from formula_check.latex.shapes import (
     ShapeMismatch,
     Type,
     elementwise_type,
     matmul_type,
     transpose_type,
 )
-from .where import use_local
+from formula_check.latex.where import use_local
 
 
 class Lowerer:

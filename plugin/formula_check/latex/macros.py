@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .errors import LatexError, NotExecutable
-from .lexer import Token
+from formula_check.latex.errors import LatexError, NotExecutable
+from formula_check.latex.lexer import Token
 
 DEFINERS = frozenset({"newcommand", "renewcommand", "providecommand"})
 OPERATORS = frozenset({"DeclareMathOperator"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from .nodes import Expr, Num, Script, Word
+from formula_check.latex.nodes import Expr, Num, Script, Word
 
 TRANSPOSE_MARKS = frozenset({"T", "⊤"})
 

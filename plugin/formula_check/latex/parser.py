@@ -30,13 +30,25 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .breaks import is_separator_word, statement_breaks
-from .conditions import split_condition
-from .errors import LatexError, NotExecutable, UnreadableLatexError
-from .lexer import Token, tokenize
-from .limits import MAX_NESTING, check_depth, within_stack
-from .macros import expand_macros
-from .nodes import Apply, BigOp, Binary, Dots, Expr, Neg, Num, Script, Statement, Tuple, Word
+from formula_check.latex.breaks import is_separator_word, statement_breaks
+from formula_check.latex.conditions import split_condition
+from formula_check.latex.errors import LatexError, NotExecutable, UnreadableLatexError
+from formula_check.latex.lexer import Token, tokenize
+from formula_check.latex.limits import MAX_NESTING, check_depth, within_stack
+from formula_check.latex.macros import expand_macros
+from formula_check.latex.nodes import (
+    Apply,
+    BigOp,
+    Binary,
+    Dots,
+    Expr,
+    Neg,
+    Num,
+    Script,
+    Statement,
+    Tuple,
+    Word,
+)
 
 RELATIONS = frozenset(
     {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import LatexError
+from formula_check.latex.errors import LatexError
 
 HIDDEN = frozenset({"phantom", "hphantom", "vphantom", "label", "tag", "tag*", "color"})
 r"""Commands whose argument the reader never sees as part of the value: it vanishes with them

@@ -12,12 +12,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..model import frozen_map
-from .errors import LatexError
-from .ir import Named, Op
-from .nodes import Expr, Word
-from .shapes import Type
-from .symbols import SymbolTable
+from formula_check.latex.errors import LatexError
+from formula_check.latex.ir import Named, Op
+from formula_check.latex.nodes import Expr, Word
+from formula_check.latex.shapes import Type
+from formula_check.latex.symbols import SymbolTable
+from formula_check.model import frozen_map
 
 
 @dataclass

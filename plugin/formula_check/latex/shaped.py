@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..model import frozen_map
-from .errors import LatexError
-from .names import canonical_name
-from .nodes import Expr, Num, Statement
-from .shapes import Type, base, is_index_axis
-from .symbols import SymbolTable
+from formula_check.latex.errors import LatexError
+from formula_check.latex.names import canonical_name
+from formula_check.latex.nodes import Expr, Num, Statement
+from formula_check.latex.shapes import Type, base, is_index_axis
+from formula_check.latex.symbols import SymbolTable
+from formula_check.model import frozen_map
 
 
 def _written(dim: Expr, source: str) -> str | None:

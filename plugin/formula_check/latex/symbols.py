@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..model import Array, frozen_map
-from .errors import EvaluationError, LatexError
+from formula_check.latex.errors import EvaluationError, LatexError
+from formula_check.model import Array, frozen_map
 
 Loader = Callable[[Mapping[str, Array], Mapping[str, int]], Array]
 MASKED_LOGIT = -1e9

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from .indices import assigned, index_letters
-from .ir import Named, Op, Relabel, subscript
-from .names import canonical_name
-from .nodes import Apply, Script, Statement, Word
-from .scope import Local, Lowering
-from .symbols import SymbolTable
+from formula_check.latex.indices import assigned, index_letters
+from formula_check.latex.ir import Named, Op, Relabel, subscript
+from formula_check.latex.names import canonical_name
+from formula_check.latex.nodes import Apply, Script, Statement, Word
+from formula_check.latex.scope import Local, Lowering
+from formula_check.latex.symbols import SymbolTable
 
 
 def as_local(statement: Statement, table: SymbolTable, taken: Collection[str]) -> Local | None:

@@ -1,9 +1,9 @@
 """The messages between the build and a worker, typed: each with one codec.
 
-Every message is a frozen dataclass with ``encode()``, the JSON header that :mod:`.wire`
+Every message is a frozen dataclass with ``encode()``, the JSON header that :mod:`..wire`
 frames (named arrays travel beside it), and ``decode(header)``, which checks every field's
 type and fills every default once: the reading side never guesses at a key. A header that
-does not fit raises :class:`~.wire.ProtocolError`.
+does not fit raises :class:`~..wire.ProtocolError`.
 
 Who sends what:
 
@@ -17,9 +17,8 @@ Who sends what:
 
 from __future__ import annotations
 
-from ..wire import ProtocolError
-from .fields import Value
-from .replies import (
+from formula_check.messages.fields import Value
+from formula_check.messages.replies import (
     FIRST,
     FLOAT16_WEIGHTS,
     GRAPH,
@@ -33,7 +32,7 @@ from .replies import (
     TimingResult,
     decode_answer,
 )
-from .requests import (
+from formula_check.messages.requests import (
     AUTO_REPEATS,
     Argument,
     Call,
@@ -47,6 +46,7 @@ from .requests import (
     TimingRun,
     decode_request,
 )
+from formula_check.wire import ProtocolError
 
 __all__ = [
     "AUTO_REPEATS",

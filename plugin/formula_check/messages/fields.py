@@ -1,7 +1,7 @@
 """Reading a message's JSON header: each field once, its type checked, its default filled.
 
 Shared by the codecs of :mod:`.requests` and :mod:`.replies`; a field of the wrong type is a
-:class:`~.wire.ProtocolError` naming the message and the field.
+:class:`~..wire.ProtocolError` naming the message and the field.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..model import Scalar, frozen_map
-from ..wire import ProtocolError
+from formula_check.model import Scalar, frozen_map
+from formula_check.wire import ProtocolError
 
 Item = Scalar | None
 Value = Item | list[Item] | tuple[Item, ...]

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Environment, frozen_map
-from ..wire import ProtocolError
-from .fields import Fields, Value, encode_values
+from formula_check.messages.fields import Fields, Value, encode_values
+from formula_check.model import Environment, frozen_map
+from formula_check.wire import ProtocolError
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ class CheckRequest:
     ``keras``, ``tflite``), ``path``, ``signature`` and ``weights_from``; empty for code."""
     unreadable: tuple[str, ...] = ()
     """Folders the check's process may not read a file of (the cache: set by the engine),
-    where the kernel confines it (:mod:`..worker.confinement`)."""
+    where the kernel confines it (:mod:`..runtime.confinement`)."""
 
     def with_time_limit(self, seconds: float) -> CheckRequest:
         """The same request, to be stopped after ``seconds``."""

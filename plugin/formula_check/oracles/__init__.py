@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .base import Oracle, Regime, TensorSpec, scaled
-from .compose import Add, Apply, Rename, compose, residual
-from .registry import all_oracles, get_oracle, load_oracle, register
+from formula_check.oracles.base import Oracle, Regime, TensorSpec, scaled
+from formula_check.oracles.compose import Add, Apply, Rename, compose, residual
+from formula_check.oracles.registry import all_oracles, get_oracle, load_oracle, register
 
 __all__ = [
     "Add",

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from .base import Oracle, Regime
-from .numerics import MASKED_LOGIT, second_way, softmax
-from .regimes import LOGIT_SCALE, large_logits
-from .tensors import given, keep_mask, positive_sizes, tensor
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import Oracle, Regime
+from formula_check.oracles.numerics import MASKED_LOGIT, second_way, softmax
+from formula_check.oracles.regimes import LOGIT_SCALE, large_logits
+from formula_check.oracles.tensors import given, keep_mask, positive_sizes, tensor
 
 Q, K, V = tensor("q", "b n d_q", "queries"), tensor("k", "b m d_k", "keys"), tensor("v", "b m d_v")
 ADDITIVE_WEIGHTS = (

@@ -6,13 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import OracleError
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from .base import Oracle
-from .numerics import scaled_dot_product, second_way
-from .regimes import LOGIT_SCALE, MASKED_KEYS, PROJECTED_LOGIT_SCALE, large_logits
-from .tensors import X, choice, given, keep_mask, positive_sizes, tensor
+from formula_check.errors import OracleError
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import Oracle
+from formula_check.oracles.numerics import scaled_dot_product, second_way
+from formula_check.oracles.regimes import (
+    LOGIT_SCALE,
+    MASKED_KEYS,
+    PROJECTED_LOGIT_SCALE,
+    large_logits,
+)
+from formula_check.oracles.tensors import X, choice, given, keep_mask, positive_sizes, tensor
 
 # attention ----------------------------------------------------------------------------------
 

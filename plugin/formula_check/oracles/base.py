@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array, Scalar, frozen_map
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array, Scalar, frozen_map
 
 Compute = Callable[[Mapping[str, Array], Mapping[str, Any]], Mapping[str, Array]]
 """``compute(arrays, params) -> named arrays``.

@@ -10,17 +10,24 @@ ones.
 
 from __future__ import annotations
 
-from .additive import ADDITIVE_ATTENTION, ADDITIVE_WEIGHTS, additive_scores
-from .attention import ATTENTION, MH_INPUTS, MH_WEIGHTS, MULTIHEAD, SA_WEIGHTS, SELF_ATTENTION
-from .base import Oracle
-from .composite import (
+from formula_check.oracles.additive import ADDITIVE_ATTENTION, ADDITIVE_WEIGHTS, additive_scores
+from formula_check.oracles.attention import (
+    ATTENTION,
+    MH_INPUTS,
+    MH_WEIGHTS,
+    MULTIHEAD,
+    SA_WEIGHTS,
+    SELF_ATTENTION,
+)
+from formula_check.oracles.base import Oracle
+from formula_check.oracles.composite import (
     ADD_NORM,
     ATTENTION_SUBLAYER,
     CROSS_ATTENTION_SUBLAYER,
     DECODER_LAYER,
     ENCODER_LAYER,
 )
-from .layers import (
+from formula_check.oracles.layers import (
     FFN,
     FFN_WEIGHTS,
     LAYER_NORM,
@@ -32,7 +39,7 @@ from .layers import (
     SOFTMAX_X,
     SUBLAYER,
 )
-from .numerics import (
+from formula_check.oracles.numerics import (
     MASKED_LOGIT,
     layer_norm,
     positional_encoding,
@@ -40,13 +47,13 @@ from .numerics import (
     scaled_dot_product,
     softmax,
 )
-from .positional import (
+from formula_check.oracles.positional import (
     ADD_POSITIONAL_ENCODING,
     LEARNED_EMBEDDING,
     POSITIONAL_ENCODING,
     SINUSOIDAL_EMBEDDING,
 )
-from .regimes import (
+from formula_check.oracles.regimes import (
     FAR,
     FAR_POSITIONS,
     LARGE_VALUES,
@@ -58,8 +65,8 @@ from .regimes import (
     WIDE_OFFSET,
     WIDE_WEIGHTS,
 )
-from .schedules import TRANSFORMER_LR_SCHEDULE, warmup_rate
-from .tensors import X
+from formula_check.oracles.schedules import TRANSFORMER_LR_SCHEDULE, warmup_rate
+from formula_check.oracles.tensors import X
 
 __all__ = [
     "ADDITIVE_ATTENTION",

@@ -28,11 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OracleError
-from ..model import Array, Scalar, frozen_map
-from .base import Oracle, Regime, TensorSpec
-from .layers import LAYER_NORM
-from .tensors import given, positive_sizes
+from formula_check.errors import OracleError
+from formula_check.model import Array, Scalar, frozen_map
+from formula_check.oracles.base import Oracle, Regime, TensorSpec
+from formula_check.oracles.layers import LAYER_NORM
+from formula_check.oracles.tensors import given, positive_sizes
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from .attention import MULTIHEAD
-from .base import WIDE, Regime, scaled
-from .compose import PLACEMENTS, Add, Apply, Rename, Step, compose, residual
-from .layers import FFN, LAYER_NORM
-from .regimes import NEAR_EPSILON, PROJECTED_LOGIT_SCALE
-from .tensors import X, choice, tensor
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.attention import MULTIHEAD
+from formula_check.oracles.base import WIDE, Regime, scaled
+from formula_check.oracles.compose import PLACEMENTS, Add, Apply, Rename, Step, compose, residual
+from formula_check.oracles.layers import FFN, LAYER_NORM
+from formula_check.oracles.regimes import NEAR_EPSILON, PROJECTED_LOGIT_SCALE
+from formula_check.oracles.tensors import X, choice, tensor
 
 CONTEXT = tensor("context", "b m d_model", "the sequence attended to (an encoder's output)")
 OUTPUT = tensor("output", "b n d_model")

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import OracleError
-from ..model import Array
-from .base import Oracle, scaled
-from .numerics import layer_norm, relu_ffn, second_way, softmax
-from .regimes import LARGE_VALUES, NEAR_EPSILON, WIDE_OFFSET, WIDE_WEIGHTS
-from .tensors import X, choice, given, positive_sizes, tensor
+from formula_check.errors import OracleError
+from formula_check.model import Array
+from formula_check.oracles.base import Oracle, scaled
+from formula_check.oracles.numerics import layer_norm, relu_ffn, second_way, softmax
+from formula_check.oracles.regimes import LARGE_VALUES, NEAR_EPSILON, WIDE_OFFSET, WIDE_WEIGHTS
+from formula_check.oracles.tensors import X, choice, given, positive_sizes, tensor
 
 # ffn ----------------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from ..tolerance import DRAW_PARAM
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.tolerance import DRAW_PARAM
 
 MASKED_LOGIT = -1e9
 """The logit a masked-out position gets, as in the TensorFlow tutorial code."""

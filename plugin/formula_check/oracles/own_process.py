@@ -1,7 +1,7 @@
 """An oracle of one's own, named in the ``oracles`` option, in a process of its own.
 
 The build never imports the project's oracle module. :func:`load` starts
-:mod:`formula_check.worker.oracle_server`, which imports it with the environment a check gets
+:mod:`formula_check.runtime.oracle_server`, which imports it with the environment a check gets
 and confined as a check is, and describes the :class:`.Oracle` it found. The build registers a
 copy of it whose callables (``compute``, ``derive``, ``generate``, ``tolerance``, a regime's
 ``inputs`` and ``sizes``, and any other among its fields) are :class:`Proxy` objects: each
@@ -10,9 +10,9 @@ here again under its own name and message. The server answers each call from a p
 for it, which starts from the state right after the import: nothing an oracle keeps (a
 counter, a cache) carries from one call to the next.
 
-What crosses, both ways, is a tree of JSON values and numeric arrays framed by :mod:`..wire`
-(:func:`pack`, :func:`unpack`): a NumPy random generator travels as its state, and comes back
-moved as far as the call moved it; nothing is unpickled.
+What crosses, both ways, is a tree of JSON values and numeric arrays framed by
+:mod:`..wire` (:func:`pack`, :func:`unpack`): a NumPy random generator travels as its
+state, and comes back moved as far as the call moved it; nothing is unpickled.
 
 States of an :class:`OracleProcess`: *described* (it answers calls, one at a time) and
 *ended*: killed once its oracle is no longer referenced, or as the build ends. Callers:
@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import wire
-from ..errors import OracleError
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from ..snippets import file_digest
-from .base import Oracle, Regime, TensorSpec
+from formula_check import wire
+from formula_check.errors import OracleError
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import Oracle, Regime, TensorSpec
+from formula_check.snippets import file_digest
 
-SERVER = "formula_check.worker.oracle_server"  # run as ``python -m``, never imported here
+SERVER = "formula_check.runtime.oracle_server"  # run as ``python -m``, never imported here
 
 _SCALARS = (type(None), bool, int, float, str)
 """What crosses as itself, in JSON: exactly these (NumPy's float64, a float that divides by

@@ -8,14 +8,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import OracleError
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from ..tolerance import DTYPE_PARAM
-from .base import Oracle, Regime
-from .numerics import positional_encoding, second_way
-from .regimes import FAR
-from .tensors import X, choice, given, positive_sizes, tensor
+from formula_check.errors import OracleError
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import Oracle, Regime
+from formula_check.oracles.numerics import positional_encoding, second_way
+from formula_check.oracles.regimes import FAR
+from formula_check.oracles.tensors import X, choice, given, positive_sizes, tensor
+from formula_check.oracles.tolerance import DTYPE_PARAM
 
 LAYOUTS = ("interleaved", "halves")
 """Where the sines and cosines go: ``interleaved`` (the paper's: sines in even columns,

@@ -7,9 +7,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from .base import KEEP_PARAM, Regime, scaled
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import KEEP_PARAM, Regime, scaled
 
 LOGIT_SCALE = 8.0
 """Queries and keys grow by this in the attention oracle's large-logits regime, so logits of

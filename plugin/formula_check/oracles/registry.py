@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import wire
-from ..errors import OracleError
-from ..lazy import numpy as np  # imported on first use
-from ..snippets import file_digest
-from . import catalog, own_process
-from .base import Compute, Oracle
+from formula_check import wire
+from formula_check.errors import OracleError
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.oracles import catalog, own_process
+from formula_check.oracles.base import Compute, Oracle
+from formula_check.snippets import file_digest
 
 _REGISTRY: dict[str, Oracle] = {}
 _BUILTINS_LOADED = False
@@ -67,7 +67,7 @@ def _same(existing: Oracle, oracle: Oracle) -> bool:
 UNKEYED = "unkeyed:"
 """How the ``source`` of an oracle of one's own begins when nothing stable names what its
 ``compute`` computes (see :func:`_code_source`): its checks are never read from the cache or
-written to it (:func:`..cache.cacheable`)."""
+written to it (:func:`..store.cache.cacheable`)."""
 
 _WRAPPED: weakref.WeakKeyDictionary[Compute, Compute] = weakref.WeakKeyDictionary()
 """Each ``compute`` made by :func:`_reading_only`, and the one it wraps. Known by identity: a
@@ -286,7 +286,7 @@ def load_oracle(
 
 
 def imported(reference: str, project_root: Path) -> Oracle:
-    """In an oracle's own process (:mod:`..worker.oracle_server`): import
+    """In an oracle's own process (:mod:`..runtime.oracle_server`): import
     ``package.module:attr`` from ``project_root`` and give the :class:`Oracle` as the checker
     runs an oracle of one's own (:func:`_own`: read-only arrays, ``source`` named)."""
     module_name, attr = _reference_parts(reference)

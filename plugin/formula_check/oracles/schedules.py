@@ -8,12 +8,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import OracleError
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from .base import Oracle, Regime
-from .numerics import second_way
-from .tensors import given, positive_sizes, tensor
+from formula_check.errors import OracleError
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import Oracle, Regime
+from formula_check.oracles.numerics import second_way
+from formula_check.oracles.tensors import given, positive_sizes, tensor
 
 STEP = tensor("step", "n", "training steps, whole numbers from 1")
 

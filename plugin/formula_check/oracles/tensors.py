@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import OracleError
-from ..lazy import numpy as np  # imported on first use
-from ..model import Array
-from .base import TensorSpec
+from formula_check.errors import OracleError
+from formula_check.lazy import numpy as np  # imported on first use
+from formula_check.model import Array
+from formula_check.oracles.base import TensorSpec
 
 
 def tensor(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import VALUE_HEATMAPS, strip_ansi
-from .card import ImageUrl, render_card, status_class
-from .figure import Figure, figures_for
-from .labels import OUTCOME_KEYS, Labels, labels_for, outcome_key
-from .report import report_body, report_json, report_markdown
+from formula_check.model import VALUE_HEATMAPS, strip_ansi
+from formula_check.render.card import ImageUrl, render_card, status_class
+from formula_check.render.figure import Figure, figures_for
+from formula_check.render.labels import OUTCOME_KEYS, Labels, labels_for, outcome_key
+from formula_check.render.report import report_body, report_json, report_markdown
 
 STYLESHEET = Path(__file__).parent / "assets" / "formula-check.css"
 """The card's stylesheet; a site adds it with ``extra_css`` (the MkDocs plugin copies it)."""

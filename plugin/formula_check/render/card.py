@@ -11,7 +11,7 @@ import html
 import math
 from collections.abc import Callable, Collection, Iterable
 
-from ..model import (
+from formula_check.model import (
     CheckResult,
     Environment,
     FormulaVerdict,
@@ -23,10 +23,10 @@ from ..model import (
     format_seconds,
     strip_ansi,
 )
-from ..sinks import Sink, for_sink
-from .figure import Figure, figures_for
-from .labels import OUTCOME_KEYS, Labels, outcome_key
-from .picture import SMALLEST_TEXT
+from formula_check.render.figure import Figure, figures_for
+from formula_check.render.labels import OUTCOME_KEYS, Labels, outcome_key
+from formula_check.render.picture import SMALLEST_TEXT
+from formula_check.sinks import Sink, for_sink
 
 ImageUrl = Callable[[Figure], str]
 """Stores a figure somewhere the page can reach and returns its URL (relative to the page)."""

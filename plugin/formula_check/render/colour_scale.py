@@ -7,9 +7,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Array
-from .layout import CBAR_WIDTH, GAP, HATCH, KEY_SIZE, LIMIT, MOST_TICKS, TICK, TICK_SIZE
-from .svg import AXIS_COLOUR, COLORMAPS, Svg, compact, nice_ticks, rgb, text_width
+from formula_check.model import Array
+from formula_check.render.layout import (
+    CBAR_WIDTH,
+    GAP,
+    HATCH,
+    KEY_SIZE,
+    LIMIT,
+    MOST_TICKS,
+    TICK,
+    TICK_SIZE,
+)
+from formula_check.render.svg import (
+    AXIS_COLOUR,
+    COLORMAPS,
+    Svg,
+    compact,
+    nice_ticks,
+    rgb,
+    text_width,
+)
 
 
 @dataclass(frozen=True)

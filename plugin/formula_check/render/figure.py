@@ -6,9 +6,9 @@ load the drawing code; :func:`figures_for` imports it on the first picture actua
 
 from __future__ import annotations
 
-from ..model import CheckResult
-from .labels import Labels
-from .picture import Figure
+from formula_check.model import CheckResult
+from formula_check.render.labels import Labels
+from formula_check.render.picture import Figure
 
 __all__ = ["Figure", "figures_for"]
 
@@ -21,6 +21,8 @@ def figures_for(
     sweep_dim: str = "n",
 ) -> list[Figure]:
     """The figures for one result (drawn by :func:`formula_check.render.heatmaps.draw_figures`)."""
-    from . import heatmaps as drawing  # the drawing code loads on the first picture
+    from formula_check.render import (
+        heatmaps as drawing,  # the drawing code loads on the first picture
+    )
 
     return drawing.draw_figures(result, heatmaps, labels, sweep_dim=sweep_dim)

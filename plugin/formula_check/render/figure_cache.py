@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .. import wire
-from ..digest import checker_digest
-from ..model import CheckResult
-from ..sealed import SealedFiles
-from .figure import Figure, figures_for
-from .labels import Labels
+from formula_check import wire
+from formula_check.model import CheckResult
+from formula_check.render.figure import Figure, figures_for
+from formula_check.render.labels import Labels
+from formula_check.store.digest import checker_digest
+from formula_check.store.sealed_files import SealedFiles
 
 
 def figure_key(

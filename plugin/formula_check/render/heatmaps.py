@@ -31,14 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import (
+from formula_check.model import (
     VALUE_HEATMAPS,
     Array,
     CheckResult,
     Verdict,
     largest_index,
 )
-from .colour_scale import (
+from formula_check.render.colour_scale import (
     Scale,
     colorbar,
     colorbar_width,
@@ -47,8 +47,8 @@ from .colour_scale import (
     nonfinite_key,
     value_range,
 )
-from .labels import Labels
-from .layout import (
+from formula_check.render.labels import Labels
+from formula_check.render.layout import (
     DELTA_SIZE,
     GAP,
     GRID_ROW,
@@ -73,9 +73,9 @@ from .layout import (
     describe,
     finish,
 )
-from .picture import Figure
-from .scaling_plot import sweep_figure
-from .svg import (
+from formula_check.render.picture import Figure
+from formula_check.render.scaling_plot import sweep_figure
+from formula_check.render.svg import (
     AXIS_COLOUR,
     Svg,
     colorize,

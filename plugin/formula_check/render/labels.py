@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import CheckResult, Status
+from formula_check.model import CheckResult, Status
 
 OUTCOME_KEYS = (
     "verified",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .labels import Labels
-from .picture import SMALLEST_TEXT, Figure
-from .svg import Svg
+from formula_check.render.labels import Labels
+from formula_check.render.picture import SMALLEST_TEXT, Figure
+from formula_check.render.svg import Svg
 
 # Type sizes and spacing, in CSS pixels. A white figure with dark text reads the same on
 # Material's light and slate palettes (the stylesheet adds a thin border on slate).

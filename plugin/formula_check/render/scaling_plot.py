@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import SweepPoint, format_seconds
-from .labels import Labels
-from .layout import (
+from formula_check.model import SweepPoint, format_seconds
+from formula_check.render.labels import Labels
+from formula_check.render.layout import (
     GAP,
     GRID_COLOUR,
     GUIDE_COLOUR,
@@ -25,8 +25,8 @@ from .layout import (
     describe,
     finish,
 )
-from .picture import Figure
-from .svg import AXIS_COLOUR, Svg, fit_text, text_width
+from formula_check.render.picture import Figure
+from formula_check.render.svg import AXIS_COLOUR, Svg, fit_text, text_width
 
 
 def _log_range(low: float, high: float, *, least: float = 0.6) -> tuple[float, float]:

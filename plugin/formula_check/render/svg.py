@@ -21,8 +21,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..model import Array
-from .picture import data_uri
+from formula_check.model import Array
+from formula_check.render.picture import data_uri
 
 FONT_FAMILY = (
     "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'Noto Sans CJK SC', "

@@ -12,9 +12,22 @@ HTML is complete. Markdown, templates and the TensorFlow import then use the mac
 
 from __future__ import annotations
 
-from .build import SUPERSEDED_GRACE, FormulaSession, Placeholder
-from .engines import SHARED_ENGINES, Checker, EngineMaker, Engines, checked_in_order, open_engine
-from .page import DataUriImages, DirectoryImages, ImageSink, PageContext, is_failure
+from formula_check.session.build import SUPERSEDED_GRACE, FormulaSession, Placeholder
+from formula_check.session.engines import (
+    SHARED_ENGINES,
+    Checker,
+    EngineMaker,
+    Engines,
+    checked_in_order,
+    open_engine,
+)
+from formula_check.session.page import (
+    DataUriImages,
+    DirectoryImages,
+    ImageSink,
+    PageContext,
+    is_failure,
+)
 
 __all__ = [
     "SHARED_ENGINES",

@@ -14,12 +14,12 @@ from concurrent.futures import TimeoutError as NotYet
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import CheckResult, CheckSpec, Location, Snippet, SnippetFailure, Status
-from ..pages import PageBlock, Settings
-from ..render import Labels, labels_for, render_card
-from ..render.figure_cache import FigureCache
-from .engines import Checker, checked_in_order, close_results
-from .page import ImageSink, PageContext
+from formula_check.model import CheckResult, CheckSpec, Location, Snippet, SnippetFailure, Status
+from formula_check.pages.blocks import PageBlock, Settings
+from formula_check.render import Labels, labels_for, render_card
+from formula_check.render.figure_cache import FigureCache
+from formula_check.session.engines import Checker, checked_in_order, close_results
+from formula_check.session.page import ImageSink, PageContext
 
 _SUPERSEDED_POLL = 0.1
 """Seconds between looks at :attr:`FormulaSession.superseded` while a page waits."""

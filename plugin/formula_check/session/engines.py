@@ -1,8 +1,8 @@
 """Engines as faces get them: one per settings, made in one place, seen through one interface.
 
-A face never builds an :class:`~formula_check.engine.Engine`: it asks an :class:`Engines` for
-the one of its :class:`~formula_check.options.EngineSettings`, and talks to it as a
-:class:`Checker`, which the faces' tests fake.
+A face never builds an :class:`~.engine.Engine`: it asks an :class:`Engines` for the one of its
+:class:`~.options.EngineSettings`, and talks to it as a :class:`Checker`, which the faces' tests
+fake.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-from ..engine import Engine
-from ..model import CheckResult, CheckSpec
-from ..options import EngineSettings
-from ..pages import PageBlock
+from formula_check.model import CheckResult, CheckSpec
+from formula_check.pages.blocks import PageBlock
+from formula_check.session.engine import Engine
+from formula_check.session.options import EngineSettings
 
 
 class Checker(Protocol):
-    """What a face needs of an engine (:class:`~formula_check.engine.Engine`, or a fake that
+    """What a face needs of an engine (:class:`~formula_check.session.engine.Engine`, or a fake that
     answers without TensorFlow in the faces' tests)."""
 
     @property

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..model import CheckResult
-from ..render import Figure
+from formula_check.model import CheckResult
+from formula_check.render import Figure
 
 
 @dataclass(frozen=True)
