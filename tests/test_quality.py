@@ -58,7 +58,17 @@ def test_no_import_is_excused_from_the_contracts() -> None:
     assert "ignore_imports" not in text
 
 
-def test_tensorflow_is_imported_only_by_the_worker() -> None:
+def test_the_package_root_holds_few_modules_and_every_folder_is_a_layer_of_the_contract() -> None:
+    # ARCHITECTURE.md "The map": a module belongs to a folder of its layer, not to the root.
+    package = ROOT / "plugin" / "formula_check"
+    assert len(list(package.glob("*.py"))) <= 15
+    layers = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("layers = [", 1)[1]
+    layers = layers.split("]", 1)[0]
+    folders = [path.name for path in package.iterdir() if (path / "__init__.py").is_file()]
+    assert [name for name in folders if f"formula_check.{name}" not in layers] == []
+
+
+def test_tensorflow_is_imported_only_by_the_runtime() -> None:
     offenders = [
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "plugin" / "formula_check").rglob("*.py")
