@@ -46,8 +46,8 @@ def warm_overhead(repeats: int) -> tuple[float, float, int]:
     """Median (engine wall - snippet's own time) per check, median snippet time, peak RSS (KiB)."""
     from formula_check.checking.judge import evaluate
     from formula_check.messages import CheckReply
-    from formula_check.model import Environment
     from formula_check.planning.plan import plan_check
+    from formula_check.results import Environment
     from formula_check.session import open_engine
     from formula_check.session.options import Options
 

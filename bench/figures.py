@@ -25,15 +25,9 @@ sys.path.insert(0, str(ROOT / "plugin"))
 
 import numpy as np  # noqa: E402
 
-from formula_check.model import (  # noqa: E402
-    CheckResult,
-    Location,
-    ShapeInfo,
-    Status,
-    SweepPoint,
-    Verdict,
-)
+from formula_check.model import Location, Status  # noqa: E402
 from formula_check.render import figures_for, labels_for  # noqa: E402
+from formula_check.results import CheckResult, ShapeInfo, SweepPoint, Verdict  # noqa: E402
 
 
 def result(**changes: object) -> CheckResult:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formula_check.model import CheckResult, CheckSpec, Status, Verdict
+from formula_check.model import CheckSpec, Status
+from formula_check.results import CheckResult, Verdict
 from formula_check.session.options import EngineSettings
 
 Answer = Callable[[CheckSpec], CheckResult]

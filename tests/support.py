@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from formula_check.model import CheckResult, CheckSpec, Location, TimingSpec
+from formula_check.model import CheckSpec, Location, TimingSpec
+from formula_check.results import CheckResult
 from formula_check.runtime.confinement import abi_version
 from formula_check.session.engine import Engine
 from formula_check.snippets import inline_snippet

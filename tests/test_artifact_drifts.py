@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
 from formula_check.pages.blocks import Settings, page_blocks
+from formula_check.results import CheckResult
 from formula_check.session.engine import Engine
 from test_artifacts import DIMS, FIXTURES, PATHS  # one weight map for both files
 

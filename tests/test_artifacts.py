@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from formula_check.errors import SnippetError
-from formula_check.model import CheckResult, Location, Status
+from formula_check.model import Location, Status
 from formula_check.pages.blocks import Settings, page_blocks
+from formula_check.results import CheckResult
 from formula_check.session.engine import Engine
 from formula_check.snippets import resolve_code
 

@@ -31,9 +31,10 @@ from browser_support import (
     unmarked_scroll_boxes,
 )
 from fakes import FakeMaker, build_with_fake_engine
-from formula_check.model import CheckResult, CheckSpec, FormulaVerdict, Status, Verdict
+from formula_check.model import CheckSpec, Status
 from formula_check.render.card import READABLE_PX
 from formula_check.render.picture import SMALLEST_TEXT
+from formula_check.results import CheckResult, FormulaVerdict, Verdict
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")

@@ -30,8 +30,9 @@ from browser_support import (
     watch,
 )
 from fakes import FakeMaker, build_with_fake_engine, by_id, mismatch, verified
-from formula_check.model import CheckResult, CheckSpec, SnippetFailure, Status
+from formula_check.model import CheckSpec, Status
 from formula_check.project import assets
+from formula_check.results import CheckResult, SnippetFailure
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")

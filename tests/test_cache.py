@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.model import CheckResult, Location, Status
+from formula_check.model import Location, Status
+from formula_check.results import CheckResult
 from formula_check.session.engine import Engine
 from formula_check.snippets import resolve_code
 from formula_check.store.cache import ResultCache, cache_key
@@ -39,7 +40,8 @@ def test_key_ignores_location_but_not_code_or_options() -> None:
 def sample_result() -> CheckResult:
     import numpy as np
 
-    from formula_check.model import ShapeInfo, TimingStats, Verdict, frozen_map
+    from formula_check.model import frozen_map
+    from formula_check.results import ShapeInfo, TimingStats, Verdict
 
     return CheckResult(
         block_id="b",
@@ -102,7 +104,7 @@ def test_round_trip_and_damage(tmp_path: Path) -> None:
 def test_a_cached_failure_is_placed_on_the_page_that_reads_it(tmp_path: Path) -> None:
     """The same failing snippet on another page (or lower on the same one) hits the entry;
     its error line follows the snippet there instead of naming where it was first seen."""
-    from formula_check.model import SnippetFailure
+    from formula_check.results import SnippetFailure
 
     cache = ResultCache(tmp_path / "cache", tmp_path)
     first = spec_for("attention", SDPA, line=10)

@@ -23,22 +23,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formula_check import wire
-from formula_check.model import (
+from formula_check.model import Location, Status, frozen_map, to_plain, well_typed
+from formula_check.render import labels_for
+from formula_check.render.figure_cache import FigureCache, figure_key
+from formula_check.results import (
     CheckResult,
     FormulaVerdict,
-    Location,
     ShapeInfo,
     SnippetFailure,
-    Status,
     SweepPoint,
     TimingStats,
     Verdict,
-    frozen_map,
-    to_plain,
-    well_typed,
 )
-from formula_check.render import labels_for
-from formula_check.render.figure_cache import FigureCache, figure_key
 from formula_check.store import sealed_files as sealed
 from formula_check.store.cache import ResultCache, result_from_json, result_to_json
 from formula_check.store.read_stamps import Inputs

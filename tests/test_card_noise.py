@@ -10,18 +10,12 @@ import re
 from typing import Any
 
 from formula_check.checking.result_notes import blind_spots, tolerance_notes
-from formula_check.model import (
-    CheckResult,
-    CheckSpec,
-    Location,
-    Status,
-    Verdict,
-    frozen_map,
-)
+from formula_check.model import CheckSpec, Location, Status, frozen_map
 from formula_check.planning.plan import plan_check
 from formula_check.render import Figure, labels_for, render_card, report_markdown
 from formula_check.render.card import READABLE_PX
 from formula_check.render.picture import SMALLEST_TEXT
+from formula_check.results import CheckResult, Verdict
 from formula_check.snippets import inline_snippet
 
 EN = labels_for("en")

@@ -23,12 +23,13 @@ import yaml
 from fakes import FakeMaker
 from formula_check.errors import MissingTensorFlowError
 from formula_check.faces import cli
-from formula_check.model import CheckResult, Location, Status
+from formula_check.model import Location, Status
 from formula_check.oracles import all_oracles
 from formula_check.project import ci_formats
 from formula_check.project.ci_formats import github_annotation, github_safe
 from formula_check.project.loading import load_project
 from formula_check.project.progress import Progress, summary
+from formula_check.results import CheckResult
 from sites import built_once
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from formula_check.checking.formula import judge_formula
-from formula_check.model import Array, CheckResult, Status
+from formula_check.model import Array, Status
 from formula_check.oracles import get_oracle
 from formula_check.pages.blocks import Settings, source_blocks
+from formula_check.results import CheckResult
 from implementations import MHA_WEIGHTS, SDPA, TUTORIAL_MHA
 from support import PROJECT, mkdocs_build, shared_engine, spec_for
 

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from drifts import DRIFTS
-from formula_check.model import GRAPH_MODE, Status
+from formula_check.model import Status
+from formula_check.results import GRAPH_MODE
 from implementations import CORRECT
 from support import run
 

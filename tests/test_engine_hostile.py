@@ -397,7 +397,7 @@ def test_a_wrapped_error_is_one_clear_line_in_the_log_and_whole_on_the_card(
 
 
 def test_a_message_of_several_lines_is_joined_into_one() -> None:
-    from formula_check.model import brief_message
+    from formula_check.results import brief_message
 
     assert brief_message("shapes differ:\n\n  (2, 5)\n  (2, 7)\n") == "shapes differ: (2, 5) (2, 7)"
     assert brief_message("Arguments received by Foo.call():\n  x=1") == (

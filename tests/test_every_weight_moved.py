@@ -16,8 +16,9 @@ import pytest
 from formula_check.checking.judge import evaluate
 from formula_check.errors import SpecError
 from formula_check.messages import CheckReply
-from formula_check.model import CheckResult, Environment, Status
+from formula_check.model import Status
 from formula_check.planning.plan import plan_check
+from formula_check.results import CheckResult, Environment
 from support import PROJECT, shared_engine, spec_for
 
 FFN = """

@@ -10,7 +10,7 @@ from mkdocs.utils.meta import get_data
 
 from formula_check.errors import SnippetError, SpecError
 from formula_check.faces import cli
-from formula_check.model import CheckResult, Location, SnippetFailure, Status
+from formula_check.model import Location, Status
 from formula_check.pages import fences
 from formula_check.pages.blocks import (
     PageBlock,
@@ -23,6 +23,7 @@ from formula_check.pages.blocks import (
 )
 from formula_check.pages.fence_scan import find_formulas, scan_fences
 from formula_check.planning import option_values
+from formula_check.results import CheckResult, SnippetFailure
 from formula_check.session.options import Options
 
 HERE = Location("docs/page.md", 7)

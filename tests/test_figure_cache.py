@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from formula_check.model import CheckResult, Location, ShapeInfo, Status, frozen_map
+from formula_check.model import Location, Status, frozen_map
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache, figure_key
+from formula_check.results import CheckResult, ShapeInfo
 
 
 def result(scale: float = 1.0) -> CheckResult:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import test_artifact_drifts as drifts
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
+from formula_check.results import CheckResult
 
 pytestmark = pytest.mark.tf
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.model import CheckResult, FormulaVerdict, Location, Status
+from formula_check.model import Location, Status
 from formula_check.pages.blocks import Settings, page_blocks
 from formula_check.render import labels_for, render_card
+from formula_check.results import CheckResult, FormulaVerdict
 from support import mkdocs_build
 
 CODE = (

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from formula_check.checking.judge import ONLY_GRAPH
-from formula_check.model import GRAPH_MODE, CheckResult, Status
+from formula_check.model import Status
 from formula_check.render.report import report_json
+from formula_check.results import GRAPH_MODE, CheckResult
 from support import shared_engine, spec_for
 
 pytestmark = pytest.mark.tf

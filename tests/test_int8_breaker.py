@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import test_artifact_drifts as drifts
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
+from formula_check.results import CheckResult
 from test_int8_sizes import said
 
 pytestmark = pytest.mark.tf

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import test_artifact_drifts as drifts
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
+from formula_check.results import CheckResult
 
 pytestmark = pytest.mark.tf
 

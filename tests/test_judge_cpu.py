@@ -26,7 +26,7 @@ from formula_check.checking import timing_stats
 from formula_check.checking.compare import Difference, compare
 from formula_check.checking.formula import judge_formula
 from formula_check.latex import compare_with_oracle, compile_for_oracle
-from formula_check.model import Array, largest_index
+from formula_check.model import Array
 from formula_check.oracles import get_oracle
 from formula_check.oracles.tolerance import (
     EPS32,
@@ -38,6 +38,7 @@ from formula_check.oracles.tolerance import (
     rounding_samples,
 )
 from formula_check.planning.plan import plan_check
+from formula_check.results import largest_index
 from support import spec_for
 
 # -- the plain computations, as the judge made them before --------------------------------------

@@ -20,7 +20,7 @@ import pytest
 from formula_check.checking.compare import Difference
 from formula_check.checking.judge import evaluate
 from formula_check.messages import CheckReply
-from formula_check.model import Array, Environment, Verdict
+from formula_check.model import Array
 from formula_check.oracles.tolerance import (
     Derivation,
     Pair,
@@ -30,6 +30,7 @@ from formula_check.oracles.tolerance import (
     rounding_samples,
 )
 from formula_check.planning.plan import Plan, plan_check
+from formula_check.results import Environment, Verdict
 from support import spec_for
 from test_judge_cpu import plain_derive
 

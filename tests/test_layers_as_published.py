@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from formula_check.errors import SpecError
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
 from formula_check.oracles import Oracle, TensorSpec, register
+from formula_check.results import CheckResult
 from implementations import CORRECT
 from support import run
 

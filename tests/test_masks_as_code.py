@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
 from formula_check.oracles import Oracle, TensorSpec, register
+from formula_check.results import CheckResult
 from implementations import CORRECT
 from support import run
 

@@ -12,7 +12,8 @@ import pytest
 
 from fakes import FakeMaker, drift_on_axis_1, verified
 from formula_check.faces import cli
-from formula_check.model import CheckResult, CheckSpec, Environment
+from formula_check.model import CheckSpec
+from formula_check.results import CheckResult, Environment
 from sites import softmax_site
 
 

@@ -16,8 +16,9 @@ import pytest
 
 from fakes import FakeMaker
 from formula_check.faces import cli, mkdocs_plugin
-from formula_check.model import CheckResult, CheckSpec, FormulaVerdict, Location, Status, Verdict
+from formula_check.model import CheckSpec, Location, Status
 from formula_check.project import ci_formats
+from formula_check.results import CheckResult, FormulaVerdict, Verdict
 
 pytest_plugins = ["pytester"]
 
@@ -226,7 +227,8 @@ import pytest
 from fakes import FakeMaker
 
 from formula_check.faces import pytest_plugin
-from formula_check.model import CheckResult, FormulaVerdict, Status, Verdict
+from formula_check.model import Status
+from formula_check.results import CheckResult, FormulaVerdict, Verdict
 from formula_check.session import Engines
 
 {answer}
@@ -391,9 +393,9 @@ def test_a_type_error_while_constructing_names_where_each_keyword_came_from() ->
 def test_keras_mha_preset_with_a_factory_of_other_parameters_verifies() -> None:
     from formula_check.checking.judge import evaluate
     from formula_check.messages import CheckReply
-    from formula_check.model import Environment
     from formula_check.planning.plan import plan_check
     from formula_check.planning.presets import init_sources
+    from formula_check.results import Environment
     from formula_check.runtime.one_check import check
     from formula_check.runtime.snippet_module import WorkerState
     from support import PROJECT

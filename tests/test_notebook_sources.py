@@ -21,11 +21,12 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 import formula_check.project.loading  # noqa: F401  # see test_pytest_plugin: pytester drops modules
 from fakes import FakeMaker, pytest_conftest
 from formula_check.faces import cli
-from formula_check.model import CheckResult, Location, Status
+from formula_check.model import Location, Status
 from formula_check.pages.blocks import PageBlock, Settings
 from formula_check.pages.notebooks import as_python, notebook_blocks
 from formula_check.project.ci_formats import github_annotation, junit_xml, source_line
 from formula_check.project.loading import bare_project, read_blocks, target_pages
+from formula_check.results import CheckResult
 
 pytest_plugins = ["pytester"]
 

@@ -20,11 +20,12 @@ import pytest
 from formula_check.checking.judge import evaluate
 from formula_check.errors import FormulaCheckError
 from formula_check.messages import CheckReply
-from formula_check.model import CheckResult, CheckSpec, Environment, Location, Status
+from formula_check.model import CheckSpec, Location, Status
 from formula_check.pages.blocks import PageBlock, Settings, page_blocks
 from formula_check.pages.fences import BLOCK_OPTIONS
 from formula_check.planning.plan import Plan, plan_check
 from formula_check.render import labels_for, render_card
+from formula_check.results import CheckResult, Environment
 
 PAGE = "docs/p.md"
 WHERE = Location(PAGE, 3)

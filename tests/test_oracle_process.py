@@ -19,9 +19,10 @@ import pytest
 from formula_check.checking.judge import evaluate
 from formula_check.errors import OracleError
 from formula_check.messages import CheckReply
-from formula_check.model import Environment, Status
+from formula_check.model import Status
 from formula_check.oracles import Oracle, load_oracle
 from formula_check.planning.plan import plan_check
+from formula_check.results import Environment
 from support import CONFINED, spec_for, wait_until
 
 SECRET = "ghp_" + "Vd4" * 12  # looks like a token; made here, so it cannot be anywhere else

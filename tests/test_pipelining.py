@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from formula_check.messages import CheckReply
-from formula_check.model import CheckResult, CheckSpec, Environment, Status
+from formula_check.model import CheckSpec, Status
 from formula_check.planning.plan import Plan
+from formula_check.results import CheckResult, Environment
 from formula_check.runtime.idle import IdleWorkers
 from formula_check.runtime.pool import Reply, WorkerPool
 from formula_check.session.engine import Engine, _bare

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import io
 
-from formula_check.model import CheckResult, Location, Status
+from formula_check.model import Location, Status
 from formula_check.project.progress import Progress, counts_line, paint, summary, wants_colour
+from formula_check.results import CheckResult
 
 
 class Clock:

@@ -19,17 +19,7 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from formula_check.model import (
-    CheckResult,
-    Environment,
-    Location,
-    ShapeInfo,
-    SnippetFailure,
-    Status,
-    SweepPoint,
-    TimingStats,
-    Verdict,
-)
+from formula_check.model import Location, Status
 from formula_check.render import (
     STYLESHEET,
     Figure,
@@ -43,6 +33,15 @@ from formula_check.render import (
 )
 from formula_check.render.labels import CHINESE, ENGLISH
 from formula_check.render.svg import COLORMAPS
+from formula_check.results import (
+    CheckResult,
+    Environment,
+    ShapeInfo,
+    SnippetFailure,
+    SweepPoint,
+    TimingStats,
+    Verdict,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 EN = labels_for("en")

@@ -14,18 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.model import (
-    CheckResult,
-    FormulaVerdict,
-    Location,
-    SnippetFailure,
-    Status,
-    TimingStats,
-    Verdict,
-)
+from formula_check.model import Location, Status
 from formula_check.project import assets
 from formula_check.render import labels_for, report_body, report_json
 from formula_check.render.report import report_markdown
+from formula_check.results import CheckResult, FormulaVerdict, SnippetFailure, TimingStats, Verdict
 
 EN = labels_for("en")
 ZH = labels_for("zh")

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formula_check.model import CheckResult, Location, SnippetFailure, Status, frozen_map
+from formula_check.model import Location, Status, frozen_map
 from formula_check.pages.blocks import PageBlock, Settings, page_blocks
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache
+from formula_check.results import CheckResult, SnippetFailure
 from formula_check.session import SUPERSEDED_GRACE, FormulaSession, PageContext
 
 PAGE = """# Attention

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.model import CheckResult, Location, SnippetFailure, Status
+from formula_check.model import Location, Status
 from formula_check.project.loading import load_project, read_blocks
+from formula_check.results import CheckResult, SnippetFailure
 from formula_check.store.cache import PROJECT_FOLDER, ResultCache, cache_key
 from formula_check.store.read_stamps import Inputs
 from sites import softmax_site

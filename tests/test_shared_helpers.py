@@ -9,8 +9,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from formula_check.model import format_seconds, largest_index
 from formula_check.render.picture import Figure, data_uri
+from formula_check.results import format_seconds, largest_index
 
 
 @pytest.mark.parametrize(

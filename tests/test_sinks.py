@@ -15,21 +15,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fakes import FakeMaker, build_with_fake_engine
-from formula_check.model import (
-    CheckResult,
-    CheckSpec,
-    FormulaVerdict,
-    Location,
-    SnippetFailure,
-    Status,
-    Verdict,
-    strip_ansi,
-)
+from formula_check.model import CheckSpec, Location, Status, strip_ansi
 from formula_check.project import ci_formats
 from formula_check.project.merging import RunFacts, shard_report
 from formula_check.project.progress import summary
 from formula_check.project.sharding import Shard
 from formula_check.render import labels_for, render_card, report_body, report_json
+from formula_check.results import CheckResult, FormulaVerdict, SnippetFailure, Verdict
 from formula_check.sinks import REPLACEMENT, SafeLines, Sink, for_sink
 from support import run
 

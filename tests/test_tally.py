@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from formula_check.faces.mkdocs_plugin.tally import Tally
-from formula_check.model import CheckResult, FormulaVerdict, Location, Status
+from formula_check.model import Location, Status
+from formula_check.results import CheckResult, FormulaVerdict
 
 FAIL_ON = frozenset({"mismatch", "error", "timeout"})
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
+from formula_check.results import CheckResult
 from formula_check.session.engine import Engine
 from support import PROJECT, run, spec_for
 

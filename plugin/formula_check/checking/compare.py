@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formula_check.model import Array, Verdict, largest_index
+from formula_check.model import Array
+from formula_check.results import Verdict, largest_index
 
 
 def squeeze_leading(actual: Array, expected_ndim: int) -> Array:

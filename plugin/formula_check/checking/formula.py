@@ -31,8 +31,9 @@ from formula_check.latex import (
 )
 from formula_check.latex.ir import Named, walk
 from formula_check.latex.limits import within_stack
-from formula_check.model import Array, CheckSpec, FormulaVerdict
+from formula_check.model import Array, CheckSpec
 from formula_check.oracles import Oracle, get_oracle
+from formula_check.results import FormulaVerdict
 
 MASK_HINT = "the formula has no mask term; write `+ M` inside the softmax"
 

@@ -57,21 +57,18 @@ from formula_check.checking.returned import (
 )
 from formula_check.checking.timing_stats import oracle_timing, sweep_points, timing_stats
 from formula_check.messages import FIRST, FLOAT16_WEIGHTS, GRAPH, CheckReply, SnippetFailed
-from formula_check.model import (
-    Array,
+from formula_check.model import Array, Location, Status, frozen_map
+from formula_check.oracles.tolerance import Singles
+from formula_check.planning.plan import Plan, attribute_outputs
+from formula_check.results import (
     CheckResult,
     Environment,
-    Location,
     ShapeInfo,
     SnippetFailure,
-    Status,
     Verdict,
-    frozen_map,
     graph_regime,
     regime_words,
 )
-from formula_check.oracles.tolerance import Singles
-from formula_check.planning.plan import Plan, attribute_outputs
 
 _PHASES = {
     "call": "",

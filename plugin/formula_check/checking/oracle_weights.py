@@ -13,9 +13,10 @@ import numpy as np
 
 from formula_check.errors import SpecError
 from formula_check.messages import CheckReply
-from formula_check.model import Array, Location, Verdict
+from formula_check.model import Array, Location
 from formula_check.oracles import Oracle
 from formula_check.planning.plan import Plan
+from formula_check.results import Verdict
 
 
 def oracle_weights(

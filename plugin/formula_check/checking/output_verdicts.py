@@ -17,10 +17,7 @@ import numpy as np
 
 from formula_check.checking.compare import Difference, squeeze_leading
 from formula_check.errors import OracleError, SpecError
-from formula_check.model import (
-    Array,
-    Verdict,
-)
+from formula_check.model import Array
 from formula_check.oracles.tolerance import (
     SAMPLES,
     Derivation,
@@ -31,6 +28,7 @@ from formula_check.oracles.tolerance import (
     rounding_samples,
 )
 from formula_check.planning.plan import Plan
+from formula_check.results import Verdict
 
 HEADS = ("b", "h")
 """The leading axes of an output that code may fold into one (heads into the batch)."""

@@ -17,12 +17,10 @@ from formula_check.checking.oracle_weights import (
 )
 from formula_check.errors import SpecError
 from formula_check.messages import NOT_A_TENSOR, CheckReply
-from formula_check.model import (
-    Array,
-    SnippetFailure,
-)
+from formula_check.model import Array
 from formula_check.planning.option_values import spoken_call
 from formula_check.planning.plan import Plan, attribute_outputs
+from formula_check.results import SnippetFailure
 
 
 def options_took_effect(plan: Plan, reply: CheckReply) -> None:

@@ -10,8 +10,9 @@ import numpy as np
 
 from formula_check.checking.oracle_weights import described
 from formula_check.messages import CheckReply, TimingResult
-from formula_check.model import Array, Verdict
+from formula_check.model import Array
 from formula_check.planning.plan import Plan
+from formula_check.results import Verdict
 
 
 def blind_spots(plan: Plan) -> list[str]:

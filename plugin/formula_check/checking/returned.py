@@ -16,11 +16,9 @@ from formula_check.checking.output_verdicts import (
     unfolded,
     unmatched,
 )
-from formula_check.model import (
-    Array,
-    Verdict,
-)
+from formula_check.model import Array
 from formula_check.planning.plan import Plan, attribute_outputs
+from formula_check.results import Verdict
 
 
 def fold_notes(plan: Plan, names: Sequence[str], outputs: Sequence[Array]) -> list[str]:

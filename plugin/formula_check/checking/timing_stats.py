@@ -9,8 +9,9 @@ from typing import Any
 
 from formula_check.messages import TimingResult
 from formula_check.messages.requests import enough_runs, median_and_spread
-from formula_check.model import Array, SweepPoint, TimingStats
+from formula_check.model import Array
 from formula_check.planning.plan import Plan
+from formula_check.results import SweepPoint, TimingStats
 
 
 def _stats(label: str, samples: Sequence[float], first: float = 0.0) -> TimingStats:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from formula_check.errors import FormulaCheckError
 from formula_check.faces.cli_arguments import build_parser
-from formula_check.model import CheckResult, Location
+from formula_check.model import Location
 from formula_check.oracles import all_oracles
 from formula_check.pages.blocks import PageBlock, Settings
 from formula_check.project import ci_formats, merging, sharding
@@ -38,6 +38,7 @@ from formula_check.project.loading import (
 )
 from formula_check.project.progress import Progress, summary, wants_colour
 from formula_check.render import report_json
+from formula_check.results import CheckResult
 from formula_check.session import Checker, EngineMaker, checked_in_order, is_failure, open_engine
 from formula_check.session.options import Options
 from formula_check.sinks import SafeLines, Sink, for_sink

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from formula_check.errors import FormulaCheckError
-from formula_check.model import CheckResult, Location
+from formula_check.model import Location
 from formula_check.pages.blocks import PageBlock, page_blocks
 from formula_check.pages.notebooks import (
     NO_OWN_CODE,
@@ -44,6 +44,7 @@ from formula_check.pages.notebooks import (
 )
 from formula_check.render import STYLESHEET, labels_for
 from formula_check.render.figure_cache import FigureCache
+from formula_check.results import CheckResult
 from formula_check.session import SHARED_ENGINES, DataUriImages, FormulaSession, is_failure
 from formula_check.session.options import Options
 

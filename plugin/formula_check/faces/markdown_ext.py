@@ -34,13 +34,14 @@ from markdown.preprocessors import Preprocessor
 from pymdownx.superfences import SuperFencesCodeExtension, SuperFencesException
 
 from formula_check.errors import FormulaCheckError
-from formula_check.model import CheckResult, Location, SnippetFailure, Status
+from formula_check.model import Location, Status
 from formula_check.oracles import load_oracle
 from formula_check.pages.blocks import PageBlock, page_blocks
 from formula_check.pages.fence_scan import FormulaFence, commented_formulas, find_formulas
 from formula_check.pages.front_matter import front_matter, front_matter_lines
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache
+from formula_check.results import CheckResult, SnippetFailure
 from formula_check.session import (
     SHARED_ENGINES,
     DataUriImages,

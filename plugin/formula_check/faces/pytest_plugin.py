@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
     from _pytest.terminal import TerminalReporter
 
-    from formula_check.model import CheckResult
     from formula_check.pages.blocks import PageBlock
     from formula_check.project.loading import Project
+    from formula_check.results import CheckResult
 
 RUN = pytest.StashKey["FormulaCheckRun"]()
 """Where the switched-on plugin keeps its run (``config.stash[RUN]``): a conftest may give

@@ -16,8 +16,9 @@ from formula_check.latex.errors import LatexError, NotExecutable
 from formula_check.latex.limits import within_stack
 from formula_check.latex.shapes import base
 from formula_check.latex.symbols import SymbolTable
-from formula_check.model import Array, frozen_map, largest_index
+from formula_check.model import Array, frozen_map
 from formula_check.oracles import Oracle, get_oracle
+from formula_check.results import largest_index
 
 RTOL = 1e-10
 ATOL = 1e-12

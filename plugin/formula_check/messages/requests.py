@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formula_check.messages.fields import Fields, Value, encode_values
-from formula_check.model import Environment, frozen_map
+from formula_check.model import frozen_map
+from formula_check.results import Environment
 from formula_check.wire import ProtocolError
 
 

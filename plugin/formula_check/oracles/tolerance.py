@@ -48,7 +48,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from formula_check.lazy import numpy as np  # imported on first use
-from formula_check.model import BOUND_WORDS, Array
+from formula_check.model import Array
+from formula_check.results import BOUND_WORDS
 
 EPS32 = 2.0**-23
 """The float32 machine epsilon (``np.finfo(np.float32).eps``, 2^-23): twice the largest

@@ -15,16 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from formula_check.errors import FormulaCheckError, OracleError, PageError, SpecError
-from formula_check.model import (
-    CheckResult,
-    CheckSpec,
-    Location,
-    Snippet,
-    SnippetFailure,
-    Status,
-    TimingSpec,
-    frozen_map,
-)
+from formula_check.model import CheckSpec, Location, Snippet, Status, TimingSpec, frozen_map
 from formula_check.oracles import Oracle, all_oracles, get_oracle
 from formula_check.pages import fences
 from formula_check.pages.fence_scan import FormulaFence, find_formulas
@@ -36,6 +27,7 @@ from formula_check.pages.front_matter import (
     split_front_matter,
 )
 from formula_check.planning.option_values import did_you_mean
+from formula_check.results import CheckResult, SnippetFailure
 from formula_check.snippets import inline_snippet, resolve_code
 
 

@@ -6,17 +6,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from formula_check.model import (
-    CheckResult,
-    FormulaVerdict,
-    Location,
-    Verdict,
-    brief_message,
-    regime_words,
-)
+from formula_check.model import Location
 from formula_check.pages.notebooks import cell_source
 from formula_check.render import strip_ansi
 from formula_check.render.labels import ENGLISH
+from formula_check.results import CheckResult, FormulaVerdict, Verdict, brief_message, regime_words
 from formula_check.sinks import Sink, for_sink, no_workflow_commands
 
 _FLOAT32_TINY = 1.1754944e-38

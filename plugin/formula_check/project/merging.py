@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from formula_check.errors import FormulaCheckError
-from formula_check.model import CheckResult
 from formula_check.project.loading import Project
 from formula_check.project.sharding import Shard
+from formula_check.results import CheckResult
 from formula_check.sinks import Sink, for_sink
 from formula_check.store.cache import result_from_json, result_to_json
 from formula_check.store.digest import checker_digest

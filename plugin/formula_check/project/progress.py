@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
-from formula_check.model import CheckResult, format_seconds
 from formula_check.render import OUTCOME_KEYS, outcome_key
+from formula_check.results import CheckResult, format_seconds
 from formula_check.sinks import Sink, for_sink
 
 _TICK = 0.5  # seconds between redraws of the live line while a slow check runs

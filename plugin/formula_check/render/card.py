@@ -11,21 +11,20 @@ import html
 import math
 from collections.abc import Callable, Collection, Iterable
 
-from formula_check.model import (
+from formula_check.model import Status, strip_ansi
+from formula_check.render.figure import Figure, figures_for
+from formula_check.render.labels import OUTCOME_KEYS, Labels, outcome_key
+from formula_check.render.picture import SMALLEST_TEXT
+from formula_check.results import (
     CheckResult,
     Environment,
     FormulaVerdict,
     ShapeInfo,
-    Status,
     TimingStats,
     Verdict,
     brief_message,
     format_seconds,
-    strip_ansi,
 )
-from formula_check.render.figure import Figure, figures_for
-from formula_check.render.labels import OUTCOME_KEYS, Labels, outcome_key
-from formula_check.render.picture import SMALLEST_TEXT
 from formula_check.sinks import Sink, for_sink
 
 ImageUrl = Callable[[Figure], str]

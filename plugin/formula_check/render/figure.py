@@ -6,9 +6,9 @@ load the drawing code; :func:`figures_for` imports it on the first picture actua
 
 from __future__ import annotations
 
-from formula_check.model import CheckResult
 from formula_check.render.labels import Labels
 from formula_check.render.picture import Figure
+from formula_check.results import CheckResult
 
 __all__ = ["Figure", "figures_for"]
 

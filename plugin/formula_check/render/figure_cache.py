@@ -11,9 +11,9 @@ import hashlib
 from pathlib import Path
 
 from formula_check import wire
-from formula_check.model import CheckResult
 from formula_check.render.figure import Figure, figures_for
 from formula_check.render.labels import Labels
+from formula_check.results import CheckResult
 from formula_check.store.digest import checker_digest
 from formula_check.store.sealed_files import SealedFiles
 

@@ -31,13 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formula_check.model import (
-    VALUE_HEATMAPS,
-    Array,
-    CheckResult,
-    Verdict,
-    largest_index,
-)
+from formula_check.model import VALUE_HEATMAPS, Array
 from formula_check.render.colour_scale import (
     Scale,
     colorbar,
@@ -86,6 +80,7 @@ from formula_check.render.svg import (
     text_width,
     upscale,
 )
+from formula_check.results import CheckResult, Verdict, largest_index
 
 
 @dataclass(frozen=True)

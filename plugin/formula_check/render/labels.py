@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formula_check.model import CheckResult, Status
+from formula_check.model import Status
+from formula_check.results import CheckResult
 
 OUTCOME_KEYS = (
     "verified",

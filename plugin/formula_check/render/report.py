@@ -10,9 +10,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from formula_check.model import CheckResult, Verdict, format_seconds, strip_ansi
+from formula_check.model import strip_ansi
 from formula_check.render.card import status_class
 from formula_check.render.labels import OUTCOME_KEYS, Labels, outcome_key
+from formula_check.results import CheckResult, Verdict, format_seconds
 from formula_check.sinks import Sink, for_sink
 
 REPORT_VERSION = 2

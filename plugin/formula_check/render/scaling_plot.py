@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formula_check.model import SweepPoint, format_seconds
 from formula_check.render.labels import Labels
 from formula_check.render.layout import (
     GAP,
@@ -27,6 +26,7 @@ from formula_check.render.layout import (
 )
 from formula_check.render.picture import Figure
 from formula_check.render.svg import AXIS_COLOUR, Svg, fit_text, text_width
+from formula_check.results import SweepPoint, format_seconds
 
 
 def _log_range(low: float, high: float, *, least: float = 0.6) -> tuple[float, float]:

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from formula_check.errors import WorkerError
 from formula_check.messages import CheckRequest
-from formula_check.model import Array, Environment
+from formula_check.model import Array
+from formula_check.results import Environment
 from formula_check.runtime.idle import IdleWorkers
 from formula_check.runtime.kept_client import KeptZygote
 from formula_check.runtime.kept_socket import kept_address, stop_every_kept, stop_kept

@@ -39,7 +39,8 @@ from formula_check.messages import (
     RunningOn,
     decode_answer,
 )
-from formula_check.model import Array, Environment
+from formula_check.model import Array
+from formula_check.results import Environment
 from formula_check.runtime.environment import worker_environment
 from formula_check.runtime.forked import ForkedProcess
 from formula_check.runtime.limits import CANCEL_GRACE, POLL, STARTUP_TIMEOUT, WORKER_GRACE

@@ -14,10 +14,11 @@ from concurrent.futures import TimeoutError as NotYet
 from dataclasses import dataclass, field
 from typing import Any
 
-from formula_check.model import CheckResult, CheckSpec, Location, Snippet, SnippetFailure, Status
+from formula_check.model import CheckSpec, Location, Snippet, Status
 from formula_check.pages.blocks import PageBlock, Settings
 from formula_check.render import Labels, labels_for, render_card
 from formula_check.render.figure_cache import FigureCache
+from formula_check.results import CheckResult, SnippetFailure
 from formula_check.session.engines import Checker, checked_in_order, close_results
 from formula_check.session.page import ImageSink, PageContext
 

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from formula_check.errors import FormulaCheckError, MissingTensorFlowError, WorkerError
-from formula_check.model import CheckResult, CheckSpec, Environment, SnippetFailure, Status
+from formula_check.model import CheckSpec, Status
 from formula_check.oracles import Oracle, get_oracle
 from formula_check.oracles.registry import loaded
+from formula_check.results import CheckResult, Environment, SnippetFailure
 from formula_check.runtime.environment import settings_digest
 from formula_check.store.cache import (
     MemoryResults,

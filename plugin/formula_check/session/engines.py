@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-from formula_check.model import CheckResult, CheckSpec
+from formula_check.model import CheckSpec
 from formula_check.pages.blocks import PageBlock
+from formula_check.results import CheckResult
 from formula_check.session.engine import Engine
 from formula_check.session.options import EngineSettings
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from formula_check.model import CheckResult
 from formula_check.render import Figure
+from formula_check.results import CheckResult
 
 
 @dataclass(frozen=True)

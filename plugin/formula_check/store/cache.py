@@ -41,24 +41,19 @@ from pathlib import Path
 from typing import Any
 
 from formula_check import wire
-from formula_check.model import (
+from formula_check.model import CheckSpec, Location, Status, frozen_map, to_plain, well_typed
+from formula_check.oracles import get_oracle
+from formula_check.oracles.registry import UNKEYED
+from formula_check.results import (
     CheckResult,
-    CheckSpec,
     Environment,
     FormulaVerdict,
-    Location,
     ShapeInfo,
     SnippetFailure,
-    Status,
     SweepPoint,
     TimingStats,
     Verdict,
-    frozen_map,
-    to_plain,
-    well_typed,
 )
-from formula_check.oracles import get_oracle
-from formula_check.oracles.registry import UNKEYED
 from formula_check.store.digest import checker_digest
 from formula_check.store.read_stamps import Inputs, ReadStamps, in_project
 from formula_check.store.sealed_files import SealedFiles

@@ -35,7 +35,6 @@ from formula_check.faces.mkdocs_plugin import report, site, watching
 from formula_check.faces.mkdocs_plugin.jupyter_pages import NotebookPages, renders_notebooks
 from formula_check.faces.mkdocs_plugin.page_notebooks import PageNotebooks
 from formula_check.faces.mkdocs_plugin.tally import Tally
-from formula_check.model import CheckResult
 from formula_check.oracles import load_oracle
 from formula_check.pages.blocks import (
     PageBlock,
@@ -47,6 +46,7 @@ from formula_check.pages.front_matter import front_matter_lines, front_matter_pr
 from formula_check.project.config import FormulaCheckConfig, options_from
 from formula_check.render import labels_for
 from formula_check.render.figure_cache import FigureCache
+from formula_check.results import CheckResult
 from formula_check.session import Engines, FormulaSession, PageContext
 from formula_check.session.options import Options
 

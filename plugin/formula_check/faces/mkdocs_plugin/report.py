@@ -14,8 +14,8 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, InclusionLevel
 from mkdocs.utils import get_relative_url
 
-from formula_check.model import CheckResult
 from formula_check.render import Labels, report_body, report_json
+from formula_check.results import CheckResult
 
 REPORT_PAGE = "formula-check-report.md"
 REPORT_JSON = "formula-check-report.json"

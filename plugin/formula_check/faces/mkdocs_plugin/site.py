@@ -19,11 +19,11 @@ from mkdocs.utils import get_relative_url
 
 from formula_check.errors import MissingTensorFlowError, PageError
 from formula_check.faces.markdown_ext import UNCHECKED
-from formula_check.model import CheckResult
 from formula_check.pages.blocks import PageBlock
 from formula_check.project import assets
 from formula_check.project.ci_formats import formula_note
 from formula_check.render import Figure
+from formula_check.results import CheckResult
 from formula_check.session import PageContext, is_failure
 from formula_check.sinks import SafeLines
 from formula_check.store.sealed_files import log as cache_log

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from formula_check.faces.mkdocs_plugin.site import log
-from formula_check.model import CheckResult, Status, format_seconds
+from formula_check.model import Status
 from formula_check.pages.blocks import PageBlock
+from formula_check.results import CheckResult, format_seconds
 from formula_check.session import is_failure
 
 PROGRESS_EVERY = 10.0
