@@ -264,7 +264,16 @@ def _judge_calls(
     only the main call says: outputs it did not return, the parameters the weight map read
     (``read_params``). What the heatmaps show: the first call that differs where all before
     it agreed, else the main one."""
-    plan, reply = judged.plan, judged.reply
+    pictured = _judge_each(judged, calls)
+    _hint_dropped_training(judged)
+    heatmaps_drawable(judged.plan, pictured[1])
+    _judge_main_only(judged, read_params)
+    return pictured
+
+
+def _judge_each(judged: _Judged, calls: Sequence[_Call]) -> Pictured:
+    """Each call's verdicts into ``judged`` (or why its regime is skipped); what the
+    heatmaps show."""
     pictured: Pictured | None = None
     for call in calls:
         if call.inputs in judged.skipped:
@@ -277,15 +286,28 @@ def _judge_calls(
         if pictured is None or (shown and agreed and not all(v.ok for v in more)):
             pictured = (shown, call.reference.expected)
         judged.verdicts.extend(more)
-    dropped = dropped_training(reply)
+    assert pictured is not None  # the main call is never skipped
+    return pictured
+
+
+def _hint_dropped_training(judged: _Judged) -> None:
+    """Where ``training=`` never reached the layer's own ``call()`` (:func:`dropped_training`),
+    each plain difference says so as its hint; a note says it where no verdict does."""
+    dropped = dropped_training(judged.reply)
+    if not dropped:
+        return
     judged.verdicts[:] = [
-        dataclasses.replace(v, hint=dropped) if dropped and not (v.ok or v.problem or v.hint) else v
+        v if v.ok or v.problem or v.hint else dataclasses.replace(v, hint=dropped)
         for v in judged.verdicts
     ]
-    if dropped and not any(v.hint == dropped for v in judged.verdicts):
+    if not any(v.hint == dropped for v in judged.verdicts):
         judged.notes.append(dropped)
-    assert pictured is not None  # the main call is never skipped
-    heatmaps_drawable(plan, pictured[1])
+
+
+def _judge_main_only(judged: _Judged, read_params: Mapping[str, Any]) -> None:
+    """What only the main call says: the outputs it did not return (or the keys its dict
+    lacks), and the parameters the weight map read."""
+    plan, reply = judged.plan, judged.reply
     if by_name(plan, reply.output_keys):
         judged.verdicts += missing_keys(plan, reply.output_keys or ())
     else:
@@ -293,7 +315,6 @@ def _judge_calls(
     checked = [param_check(plan, name, value) for name, value in read_params.items()]
     judged.verdicts += [verdict for verdict, _ in checked if verdict is not None]
     judged.notes += [note for _, note in checked if note]
-    return pictured
 
 
 def _judge_call(judged: _Judged, call: _Call) -> tuple[list[Verdict] | str, dict[str, Array]]:

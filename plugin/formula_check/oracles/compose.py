@@ -204,6 +204,35 @@ def compose(
             raise OracleError(f"oracle {name!r}: no step writes {', '.join(missing)}")
         return ran
 
+    return Oracle(
+        name=name,
+        title=title,
+        latex=latex,
+        compute=compute,
+        inputs=inputs,
+        outputs=outputs,
+        dims=dims,
+        weights=weights,
+        params=defaults,
+        heatmaps=heatmaps,
+        mask_dims=mask_dims,
+        summary=summary,
+        derive=_deriving(name, layout, defaults, weights, dims),
+        regimes=regimes,
+        derived_dims=derived,
+    )
+
+
+def _deriving(
+    name: str,
+    layout: Layout,
+    defaults: Mapping[str, Any],
+    weights: tuple[TensorSpec, ...],
+    dims: Mapping[str, int],
+) -> Callable[[dict[str, int], Mapping[str, Any]], dict[str, int]]:
+    """A composite's ``derive``: each part resolves the sizes it sees, as it would alone, and
+    a dim of the composite's own that a part derives (a head width) is taken from it."""
+
     def derive(sizes: dict[str, int], block: Mapping[str, Any]) -> dict[str, int]:
         sizes = positive_sizes(sizes, block)
         chosen = layout({**defaults, **block})
@@ -218,20 +247,4 @@ def compose(
                     sizes[dim] = size
         return sizes
 
-    return Oracle(
-        name=name,
-        title=title,
-        latex=latex,
-        compute=compute,
-        inputs=inputs,
-        outputs=outputs,
-        dims=dims,
-        weights=weights,
-        params=defaults,
-        heatmaps=heatmaps,
-        mask_dims=mask_dims,
-        summary=summary,
-        derive=derive,
-        regimes=regimes,
-        derived_dims=derived,
-    )
+    return derive

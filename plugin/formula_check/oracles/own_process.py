@@ -65,44 +65,83 @@ class Packing:
     generators: list[np.random.Generator] = field(default_factory=list)
 
 
-def pack(value: object, where: str, packing: Packing) -> Any:  # noqa: PLR0911  (one per kind)
+def pack(value: object, where: str, packing: Packing) -> Any:
     """``value`` as JSON, with what it holds besides gathered into ``packing``; an
-    :class:`OracleError` that names ``where`` for what cannot cross."""
+    :class:`OracleError` that names ``where`` for what cannot cross. Each kind is packed by
+    its entry of :data:`_PACKED_BY`."""
     kind = type(value)
     if kind in _SCALARS:
         return value
-    deeper = functools.partial(pack, packing=packing)
-    if isinstance(value, list | tuple) and kind in (list, tuple):
-        items = [deeper(item, f"{where}[{i}]") for i, item in enumerate(value)]
-        return {"t": kind.__name__, "v": items}
-    if isinstance(value, Mapping):
-        if any(type(key) not in _SCALARS for key in value):
-            raise _cannot(where, "a mapping whose keys are not strings or numbers")
-        return {"t": "dict", "v": [[k, deeper(v, f"{where}[{k!r}]")] for k, v in value.items()]}
-    if kind is np.ndarray or isinstance(value, np.generic):
-        array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
-            raise _cannot(where, f"an array of {array.dtype}")
-        key = str(len(packing.arrays))
-        packing.arrays[key] = array
-        return {"t": "array" if kind is np.ndarray else "scalar", "v": key}
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return {"t": "dtype", "v": np.dtype(value).str}
-    if isinstance(value, np.random.Generator):
-        packing.generators.append(value)
-        return {"t": "rng", "v": deeper(value.bit_generator.state, where)}
-    if kind in _CLASSES.values():
-        fields = dataclasses.fields(value)  # type: ignore[arg-type]
-        return {
-            "t": kind.__name__,
-            "v": {f.name: deeper(getattr(value, f.name), f"{where}.{f.name}") for f in fields},
-        }
+    packed = next((packed for crosses, packed in _PACKED_BY if crosses(value)), None)
+    if packed is None:
+        raise _cannot(where, f"a {kind.__module__}.{kind.__qualname__}")
+    return packed(value, where, packing)
+
+
+def _pack_sequence(value: list[object] | tuple[object, ...], where: str, packing: Packing) -> Any:
+    items = [pack(item, f"{where}[{i}]", packing) for i, item in enumerate(value)]
+    return {"t": type(value).__name__, "v": items}
+
+
+def _pack_mapping(value: Mapping[object, object], where: str, packing: Packing) -> Any:
+    if any(type(key) not in _SCALARS for key in value):
+        raise _cannot(where, "a mapping whose keys are not strings or numbers")
+    return {"t": "dict", "v": [[k, pack(v, f"{where}[{k!r}]", packing)] for k, v in value.items()]}
+
+
+def _pack_array(value: Array | np.generic, where: str, packing: Packing) -> Any:
+    """An array, or a NumPy scalar, of numbers: its bytes go beside the JSON."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise _cannot(where, f"an array of {array.dtype}")
+    key = str(len(packing.arrays))
+    packing.arrays[key] = array
+    return {"t": "array" if type(value) is np.ndarray else "scalar", "v": key}
+
+
+def _pack_dtype(value: type[np.generic], where: str, packing: Packing) -> Any:
+    return {"t": "dtype", "v": np.dtype(value).str}
+
+
+def _pack_generator(value: np.random.Generator, where: str, packing: Packing) -> Any:
+    """A random generator by its state; ``packing`` keeps it, to move it as the call did."""
+    packing.generators.append(value)
+    return {"t": "rng", "v": pack(value.bit_generator.state, where, packing)}
+
+
+def _pack_fields(value: Any, where: str, packing: Packing) -> Any:
+    """One of :data:`_CLASSES`, field by field."""
+    return {
+        "t": type(value).__name__,
+        "v": {
+            f.name: pack(getattr(value, f.name), f"{where}.{f.name}", packing)
+            for f in dataclasses.fields(value)
+        },
+    }
+
+
+def _pack_call(value: Callable[..., Any], where: str, packing: Packing) -> Any:
+    """A proxy by its index; elsewhere a callable by its place in ``packing`` (the server's
+    packing, which describes its oracle, is the only one that takes them)."""
     if isinstance(value, Proxy):
         return {"t": "call", "v": value.index}
-    if callable(value) and packing.callables is not None:
-        packing.callables.append(value)
-        return {"t": "call", "v": len(packing.callables) - 1}
-    raise _cannot(where, f"a {kind.__module__}.{kind.__qualname__}")
+    if packing.callables is None:
+        kind = type(value)
+        raise _cannot(where, f"a {kind.__module__}.{kind.__qualname__}")
+    packing.callables.append(value)
+    return {"t": "call", "v": len(packing.callables) - 1}
+
+
+_PACKED_BY: tuple[tuple[Callable[[object], bool], Callable[[Any, str, Packing], Any]], ...] = (
+    (lambda value: type(value) in (list, tuple), _pack_sequence),
+    (lambda value: isinstance(value, Mapping), _pack_mapping),
+    (lambda value: type(value) is np.ndarray or isinstance(value, np.generic), _pack_array),
+    (lambda value: isinstance(value, type) and issubclass(value, np.generic), _pack_dtype),
+    (lambda value: isinstance(value, np.random.Generator), _pack_generator),
+    (lambda value: type(value) in _CLASSES.values(), _pack_fields),
+    (callable, _pack_call),
+)
+"""Each kind that crosses besides :data:`_SCALARS`, first match first, and how it is packed."""
 
 
 def _cannot(where: str, what: str) -> OracleError:

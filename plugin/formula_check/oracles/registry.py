@@ -14,7 +14,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,49 +116,84 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def _stable(value: object, depth: int = 0) -> str | None:  # noqa: PLR0911  (one per kind)
+def _stable(value: object, depth: int = 0) -> str | None:
     """A text that names ``value`` alike in every process (no address, no hash order), or
     None when there is none: an object the checker cannot see into, or a function it cannot
-    name (:func:`_code_source`)."""
+    name (:func:`_code_source`). Each kind is named by its entry of :data:`_NAMED_BY`, which
+    names what it holds one level deeper."""
     if depth > _DEEPEST:
         return None
-    deeper = functools.partial(_stable, depth=depth + 1)
     if type(value) in _FIXED:
         return repr(value)
-    if isinstance(value, np.ndarray):  # by dtype, shape and bytes, where those say it all
-        return f"array({wire.fingerprint({'': value}).hex()})" if _named(value) else None
-    if isinstance(value, np.generic):  # a record's field names are not in its item
-        return None if value.dtype.names else f"{value.dtype.str}({value.item()!r})"
-    if isinstance(value, list | tuple):
-        kind, items = _kind(value), [deeper(item) for item in value]
-        return None if kind is None or None in items else f"{kind}({', '.join(items)})"  # type: ignore[arg-type]
-    if isinstance(value, set | frozenset):
-        items = [deeper(item) for item in value]
-        return None if None in items else f"set({', '.join(sorted(items))})"  # type: ignore[arg-type]
-    if isinstance(value, types.MappingProxyType):  # read-only view of the mapping it holds
-        inner = gc.get_referents(value)
-        held = deeper(inner[0]) if len(inner) == 1 else None
-        return None if held is None else f"mappingproxy({held})"
-    if isinstance(value, Mapping):
-        # Sorted, as sets are: a dict made from a set has another order in each process. A
-        # defaultdict's factory is what a missing key reads.
-        kind = _kind(value)
-        pairs = [(deeper(key), deeper(item)) for key, item in value.items()]
-        factory = deeper(getattr(value, "default_factory", None))
-        if kind is None or factory is None or any(None in pair for pair in pairs):
-            return None
-        listed = ", ".join(sorted(f"{key}: {item}" for key, item in pairs))
-        return f"{kind}{{{listed}}}" + ("" if factory == "None" else f"({factory})")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-        held = deeper(fields)
-        return (
-            None if held is None else f"{type(value).__module__}.{type(value).__qualname__}:{held}"
-        )
-    if callable(value):
-        source = _code_source(value, depth + 1)
-        return None if source.startswith(UNKEYED) else source
-    return None
+    naming = next((naming for kind, naming in _NAMED_BY if kind(value)), None)
+    return None if naming is None else naming(value, depth + 1)
+
+
+def _array_text(array: np.ndarray, depth: int) -> str | None:
+    """By dtype, shape and bytes, where those say it all (:func:`_named`)."""
+    return f"array({wire.fingerprint({'': array}).hex()})" if _named(array) else None
+
+
+def _scalar_text(scalar: np.generic, depth: int) -> str | None:
+    """A NumPy scalar by its dtype and value; none for a record's (its item leaves out its
+    field names)."""
+    return None if scalar.dtype.names else f"{scalar.dtype.str}({scalar.item()!r})"
+
+
+def _sequence_text(sequence: list[object] | tuple[object, ...], depth: int) -> str | None:
+    kind, items = _kind(sequence), [_stable(item, depth) for item in sequence]
+    return None if kind is None or None in items else f"{kind}({', '.join(items)})"  # type: ignore[arg-type]
+
+
+def _set_text(items: set[object] | frozenset[object], depth: int) -> str | None:
+    named = [_stable(item, depth) for item in items]
+    return None if None in named else f"set({', '.join(sorted(named))})"  # type: ignore[arg-type]
+
+
+def _proxy_text(proxy: types.MappingProxyType[object, object], depth: int) -> str | None:
+    """A read-only view, by the mapping it holds."""
+    inner = gc.get_referents(proxy)
+    held = _stable(inner[0], depth) if len(inner) == 1 else None
+    return None if held is None else f"mappingproxy({held})"
+
+
+def _mapping_text(mapping: Mapping[object, object], depth: int) -> str | None:
+    """Sorted, as sets are: a dict made from a set has another order in each process. A
+    defaultdict's factory is what a missing key reads."""
+    kind = _kind(mapping)
+    pairs = [(_stable(key, depth), _stable(item, depth)) for key, item in mapping.items()]
+    factory = _stable(getattr(mapping, "default_factory", None), depth)
+    if kind is None or factory is None or any(None in pair for pair in pairs):
+        return None
+    listed = ", ".join(sorted(f"{key}: {item}" for key, item in pairs))
+    return f"{kind}{{{listed}}}" + ("" if factory == "None" else f"({factory})")
+
+
+def _dataclass_text(value: Any, depth: int) -> str | None:
+    fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    held = _stable(fields, depth)
+    return None if held is None else f"{type(value).__module__}.{type(value).__qualname__}:{held}"
+
+
+def _callable_text(function: object, depth: int) -> str | None:
+    source = _code_source(function, depth)
+    return None if source.startswith(UNKEYED) else source
+
+
+_NAMED_BY: tuple[tuple[Callable[[object], bool], Callable[[Any, int], str | None]], ...] = (
+    (lambda value: isinstance(value, np.ndarray), _array_text),
+    (lambda value: isinstance(value, np.generic), _scalar_text),
+    (lambda value: isinstance(value, list | tuple), _sequence_text),
+    (lambda value: isinstance(value, set | frozenset), _set_text),
+    (lambda value: isinstance(value, types.MappingProxyType), _proxy_text),
+    (lambda value: isinstance(value, Mapping), _mapping_text),
+    (
+        lambda value: dataclasses.is_dataclass(value) and not isinstance(value, type),
+        _dataclass_text,
+    ),
+    (callable, _callable_text),
+)
+"""Each kind :func:`_stable` sees into, first match first, and how it names one."""
 
 
 _CONTAINERS = (collections.OrderedDict, collections.Counter, collections.defaultdict)
