@@ -21,7 +21,8 @@ In the check processes:
   :mod:`.read_buffer`: the buffer the warm worker reads messages into, which no check inherits;
 - :mod:`.execution`: the warm worker made ready (its warm-up: :mod:`.warming`);
   :mod:`.one_check` runs a check with
-  :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights`, :mod:`.graph_mode` (the
+  :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights` (a layer called again on
+  moved weights: :mod:`.moved_weights`), :mod:`.graph_mode` (the
   code traced under ``tf.function`` and called as a graph, to be judged), :mod:`.timing_runs`,
   :mod:`.project_reads` (what it read and wrote; outside the project :mod:`.outside_reads`,
   TensorFlow's own reads :mod:`.native_reads`) and :mod:`.snippet_failure`;

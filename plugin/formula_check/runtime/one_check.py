@@ -35,6 +35,7 @@ from formula_check.runtime.entry_call import (
     resolve_kind,
 )
 from formula_check.runtime.graph_mode import Traced
+from formula_check.runtime.moved_weights import moved_call
 from formula_check.runtime.project_reads import READS, Reads, changed, folder_state
 from formula_check.runtime.snippet_failure import (
     MAX_TEXT,
@@ -107,28 +108,10 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
     with phase("call"), _recording_variables(recorded):
         result = runner()
     lap("the first call")
-    unmapped: list[tuple[str, tuple[int | None, ...]]] = []
-    unmoved: list[tuple[str, str]] = []
-    first = _FirstCall()
-    root = ""
-    traced: Traced | None = None
+    layer = _Moved(request, result)
     if kind != "function":
-        with phase("reading the preset's weights"):
-            root = layer_weights.preset_root(runner.layer, request.weights, request.preset_weights)
-        if root:  # the preset's paths, under the one sub-layer that holds them
-            under = {
-                name: f"{root}.{path}" if name in request.preset_weights else path
-                for name, path in request.weights.items()
-            }
-            request = dataclasses.replace(request, weights=under)
-        found, unmoved = layer_weights.variables(runner.layer, request.weights, tensor_like)
-        unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
-        if request.perturb and found:
-            # the first call is judged too, on the weights it ran with
-            first = _first_call(runner, request, result)
-            traced, result, folded = _moved_call(runner, request, found, lap)
-            unmoved += folded
-        lap("weights moved, called again")
+        layer = _move_weights(runner, request, result, lap)
+    request, result, traced = layer.request, layer.result, layer.traced
     out, dtypes = outputs(result)
     kept = _kept_outputs(runner, kind, request, "")
     if kind == "function":
@@ -139,11 +122,7 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         lap("input regimes")
         _graph_regimes(graph, (runner, traced), kind, request, (arrays, dict(skipped)), lap)
     snippet_seconds = time.perf_counter() - started
-    read: dict[str, Array] = {}
-    unused: list[str] = []
-    if kind != "function":
-        read, unused = layer_weights.read_weights(runner.layer, request.weights)
-        lap("reading weights")
+    read, unused = _read_weights(runner, kind, request, lap)
     timings = _timed(entry, kind, request, arrays, (runner, traced), lap)
     reply = CheckReply(
         kind=kind,
@@ -152,21 +131,33 @@ def _run(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Array
         output_keys=returned_keys(result),
         timings=timings,
         unused_weights=tuple(unused),
-        unmapped_weights=tuple(unmapped),
+        unmapped_weights=tuple(layer.unmapped),
         regimes_skipped=tuple(skipped),
         snippet_seconds=snippet_seconds,
-        preset_root=root,
+        preset_root=layer.root,
         created_variables=tuple(created),
-        unmoved_weights=tuple(unmoved),
-        first_call=bool(first.arrays),
-        other_keys=_other_keys(result, {**first.keys, **keys, **graph.keys}),
+        unmoved_weights=tuple(layer.unmoved),
+        first_call=bool(layer.first.arrays),
+        other_keys=_other_keys(result, {**layer.first.keys, **keys, **graph.keys}),
         graph_outputs=graph.count,
         graph_error=graph.error,
         graph_regimes_failed=tuple(graph.failed),
         keywords_not_passed=keywords_not_passed(runner.layer, call) if runner.layer else (),
         phase_seconds=tuple(lap.spent),
     )
-    return reply, reply_arrays(out, read, kept, regime_outputs, first.arrays, graph.arrays)
+    return reply, reply_arrays(out, read, kept, regime_outputs, layer.first.arrays, graph.arrays)
+
+
+def _read_weights(
+    runner: Runner, kind: str, request: CheckRequest, lap: _Laps
+) -> tuple[dict[str, Array], list[str]]:
+    """A layer's mapped weights as the check left them, and the names of those it never
+    built; a function's: none."""
+    if kind == "function":
+        return {}, []
+    read = layer_weights.read_weights(runner.layer, request.weights)
+    lap("reading weights")
+    return read
 
 
 def _timed(
@@ -187,23 +178,6 @@ def _timed(
         timings = time_all(entry, kind, request, arrays, *checked)
     lap("timing")
     return timings
-
-
-def _traced_between(runner: Runner, moves: list[tuple[Any, Array]], lap: _Laps) -> Traced:
-    """Move the weights a graph holds as traced (a tensor, an array: ``moves`` pairs each
-    weight with its moved value), then trace the entry, then move the variables, which the
-    graph reads when it runs. So the graph is traced on the weights it is judged on, except
-    the variables: a value the code reads from one at trace time stays behind, as it would
-    after training."""
-    later = [(weight, value) for weight, value in moves if graph_mode.read_when_run(weight)]
-    for weight, value in moves:
-        if not graph_mode.read_when_run(weight):
-            weight.assign(value)
-    traced = graph_mode.trace(runner)
-    lap("tracing under tf.function")
-    for weight, value in later:
-        weight.assign(value)
-    return traced
 
 
 def _traced_on_moved_weights(
@@ -317,60 +291,6 @@ def _other_keys(
     return tuple((prefix, got) for prefix, got in keys.items() if got != main)
 
 
-def _moved_call(
-    runner: Runner, request: CheckRequest, found: list[tuple[str, Any, bool]], lap: _Laps
-) -> tuple[Traced | None, Any, list[tuple[str, str]]]:
-    """Move the weights, tracing the entry on the way (:func:`_traced_between`), and call
-    again. A weight kept as a value (an array, a constant) that a ``tf.function`` of the
-    code's own traced before the move keeps is put back, and said to be unmoved: the oracle
-    must take the value the code computed with. The trace then holds a value the check no
-    longer uses: None, to trace again after the move."""
-    held = [(n, h, h.numpy()) for n, h, _ in found if layer_weights.held_as_value(h)]
-    holders = [holder for _, holder, _ in found]
-    moves = list(zip(holders, layer_weights.moved_values(holders, request.seed), strict=True))
-    traced: Traced | None = _traced_between(runner, moves, lap)
-    with phase("call"):
-        result = runner()
-    folded = []
-    for name, holder, stored in held:
-        if _kept_by_a_graph(runner, holder, stored, result):
-            holder.assign(stored)
-            path = request.weights.get(name, name)
-            folded.append((name, f"{path}: a tf.function traced before it moved keeps its value"))
-    return (None if folded else traced), result, folded
-
-
-def _kept_by_a_graph(runner: Runner, holder: Any, stored: Array, result: Any) -> bool:
-    """Whether a graph keeps the weight's stored value: putting it back changes nothing the
-    code returns, and with every ``tf.function`` run eagerly, moving it does. (Where it
-    changes nothing even then, the code does not use it: it stays moved, and the comparison
-    says so.)"""
-    moved = holder.numpy()
-    eagerly = tf.config.functions_run_eagerly()
-    holder.assign(stored)
-    try:
-        with phase("call"):
-            if not _same(runner(), result):
-                return False
-            tf.config.run_functions_eagerly(True)
-            eager_stored = runner()
-            holder.assign(moved)
-            return not _same(runner(), eager_stored)
-    finally:
-        tf.config.run_functions_eagerly(eagerly)
-        holder.assign(moved)
-
-
-def _same(first: Any, second: Any) -> bool:
-    """Whether two calls returned the same values, bit for bit."""
-    one, _ = outputs(first)
-    other, _ = outputs(second)
-    return len(one) == len(other) and all(
-        a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-        for a, b in zip(one, other, strict=True)
-    )
-
-
 @dataclasses.dataclass(frozen=True)
 class _FirstCall:
     """A layer's first call, before its weights were moved: the arrays it returned and kept,
@@ -389,6 +309,46 @@ def _first_call(runner: Runner, request: CheckRequest, result: Any) -> _FirstCal
     read, _ = layer_weights.read_weights(runner.layer, request.weights)
     first.update({f"{FIRST}w/{name}": value for name, value in read.items()})
     return _FirstCall(first, {FIRST: returned_keys(result)})
+
+
+@dataclasses.dataclass
+class _Moved:
+    """A layer's call on moved weights (:func:`_move_weights`): the request, its weights'
+    paths under the preset's sub-layer (``root``); what the call returned, and its trace
+    (None: to trace after it); the weights no path maps and those left unmoved, each with
+    why; the first call, before the move. A function's: its one call, no more."""
+
+    request: CheckRequest
+    result: Any
+    traced: Traced | None = None
+    root: str = ""
+    unmapped: list[tuple[str, tuple[int | None, ...]]] = dataclasses.field(default_factory=list)
+    unmoved: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    first: _FirstCall = dataclasses.field(default_factory=_FirstCall)
+
+
+def _move_weights(runner: Runner, request: CheckRequest, result: Any, lap: _Laps) -> _Moved:
+    """A layer's weights found (under the preset's sub-layer, where it has one), moved, and
+    the layer called again on them (:func:`.moved_weights.moved_call`); its first call
+    (``result``) kept to be judged too."""
+    with phase("reading the preset's weights"):
+        root = layer_weights.preset_root(runner.layer, request.weights, request.preset_weights)
+    if root:  # the preset's paths, under the one sub-layer that holds them
+        under = {
+            name: f"{root}.{path}" if name in request.preset_weights else path
+            for name, path in request.weights.items()
+        }
+        request = dataclasses.replace(request, weights=under)
+    found, unmoved = layer_weights.variables(runner.layer, request.weights, tensor_like)
+    unmapped = [(name, tuple(v.shape)) for name, v, mapped in found if not mapped]
+    layer = _Moved(request, result, None, root, unmapped, unmoved)
+    if request.perturb and found:
+        # the first call is judged too, on the weights it ran with
+        layer.first = _first_call(runner, request, result)
+        layer.traced, layer.result, folded = moved_call(runner, request, found, lap)
+        layer.unmoved += folded
+    lap("weights moved, called again")
+    return layer
 
 
 class _Laps:
