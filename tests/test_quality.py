@@ -1,9 +1,11 @@
 """The package passes its own linters (ruff with a broad rule set, mypy --strict), keeps its
-import contracts (import-linter), CI runs what the README says, and the version is written in
+import contracts (import-linter) and its size limits (functions of 60 lines, modules of 500,
+complexity of radon's grade C), CI runs what the README says, and the version is written in
 one place."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -30,6 +32,19 @@ def test_ruff_is_clean() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_function_is_more_complex_than_radon_grade_c() -> None:
+    # Grade C ends at a complexity of 20. Ruff's C90 (max 20) leaves out `and`/`or`, which
+    # radon counts: a function ruff passes at 12 was radon's E31.
+    result = subprocess.run(
+        [*_tool("radon"), "cc", "--min", "D", "--show-complexity", "plugin/formula_check"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
 
 
 def test_mypy_strict_is_clean() -> None:
@@ -66,6 +81,24 @@ def test_the_package_root_holds_few_modules_and_every_folder_is_a_layer_of_the_c
     layers = layers.split("]", 1)[0]
     folders = [path.name for path in package.iterdir() if (path / "__init__.py").is_file()]
     assert [name for name in folders if f"formula_check.{name}" not in layers] == []
+
+
+def test_no_function_runs_over_60_lines_and_no_module_over_500() -> None:
+    # STYLE.md "Small": a function fits on a screen, a module does one job (radon holds the
+    # branches, above; this the length, def line to last line).
+    too_long = []
+    for path in sorted((ROOT / "plugin" / "formula_check").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(ROOT).as_posix()
+        if len(text.splitlines()) > 500:
+            too_long.append(name)
+        too_long += [
+            f"{name}:{node.lineno} {node.name}"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (node.end_lineno or node.lineno) - node.lineno >= 60
+        ]
+    assert too_long == []
 
 
 def test_tensorflow_is_imported_only_by_the_runtime() -> None:
