@@ -1,8 +1,10 @@
 """Mutation suite: how much wrong code the checker catches, and whether it ever rejects right code.
 
-Seeds are correct formula blocks, one per file in ``fixtures/mutants/`` (a formula fence and
-the Python fence under it). Each seed is rewritten through its syntax tree, one small edit at
-a time, into *mutants*: a swapped operator or operand, another axis, a dropped transpose,
+Seeds are correct formula blocks, in the pages of ``fixtures/mutants/`` (a page: the formula
+fences and the one Python fence they are checked against). The test suite's correct code of
+the same forms is read from these pages (``tests/implementations.py``), so that its drifts are
+edits of the very code mutated here. Each seed is rewritten through its syntax tree, one small
+edit at a time, into *mutants*: a swapped operator or operand, another axis, a dropped transpose,
 bias, square root or statement, a changed constant (the mask's -1e9, ε), ε moved out of its
 square root, another activation, a shifted slice, arguments in the wrong order. It is also
 rewritten into correct *variants*: ``einsum`` or ``tensordot`` for ``matmul``, ``rsqrt``,
@@ -79,10 +81,10 @@ TRUST_FOLDER = ROOT / "fixtures" / "trust"
 
 # -- seeds ------------------------------------------------------------------------------------
 
-_FENCES = re.compile(
-    r"^```formula (?P<header>[^\n]*)\n(?P<latex>.*?)\n```\n.*?^```python\n(?P<code>.*?)^```$",
-    re.DOTALL | re.MULTILINE,
+_FORMULA = re.compile(
+    r"^```formula (?P<header>[^\n]*)\n(?P<latex>.*?)\n```$", re.DOTALL | re.MULTILINE
 )
+_PYTHON = re.compile(r"^```python\n(?P<code>.*?)^```$", re.DOTALL | re.MULTILINE)
 _OPTION = re.compile(r'([A-Za-z_][\w-]*)="([^"]*)"')
 
 
@@ -110,16 +112,28 @@ def render_options(options: Mapping[str, str]) -> str:
 
 
 def load_seeds(folder: Path = SEED_FOLDER) -> list[Seed]:
-    """Every ``*.md`` of ``folder``, each holding exactly one formula block and its code."""
+    """The seeds of every ``*.md`` of ``folder``: a page holds one Python fence, the code, and
+    the formula blocks it is checked against (each a seed). A page's only block is named by
+    the page, each of several by its oracle (a layer's code and the formulas of its parts)."""
     seeds = []
     for path in sorted(folder.glob("*.md")):
-        found = list(_FENCES.finditer(path.read_text(encoding="utf-8")))
-        if len(found) != 1:
-            raise ValueError(f"{path}: expected one formula block, found {len(found)}")
-        options = parse_options(found[0]["header"])
-        if {"id", "seed"} & set(options):
-            raise ValueError(f"{path}: id and seed are set by the suite, not by a seed")
-        seeds.append(Seed(path.stem, options, found[0]["latex"], found[0]["code"]))
+        text = path.read_text(encoding="utf-8")
+        codes = [found["code"] for found in _PYTHON.finditer(text)]
+        blocks = list(_FORMULA.finditer(text))
+        if len(codes) != 1 or not blocks:
+            raise ValueError(
+                f"{path}: expected formula blocks and one Python fence, "
+                f"found {len(blocks)} and {len(codes)}"
+            )
+        for block in blocks:
+            options = parse_options(block["header"])
+            if {"id", "seed"} & set(options):
+                raise ValueError(f"{path}: id and seed are set by the suite, not by a seed")
+            name = path.stem if len(blocks) == 1 else options["oracle"]
+            seeds.append(Seed(name, options, block["latex"], codes[0]))
+    names = Counter(seed.name for seed in seeds)
+    if twice := sorted(name for name, count in names.items() if count > 1):
+        raise ValueError(f"{folder}: seeds named twice: {', '.join(twice)}")
     return seeds
 
 

@@ -1,7 +1,8 @@
 """The drift matrix: realistic ways code leaves its formula, each as an edit of correct code.
 
 ``DRIFTS[name] = (case, old, new, extra_options)``: take the correct implementation
-``implementations.CORRECT[case]``, replace ``old`` by ``new`` (``old`` must occur), check it.
+``implementations.CORRECT[case]``, replace ``old`` by ``new`` (``old`` must occur once), check
+it. A case whose code is a seed of the mutation bench is edited in that very code.
 """
 
 from __future__ import annotations
@@ -105,9 +106,14 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     # feed-forward
     "ffn: relu replaced by gelu": ("ffn", "tf.nn.relu(", "tf.nn.gelu(", {}),
-    "ffn: missing bias b1": ("ffn", "tf.matmul(x, w1) + b1", "tf.matmul(x, w1)", {}),
-    "ffn: missing bias b2": ("ffn", "tf.matmul(hidden, w2) + b2", "tf.matmul(hidden, w2)", {}),
-    "ffn: no activation": ("ffn", "tf.nn.relu(tf.matmul(x, w1) + b1)", "tf.matmul(x, w1) + b1", {}),
+    "ffn: missing bias b1": ("ffn", "tf.matmul(x, W_1) + b_1", "tf.matmul(x, W_1)", {}),
+    "ffn: missing bias b2": ("ffn", "tf.matmul(hidden, W_2) + b_2", "tf.matmul(hidden, W_2)", {}),
+    "ffn: no activation": (
+        "ffn",
+        "tf.nn.relu(tf.matmul(x, W_1) + b_1)",
+        "tf.matmul(x, W_1) + b_1",
+        {},
+    ),
     "ffn: Sequential layer without relu": (
         "ffn-keras-sequential",
         'Dense(dff, activation="relu")',
@@ -115,23 +121,23 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         {},
     ),
     # softmax
-    "softmax: wrong axis": ("softmax", "axis=-1, keepdims=True)\n", "axis=1, keepdims=True)\n", {}),
+    "softmax: wrong axis": ("softmax", "reduce_sum(exps, axis=-1", "reduce_sum(exps, axis=1", {}),
     "softmax: normalised over everything": (
         "softmax",
-        "tf.reduce_sum(e, axis=-1, keepdims=True)",
-        "tf.reduce_sum(e)",
+        "tf.reduce_sum(exps, axis=-1, keepdims=True)",
+        "tf.reduce_sum(exps)",
         {},
     ),
     "softmax: log-softmax": (
         "softmax",
-        "return e / tf.reduce_sum(e, axis=-1, keepdims=True)",
+        "return exps / tf.reduce_sum(exps, axis=-1, keepdims=True)",
         "return tf.nn.log_softmax(x)",
         {},
     ),
     "softmax: exponent without normalisation": (
         "softmax",
-        "return e / tf.reduce_sum(e, axis=-1, keepdims=True)",
-        "return e",
+        "return exps / tf.reduce_sum(exps, axis=-1, keepdims=True)",
+        "return exps",
         {},
     ),
     # layer norm
@@ -178,7 +184,6 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "tf.matmul(x, self.w1))",
         {},
     ),
-    # linear
     # linear
     "linear: scaled output": (
         "linear",
@@ -499,26 +504,26 @@ DRIFTS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
     "learned_embedding: positions looked up in the token table": (
         "learned_embedding-keras-io",
-        "self.pos_emb(tf.range(",
-        "self.token_emb(tf.range(",
+        "self.pos_emb(where)",
+        "self.token_emb(where)",
         {},
     ),
     "learned_embedding: positions reversed": (
         "learned_embedding-keras-io",
-        "tf.range(tf.shape(x)[-1])",
-        "tf.reverse(tf.range(tf.shape(x)[-1]), axis=[0])",
+        "tf.range(tf.shape(ids)[-1])",
+        "tf.reverse(tf.range(tf.shape(ids)[-1]), axis=[0])",
         {},
     ),
     "learned_embedding: positions forgotten": (
         "learned_embedding-keras-io",
-        "return self.token_emb(x) + at",
-        "return self.token_emb(x)",
+        "return self.token_emb(ids) + self.pos_emb(where)",
+        "return self.token_emb(ids)",
         {},
     ),
     "learned_embedding: scaled by the root of the width": (
         "learned_embedding-keras-io",
-        "return self.token_emb(x) + at",
-        "return self.token_emb(x) * tf.math.sqrt(float(at.shape[-1])) + at",
+        "self.token_emb(ids) + ",
+        "self.token_emb(ids) * tf.math.sqrt(float(self.token_emb.output_dim)) + ",
         {},
     ),
 }

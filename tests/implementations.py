@@ -2,11 +2,38 @@
 
 Each entry is ``(oracle, source, options)``. The drifts are the mistakes seen in the wild,
 written the way they are usually written, so the checker is tested on what it will meet.
+
+Each correct example is written once. Code that the mutation bench also mutates is written in
+its seed page (``fixtures/mutants/``) and read from there (:data:`SEED_CODE`); the rest is
+written here. Two spellings of one formula are two named examples, not two copies of one
+(``tests/test_examples.py`` holds that, and that every drift still applies).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+BENCH_MUTANTS = Path(__file__).resolve().parent.parent / "bench" / "mutants.py"
+
+
+def load_mutation_bench() -> ModuleType:
+    """``bench/mutants.py`` as a module, loaded once: its seed pages and their reader."""
+    if (loaded := sys.modules.get("bench_mutants")) is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("bench_mutants", BENCH_MUTANTS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while a class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+SEED_CODE: dict[str, str] = {seed.name: seed.code for seed in load_mutation_bench().load_seeds()}
+"""The code of each seed of the mutation bench, by seed name."""
 
 SDPA = """
 import tensorflow as tf
@@ -68,12 +95,7 @@ MHA_WEIGHTS = (
     "W_v=wv.kernel b_v=wv.bias W_o=dense.kernel b_o=dense.bias"
 )
 
-KERAS_MHA_FACTORY = """
-import tensorflow as tf
-
-def build(num_heads, key_dim):
-    return tf.keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)
-"""
+KERAS_MHA_FACTORY = SEED_CODE["keras_mha"]
 
 SELF_ATTENTION = """
 import tensorflow as tf
@@ -115,29 +137,11 @@ def positional_encoding(position, d_model):
     return pe[tf.newaxis, ...]
 """
 
-FFN = """
-import tensorflow as tf
+FFN = SEED_CODE["ffn_function"]
 
-def ffn(x, w1, b1, w2, b2):
-    hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
-    return tf.matmul(hidden, w2) + b2
-"""
+FFN_LAYER = SEED_CODE["ffn_sequential"]
 
-FFN_LAYER = """
-import tensorflow as tf
-
-def point_wise_feed_forward_network(d_model, dff):
-    hidden = tf.keras.layers.Dense(dff, activation="relu")
-    return tf.keras.Sequential([hidden, tf.keras.layers.Dense(d_model)])
-"""
-
-SOFTMAX = """
-import tensorflow as tf
-
-def softmax(x):
-    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
-    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
-"""
+SOFTMAX = SEED_CODE["softmax"]
 
 LAYER_NORM = """
 import tensorflow as tf
@@ -147,12 +151,7 @@ def layer_norm(x, gamma, beta, eps=1e-6):
     return gamma * (x - mean) / tf.sqrt(variance + eps) + beta
 """
 
-KERAS_LAYER_NORM = """
-import tensorflow as tf
-
-def make():
-    return tf.keras.layers.LayerNormalization(epsilon=1e-6)
-"""
+KERAS_LAYER_NORM = SEED_CODE["layer_norm_keras"]
 
 OWN_LAYER_NORM = """
 import tensorflow as tf
@@ -184,18 +183,8 @@ class FeedForward({base}):
 """Weights kept in plain ``tf.Variable`` attributes: Keras 3 does not track them, and a
 ``tf.Module`` has no ``trainable_weights``; they must be moved off zero all the same."""
 
-LINEAR = """
-import tensorflow as tf
-
-def project(x, w_q):
-    return tf.matmul(x, w_q)
-"""
-
-KERAS_DENSE = """
-import tensorflow as tf
-
-Dense = tf.keras.layers.Dense
-"""
+LINEAR = SEED_CODE["linear"]
+KERAS_DENSE = SEED_CODE["linear_keras"]
 
 SUBLAYER = """
 import tensorflow as tf
@@ -811,22 +800,7 @@ class PositionalEmbedding(tf.keras.layers.Layer):
 """The current tutorial's shape: sines and cosines in two halves, a table of 2048 positions,
 the embedding scaled by √d_model."""
 
-KERAS_IO_EMBEDDING = """
-import tensorflow as tf
-from tensorflow.keras import layers
-
-class TokenAndPositionEmbedding(layers.Layer):
-    '''Two learned tables, one row per token id and one per position; a token's two rows summed.'''
-
-    def __init__(self, maxlen, vocab_size, embed_dim):
-        super().__init__()
-        self.pos_emb = layers.Embedding(maxlen, embed_dim)
-        self.token_emb = layers.Embedding(vocab_size, embed_dim)
-
-    def call(self, x):
-        at = self.pos_emb(tf.range(tf.shape(x)[-1]))
-        return self.token_emb(x) + at
-"""
+KERAS_IO_EMBEDDING = SEED_CODE["learned_embedding"]
 """Keras' text-classification example: two tables, tokens and positions, added."""
 
 POSITIONAL_LAYERS: dict[str, tuple[str, str, dict[str, Any]]] = {

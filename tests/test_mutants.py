@@ -10,30 +10,17 @@ decides which mutants still compute their seed's function.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
 from formula_check.oracles.catalog import BUILTINS
+from implementations import load_mutation_bench
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_mutants", ROOT / "bench" / "mutants.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while a class is made
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_mutation_bench()
 SEEDS = bench.load_seeds()
 GENERATED = [mutant for seed in SEEDS for mutant in bench.mutants_of(seed)]
 

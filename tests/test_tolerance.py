@@ -66,8 +66,8 @@ LARGE_DRIFTS = {
     ),
     "ffn: missing second bias": (
         "ffn",
-        "tf.matmul(hidden, w2) + b2",
-        "tf.matmul(hidden, w2)",
+        "tf.matmul(hidden, W_2) + b_2",
+        "tf.matmul(hidden, W_2)",
         {"b": 1, "n": 32, "d_model": 1024, "d_ff": 4096},
     ),
     "positional encoding: sin and cos swapped": (
