@@ -146,7 +146,9 @@ def _waiting(pid: int, options: int) -> tuple[int, int]:
 
 def _wrap_worker() -> None:
     """In a warm worker, TensorFlow imported: wrap what it and its check processes run."""
-    from formula_check.runtime import execution, isolation, one_check
+    from formula_check.execution import one_check
+    from formula_check.runtime import isolation
+    from formula_check.runtime import warm_worker as execution
 
     begin, check = execution.begin, execution.check
     prepare, fresh = execution.prepare_check_process, isolation.fresh_runtime

@@ -4,7 +4,7 @@ answers now), interleaved in one run, medians over ``--repeats`` rounds.
 
 The shared side is one process that started TensorFlow's runtime (default threads) and warmed
 it up once, as the worker did; the other side is this script as a warm worker (as
-:func:`formula_check.runtime.execution.begin` leaves it: one thread, warmed up) forking a
+:func:`formula_check.runtime.warm_worker.begin` leaves it: one thread, warmed up) forking a
 process per check that starts an eager context of its own ahead of its check. Same planned
 requests, with timing runs (``timing: true``, the default) or without (``--no-timing``).
 Target: <= 25 ms a check.
@@ -67,7 +67,7 @@ def _shared_process(root: Path) -> tuple[int, object, object]:
     warm worker does: started (twice forked) before this script becomes one."""
     from formula_check import wire
     from formula_check.messages import CheckRequest
-    from formula_check.runtime.execution import WorkerState, check, warm_up
+    from formula_check.runtime.warm_worker import WorkerState, check, warm_up
 
     requests_out, requests_in = os.pipe()
     answers_out, answers_in = os.pipe()
@@ -111,7 +111,7 @@ def main() -> None:
     from formula_check.messages import Answer, CheckReply, decode_answer
     from formula_check.planning.plan import Plan, plan_check
     from formula_check.runtime import isolation
-    from formula_check.runtime.execution import begin, check, prepare_check_process
+    from formula_check.runtime.warm_worker import begin, check, prepare_check_process
 
     root = HERE.parent / "tests" / "snippets"
     shared_pid, shared_in, shared_out = _shared_process(root)

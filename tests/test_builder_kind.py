@@ -279,7 +279,7 @@ def test_arrays_inside_a_call_list_reach_a_builder_as_inputs() -> None:
 def test_keras_layer_call_is_wrapped_only_while_the_builder_runs() -> None:
     import tensorflow as tf
 
-    from formula_check.runtime import builder
+    from formula_check.execution import builder
 
     original = tf.keras.layers.Layer.__call__
 

@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from formula_check import wire
+from formula_check.execution import snippet_module
 from formula_check.messages import CheckReply
-from formula_check.runtime import isolation, snippet_module
+from formula_check.runtime import isolation
 from formula_check.runtime.read_buffer import Unshared
 from test_worker_cpu import Trickle
 
@@ -363,7 +364,7 @@ class Variable:
 def test_weights_are_moved_by_the_same_bits_as_before(dtype: Any) -> None:
     """The perturbation made in one array in place is, bit for bit, ``current + 0.1 * noise``
     as it was made with three: a check's weights, and so its verdict, are those they were."""
-    from formula_check.runtime import layer_weights
+    from formula_check.execution import layer_weights
 
     start = [
         np.random.default_rng(i).standard_normal(shape).astype(dtype)

@@ -108,7 +108,7 @@ POLLUTERS = {
         """
         import tensorflow as tf
 
-        from formula_check.runtime import layer_weights
+        from formula_check.execution import layer_weights
 
         layer_weights.perturb = lambda variables, seed: None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from formula_check.runtime.artifact_calls import clipped_share
+from formula_check.execution.artifact_calls import clipped_share
 
 
 @pytest.mark.parametrize(

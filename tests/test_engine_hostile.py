@@ -15,8 +15,8 @@ import pytest
 from formula_check.errors import SnippetError
 from formula_check.model import Location, Status, frozen_map
 from formula_check.oracles import get_oracle, registry
+from formula_check.paths import SCRATCH_PREFIX
 from formula_check.planning.plan import plan_check
-from formula_check.runtime.paths import SCRATCH_PREFIX
 from formula_check.runtime.process import Worker
 from formula_check.session.engine import Engine
 from formula_check.snippets import resolve_code

@@ -201,7 +201,7 @@ def _dense(x, weights, steps):
     ``steps``: the op, its tensors, a reader and the dequantized constants _graph is given."""
     import numpy as np
 
-    from formula_check.runtime.quantized_ops import OpInfo, TensorInfo
+    from formula_check.execution.quantized_ops import OpInfo, TensorInfo
 
     q = np.round(weights / steps[:, None])
     none = np.zeros(0)
@@ -222,7 +222,7 @@ def test_the_weights_bound_is_the_smaller_of_worst_case_and_hoeffding_widened() 
     per output: the worst case; many: Hoeffding's)."""
     import numpy as np
 
-    from formula_check.runtime import quantized_error
+    from formula_check.execution import quantized_error
 
     rng = np.random.default_rng(5)
     for inputs in (8, 4096):  # under and over 64 weights per output, where the two cross
@@ -248,7 +248,7 @@ def test_independent_roundings_stay_inside_the_bound_and_coherent_ones_need_the_
     weighs against the drifts the worst case lets pass)."""
     import numpy as np
 
-    from formula_check.runtime import quantized_error
+    from formula_check.execution import quantized_error
 
     rng = np.random.default_rng(6)
     x = np.maximum(rng.standard_normal((5, 4096)), 0.0)  # after a ReLU
@@ -276,8 +276,8 @@ def test_a_model_too_large_for_the_weights_bound_is_refused_saying_what_would_fi
     fit beside them."""
     import numpy as np
 
-    from formula_check.runtime import quantized_error
-    from formula_check.runtime.quantized_ops import UnmodelledOpError
+    from formula_check.execution import quantized_error
+    from formula_check.execution.quantized_ops import UnmodelledOpError
 
     x = np.ones((3, 10))
     weights = np.linspace(-1, 1, 40).reshape(4, 10)

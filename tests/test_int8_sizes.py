@@ -158,7 +158,7 @@ def test_a_saturating_int8_model_is_a_mismatch(check) -> None:
 def test_float16_arithmetic_inside_a_nested_function_is_found() -> None:
     import tensorflow as tf
 
-    from formula_check.runtime import float16_outputs
+    from formula_check.execution import float16_outputs
 
     @tf.function
     def inner(h):
@@ -176,8 +176,8 @@ def test_a_tflite_float16_cast_that_is_not_the_last_op_is_found(tmp_path: Path) 
     import numpy as np
     import tensorflow as tf
 
-    from formula_check.runtime import float16_outputs
-    from formula_check.runtime.artifact_tflite import interpreter
+    from formula_check.execution import float16_outputs
+    from formula_check.execution.artifact_tflite import interpreter
 
     @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32, name="x")])
     def f(x):

@@ -344,7 +344,7 @@ def make_layer(d_model: int, num_heads: int) -> tuple[int, int]:
 
 @pytest.mark.tf
 def test_a_factory_is_given_only_the_preset_keywords_it_takes() -> None:
-    from formula_check.runtime.entry_call import construct
+    from formula_check.execution.entry_call import construct
 
     init = {"num_heads": 4, "key_dim": 8, "d_model": 32}
     assert construct(make_layer, init, SOURCES) == (32, 4)
@@ -352,7 +352,7 @@ def test_a_factory_is_given_only_the_preset_keywords_it_takes() -> None:
 
 @pytest.mark.tf
 def test_a_parameter_no_option_gives_is_an_error_naming_the_sources() -> None:
-    from formula_check.runtime.entry_call import construct
+    from formula_check.execution.entry_call import construct
 
     with pytest.raises(TypeError) as raised:
         construct(make_layer, {"num_heads": 4, "key_dim": 8}, SOURCES)
@@ -369,7 +369,7 @@ def make_broken(d_model: int, num_heads: int) -> None:
 
 @pytest.mark.tf
 def test_a_type_error_while_constructing_names_where_each_keyword_came_from() -> None:
-    from formula_check.runtime.entry_call import construct
+    from formula_check.execution.entry_call import construct
 
     sources = {**SOURCES, "units": {"origin": "init", "said": "init="}}
     with pytest.raises(TypeError) as raised:
@@ -392,12 +392,12 @@ def test_a_type_error_while_constructing_names_where_each_keyword_came_from() ->
 @pytest.mark.tf
 def test_keras_mha_preset_with_a_factory_of_other_parameters_verifies() -> None:
     from formula_check.checking.judge import evaluate
+    from formula_check.execution.one_check import check
+    from formula_check.execution.snippet_module import WorkerState
     from formula_check.messages import CheckReply
     from formula_check.planning.plan import plan_check
     from formula_check.planning.presets import init_sources
     from formula_check.results import Environment
-    from formula_check.runtime.one_check import check
-    from formula_check.runtime.snippet_module import WorkerState
     from support import PROJECT
 
     spec = _preset_spec("keras-mha", MAKE_MHA, init={"d_model": "d_model"}, mask="causal")
@@ -427,8 +427,8 @@ def test_a_layer_norm_built_with_another_epsilon_is_a_mismatch_that_says_so() ->
 
 @pytest.mark.tf
 def test_a_layer_norm_without_beta_says_center_false() -> None:
-    from formula_check.runtime.layer_weights import read_weights
-    from formula_check.runtime.snippet_failure import SnippetRaised
+    from formula_check.execution.layer_weights import read_weights
+    from formula_check.execution.snippet_failure import SnippetRaised
 
     class LayerNormalization:
         gamma = np.ones(3)

@@ -101,11 +101,36 @@ def test_no_function_runs_over_60_lines_and_no_module_over_500() -> None:
     assert too_long == []
 
 
-def test_tensorflow_is_imported_only_by_the_runtime() -> None:
+def test_the_checker_digest_follows_a_change_to_any_module_in_any_folder(tmp_path: Path) -> None:
+    # Every cache key holds it: a module it leaves out would let an old verdict be served
+    # after the code that reached it changed (it once hashed only its own folder, store/).
+    copy = tmp_path / "formula_check"
+    shutil.copytree(
+        ROOT / "plugin" / "formula_check", copy, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    code = "from formula_check.store.digest import checker_digest; print(checker_digest())"
+
+    def digest() -> str:
+        env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+        run = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        return run.stdout.strip()
+
+    seen = [digest()]
+    for module in ("checking/judge.py", "execution/one_check.py", "model.py"):
+        with (copy / module).open("a", encoding="utf-8") as file:
+            file.write("# changed\n")
+        seen.append(digest())
+    assert len(set(seen)) == len(seen), seen
+
+
+def test_tensorflow_is_imported_only_by_the_runtime_and_execution() -> None:
     offenders = [
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "plugin" / "formula_check").rglob("*.py")
-        if "import tensorflow" in path.read_text(encoding="utf-8") and path.parent.name != "runtime"
+        if "import tensorflow" in path.read_text(encoding="utf-8")
+        and path.parent.name not in {"runtime", "execution"}
     ]
     assert offenders == []
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import formula_check
-from formula_check.runtime.outside_reads import keyed
+from formula_check.execution.outside_reads import keyed
 from formula_check.store.read_stamps import INSTALLED, Inputs, ReadStamps, stamp, unchanged
 
 

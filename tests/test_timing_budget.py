@@ -147,8 +147,9 @@ import dataclasses, json, sys
 sys.path.insert(0, TESTS)
 from formula_check.model import TimingSpec
 from formula_check.planning.plan import plan_check
-from formula_check.runtime import graph_mode, timing_runs
-from formula_check.runtime.entry_call import bind, resolve_kind
+from formula_check.execution import graph_mode
+from formula_check.execution import timing_runs
+from formula_check.execution.entry_call import bind, resolve_kind
 from support import spec_for
 
 facts = {}

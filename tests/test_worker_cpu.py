@@ -72,7 +72,7 @@ KEPT = """
 import keras
 import tensorflow as tf
 from keras.src.backend.common import global_state
-from formula_check.runtime.warming import keras_state_kept
+from formula_check.execution.warming import keras_state_kept
 
 keras.utils.set_random_seed(7)
 print(tf.keras.layers.Dense(1).name)
@@ -90,8 +90,8 @@ ELSEWHERE = """
 from pathlib import Path
 
 from formula_check.messages import CheckReply
-from formula_check.runtime import warming
-from formula_check.runtime.snippet_module import WorkerState
+from formula_check.execution import warming
+from formula_check.execution.snippet_module import WorkerState
 
 ran = []
 warming.warm_layers = lambda: ran.append("layers")

@@ -97,7 +97,7 @@ class CheckReply:
     local_files: tuple[str, ...] = ()
     written_files: tuple[str, ...] = ()
     outside_files: tuple[str, ...] = ()
-    """Files outside the project it read (absolute): see :mod:`..runtime.outside_reads`."""
+    """Files outside the project it read (absolute): see :mod:`..execution.outside_reads`."""
     listed_folders: tuple[str, ...] = ()
     """Folders it listed: relative to the project inside it, else absolute."""
     unseen_reads: tuple[str, ...] = ()
@@ -133,7 +133,7 @@ class CheckReply:
     artifact: Mapping[str, str] = field(default_factory=frozen_map)
     """What an exported artifact turned out to be (empty for code): its ``format``, ``path``,
     ``signature``, compute ``dtype``, and for int8 the quantization the interpreter reports
-    (see :mod:`..runtime.artifacts`)."""
+    (see :mod:`..execution.artifacts`)."""
 
     def encode(self) -> dict[str, Any]:
         """The reply's header."""

@@ -1,5 +1,6 @@
-"""The only part of the package that runs TensorFlow: the worker processes, and the build's
-end of them. The messages they exchange are typed in the core (:mod:`..messages`,
+"""The processes that run TensorFlow, and the build's end of them: how they are started,
+forked, confined, asked, timed out and ended. What a check computes inside them is
+:mod:`..execution`. The messages they exchange are typed in the core (:mod:`..messages`,
 :mod:`..messages.replies`, framed by :mod:`..wire`).
 
 In the build process (the engine calls :mod:`.pool` only):
@@ -19,22 +20,9 @@ In the check processes:
 - :mod:`.isolation`: one process per check; :mod:`.confinement`: what it may still reach
   (Landlock); :mod:`.reaping`: what a check leaves, ended;
   :mod:`.read_buffer`: the buffer the warm worker reads messages into, which no check inherits;
-- :mod:`.execution`: the warm worker made ready (its warm-up: :mod:`.warming`);
-  :mod:`.one_check` runs a check with
-  :mod:`.snippet_module`, :mod:`.entry_call`, :mod:`.layer_weights` (a layer called again on
-  moved weights: :mod:`.moved_weights`), :mod:`.graph_mode` (the
-  code traced under ``tf.function`` and called as a graph, to be judged), :mod:`.timing_runs`,
-  :mod:`.project_reads` (what it read and wrote; outside the project :mod:`.outside_reads`,
-  TensorFlow's own reads :mod:`.native_reads`) and :mod:`.snippet_failure`;
-  :mod:`.faults`: the checker's own failures, said as such;
-- :mod:`.artifacts`: an exported artifact checked in place of code (``code=`` naming a
-  SavedModel, a ``.keras`` model or a TFLite file): :mod:`.artifact_calls` (calling one,
-  its errors), :mod:`.artifact_formats` (SavedModel, ``.keras``), :mod:`.artifact_tflite`
-  (TensorFlow's interpreter), :mod:`.artifact_weights` (a SavedModel's weights by path),
-  :mod:`.float16_outputs` (float16 outputs of a float32 graph told from float16 arithmetic,
-  and their rounding); for an int8 model :mod:`.quantized_error` (what quantization explains
-  of its outputs), walking :mod:`.quantized_graph` (the interpreter's ops and tensors, each
-  op's options) with :mod:`.quantized_ops` (each op's float definition).
+- :mod:`.warm_worker`: the warm worker made ready, and each check's process; what a check
+  runs there is :mod:`..execution`;
+  :mod:`.faults`: the checker's own failures, said as such.
 
 In a process of its own, without TensorFlow: :mod:`.oracle_server`, where an oracle of one's
 own (the ``oracles`` option) is imported and each of its calls answered (the build's end:

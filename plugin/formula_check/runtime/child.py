@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     # unread behind the request in a buffer
     requests = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115  (fd 0, for life)
     try:
-        from formula_check.runtime import execution  # noqa: F401  (TensorFlow: the import is the point)
+        from formula_check.runtime import warm_worker as execution  # noqa: F401  (TensorFlow: the import is the point)
     except ImportError as exc:  # TensorFlow missing: say so instead of dying
         wire.write_message(answers, Hello(ok=False, error=str(exc)).encode())
         return 3
@@ -63,7 +63,7 @@ def run_worker(
     request from a process of its own (:mod:`.isolation`); at the end (the parent hung up),
     remove the worker's temporary folder, ``scratch`` (made by the parent; by the worker if
     None). A worker that is killed never gets here: its parent removes the folder."""
-    from formula_check.runtime.execution import begin, check, prepare_check_process
+    from formula_check.runtime.warm_worker import begin, check, prepare_check_process
 
     _stdin_from_nowhere()
     session, hello = begin(root, scratch)

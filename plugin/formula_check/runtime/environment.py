@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from formula_check.paths import PACKAGE
+
 PASSED_PATHS = frozenset(
     [
         # where the interpreter, its packages and the libraries are
@@ -105,7 +107,7 @@ def worker_environment(
     }
     env["TF_ENABLE_ONEDNN_OPTS"] = "0"
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    package_parent = str(Path(__file__).resolve().parents[2])
+    package_parent = str(Path(PACKAGE).resolve().parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     return env
 

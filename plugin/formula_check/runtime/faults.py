@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from formula_check.messages import SnippetFailed
-from formula_check.runtime.paths import scrubbed
+from formula_check.paths import scrubbed
 
 
 def internal_error(exc: Exception) -> SnippetFailed:

@@ -2,7 +2,7 @@
 child ends with its check.
 
 The warm worker has imported TensorFlow and run a few small checks of its own (the warm-up,
-:mod:`.warming`), so a child forked from it starts with TensorFlow's runtime ready: about
+:mod:`..execution.warming`), so a child forked from it starts with TensorFlow's runtime ready: about
 20 ms of fork, check and exit on a small block instead of seconds of import. Whatever the
 check then does to its process (patches TensorFlow, Keras, NumPy or this package, sets a
 precision policy or a random state, changes the working folder or the environment, starts
@@ -49,15 +49,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from formula_check import wire
+from formula_check.execution import project_reads
 from formula_check.messages import CheckEnded, CheckReply, CheckRequest, Ending, SnippetFailed
 from formula_check.model import Array
 from formula_check.runtime.confinement import confine, granted_by_entry
 from formula_check.runtime.faults import internal_error
 from formula_check.runtime.read_buffer import Unshared
 from formula_check.runtime.reaping import become_subreaper, die_with_parent, end_children
-
-_notes: int | None = None
-"""In a check's process: where :func:`note_written` tells the warm worker what it wrote."""
 
 _ENDINGS: dict[str, Ending] = {"timeout": "timeout", "cancelled": "cancelled"}
 """How a check that gave no answer ended, by why :func:`_read_answer` stopped reading."""
@@ -126,16 +124,8 @@ def ready_to_fork() -> None:
     gc.freeze()
 
 
-def note_written(path: str) -> None:
-    """Tell the warm worker, at once, that the check wrote ``path`` (of the project): it is
-    known even if the check then dies without an answer."""
-    if _notes is not None:
-        with contextlib.suppress(OSError):  # a full pipe loses a name, never the check
-            os.write(_notes, path.encode("utf-8", "surrogateescape") + b"\n")
-
-
 def _noted(fd: int) -> list[str]:
-    """Every path :func:`note_written` sent down ``fd``."""
+    """Every path :func:`..execution.project_reads.note_written` sent down ``fd``."""
     data = bytearray()
     with contextlib.suppress(OSError):  # empty: nothing more to read
         while chunk := os.read(fd, 1 << 16):
@@ -275,10 +265,9 @@ class CheckProcesses:
         warm = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover  (the child; measured through the parent's answers)
-            global _notes  # noqa: PLW0603  (this process's own, set once as it starts)
             for fd in (requests_in, answers_out, notes_out):
                 os.close(fd)
-            _notes = notes_in
+            project_reads.tell_written_to(notes_in)
             self._child(warm, requests_out, answers_in, folder)
         for fd in (requests_out, answers_in, notes_in):
             os.close(fd)

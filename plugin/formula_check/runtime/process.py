@@ -40,13 +40,13 @@ from formula_check.messages import (
     decode_answer,
 )
 from formula_check.model import Array
+from formula_check.paths import SCRATCH_PREFIX, scrubbed
 from formula_check.results import Environment
 from formula_check.runtime.environment import worker_environment
 from formula_check.runtime.forked import ForkedProcess
 from formula_check.runtime.limits import CANCEL_GRACE, POLL, STARTUP_TIMEOUT, WORKER_GRACE
 from formula_check.runtime.memory import MemoryWatch
 from formula_check.runtime.outcome import CANCELLED, STOPPED, Reply, describe_exit
-from formula_check.runtime.paths import SCRATCH_PREFIX, scrubbed
 from formula_check.runtime.reaping import keep_private
 from formula_check.runtime.stderr_log import StderrLog
 from formula_check.runtime.zygote_client import CLOSED, Zygote

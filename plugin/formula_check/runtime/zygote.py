@@ -63,7 +63,7 @@ def import_tensorflow() -> ZygoteHello:
     """Import TensorFlow (through the worker's module); the hello that says how it went."""
     try:
         from formula_check.planning import plan as planning  # noqa: F401  (what each worker's warm-up plans with)
-        from formula_check.runtime import execution  # noqa: F401  (the import is the point)
+        from formula_check.runtime import warm_worker as execution  # noqa: F401  (the import is the point)
     except ImportError as exc:
         return ZygoteHello(ok=False, error=str(exc))
     warnings.simplefilter("ignore")

@@ -7,6 +7,8 @@ import functools
 import hashlib
 from pathlib import Path
 
+from formula_check.paths import PACKAGE
+
 
 @functools.cache
 def checker_digest() -> str:
@@ -14,9 +16,8 @@ def checker_digest() -> str:
 
     Read once per process: the package's files do not change under a running build."""
     digest = hashlib.sha256()
-    package = Path(__file__).resolve().parent
+    package = Path(PACKAGE).resolve()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
-

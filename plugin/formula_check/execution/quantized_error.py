@@ -65,8 +65,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from formula_check.model import Array
-from formula_check.runtime.quantized_ops import (
+from formula_check.execution.quantized_ops import (
     OpInfo,
     TensorInfo,
     UnmodelledOpError,
@@ -75,6 +74,7 @@ from formula_check.runtime.quantized_ops import (
     step,
     zero_point,
 )
+from formula_check.model import Array
 
 ROUNDING_STEPS = 1.0
 """How many quantization steps an int8 op's own error may be: half a step for the rounding

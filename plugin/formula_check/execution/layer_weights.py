@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from formula_check.runtime.snippet_failure import phase
+from formula_check.execution.snippet_failure import phase
 
 TensorLike = Callable[[Any, Any], Any]
 """Makes a value of the kind of its second argument (a ``tf.constant``, say) holding the

@@ -1,4 +1,4 @@
-"""A SavedModel's signature and a ``.keras`` model, loaded and called as :class:`.Loaded`.
+"""A SavedModel's signature and a ``.keras`` model, loaded and called as :class:`..runtime.Loaded`.
 
 A SavedModel's signature is read before it is called: the dtype it computes in is what its
 graph says (:mod:`.float16_outputs`), not its outputs' alone. A ``.keras`` model computes in
@@ -16,11 +16,11 @@ from typing import Any
 
 import tensorflow as tf
 
+from formula_check.execution import float16_outputs
+from formula_check.execution.artifact_calls import ArtifactError, Loaded, array, named
+from formula_check.execution.artifact_weights import public_names
 from formula_check.messages import Call
 from formula_check.model import Array
-from formula_check.runtime import float16_outputs
-from formula_check.runtime.artifact_calls import ArtifactError, Loaded, array, named
-from formula_check.runtime.artifact_weights import public_names
 
 
 class SavedModel(Loaded):

@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from formula_check.execution import graph_mode, layer_weights
+from formula_check.execution.entry_call import Runner
+from formula_check.execution.graph_mode import Traced
+from formula_check.execution.snippet_failure import phase
+from formula_check.execution.timing_runs import outputs
 from formula_check.messages import CheckRequest
 from formula_check.model import Array
-from formula_check.runtime import graph_mode, layer_weights
-from formula_check.runtime.entry_call import Runner
-from formula_check.runtime.graph_mode import Traced
-from formula_check.runtime.snippet_failure import phase
-from formula_check.runtime.timing_runs import outputs
 
 Lap = Callable[[str], None]
 """What closes a phase of the check's time, by name (:class:`.one_check._Laps`)."""

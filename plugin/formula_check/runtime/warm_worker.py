@@ -1,15 +1,7 @@
-"""Inside the worker: load a snippet, call its entry, read weights back, time it.
-
-Requests are concrete: the parent has already generated every array and decided every
-argument, so nothing here knows about oracles. Imported only by the worker processes (the
-zygote and each worker), which it makes import TensorFlow. This module makes the warm worker
-ready (:func:`begin`) and each check's process (:func:`prepare_check_process`); a check
-itself is :func:`.one_check.check`, whose parts are :mod:`.snippet_module` (the snippet's
-module loaded, the project's forgotten after), :mod:`.entry_call` (the entry built and
-bound to its arguments), :mod:`.layer_weights`, :mod:`.graph_mode` (the entry traced and
-called as a graph), :mod:`.timing_runs`, :mod:`.project_reads`
-(what the check read and wrote) and :mod:`.snippet_failure` (what it raised).
-"""
+"""The warm worker made ready (:func:`begin`, its warm-up :func:`warm_up`) and each check's
+process (:func:`prepare_check_process`), then each check answered with
+:func:`..execution.one_check.check`. Imported only by the worker processes (the zygote and
+each worker), which it makes import TensorFlow."""
 
 from __future__ import annotations
 
@@ -22,12 +14,13 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from formula_check.execution import warming
+from formula_check.execution.one_check import check
+from formula_check.execution.snippet_failure import SnippetRaised
+from formula_check.execution.snippet_module import WorkerState, mark_modules
 from formula_check.messages import Hello
-from formula_check.runtime import isolation, reaping, warming
-from formula_check.runtime.one_check import check
-from formula_check.runtime.paths import SCRATCH_PREFIX
-from formula_check.runtime.snippet_failure import SnippetRaised
-from formula_check.runtime.snippet_module import WorkerState, mark_modules
+from formula_check.paths import SCRATCH_PREFIX
+from formula_check.runtime import isolation, reaping
 
 __all__ = [
     "SnippetRaised",
@@ -74,9 +67,9 @@ def begin(root: Path, scratch: str | None = None) -> tuple[WorkerState, Hello]:
 
 def warm_up(session: WorkerState) -> bool:
     """Pay a fresh process's one-time costs before the first check, not inside it: a few
-    small checks of our own (:mod:`.warming`), through the path every check takes (TensorFlow's
-    eager runtime, Keras' layers, AutoGraph, tracing). Every check's process is forked after
-    it, so none pays them again. Nothing of it is kept: its modules are unloaded as any
+    small checks of our own (:mod:`..execution.warming`), through the path every check takes
+    (TensorFlow's eager runtime, Keras' layers, AutoGraph, tracing). Every check's process is
+    forked after it, so none pays them again. Nothing of it is kept: its modules are unloaded as any
     snippet's are, Keras' global state is put back as it was, and each check seeds every
     generator afresh. (A snippet's own AutoGraph conversion, 50 to 100 ms the first time its
     code is traced, stays in its own first call.)"""

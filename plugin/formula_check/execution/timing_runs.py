@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from formula_check.execution.entry_call import Runner, bind
+from formula_check.execution.graph_mode import Traced, as_sequence, briefly, sync, trace
+from formula_check.execution.snippet_failure import phase
 from formula_check.messages import (
     AUTO_REPEATS,
     NOT_A_TENSOR,
@@ -19,9 +22,6 @@ from formula_check.messages import (
 )
 from formula_check.messages.requests import enough_runs
 from formula_check.model import Array
-from formula_check.runtime.entry_call import Runner, bind
-from formula_check.runtime.graph_mode import Traced, as_sequence, briefly, sync, trace
-from formula_check.runtime.snippet_failure import phase
 
 
 def time_all(

@@ -24,6 +24,8 @@ import sysconfig
 import tempfile
 from typing import Any
 
+from formula_check.paths import PACKAGE
+
 _KERNEL = ("/proc/", "/sys/", "/dev/")
 
 UNSEEN: dict[str, str] = {
@@ -64,7 +66,7 @@ def _installed() -> tuple[str, ...]:
 
 @functools.cache
 def _checker() -> tuple[str, ...]:
-    return _folders(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return _folders(PACKAGE)
 
 
 def _folders(*paths: Any) -> tuple[str, ...]:

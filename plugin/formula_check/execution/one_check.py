@@ -15,6 +15,32 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from formula_check.execution import artifacts, graph_mode, layer_weights, native_reads
+from formula_check.execution.entry_call import (
+    Runner,
+    arguments,
+    bind,
+    keywords_not_passed,
+    resolve_kind,
+)
+from formula_check.execution.graph_mode import Traced
+from formula_check.execution.moved_weights import moved_call
+from formula_check.execution.project_reads import READS, Reads, changed, folder_state, note_written
+from formula_check.execution.snippet_failure import (
+    MAX_TEXT,
+    SnippetRaised,
+    clean,
+    failure,
+    phase,
+    said,
+)
+from formula_check.execution.snippet_module import (
+    WorkerState,
+    forget_local_modules,
+    load_entry,
+    modules_now,
+)
+from formula_check.execution.timing_runs import outputs, reply_arrays, returned_keys, time_all
 from formula_check.messages import (
     FIRST,
     GRAPH,
@@ -26,32 +52,6 @@ from formula_check.messages import (
     TimingResult,
 )
 from formula_check.model import Array
-from formula_check.runtime import artifacts, graph_mode, isolation, layer_weights, native_reads
-from formula_check.runtime.entry_call import (
-    Runner,
-    arguments,
-    bind,
-    keywords_not_passed,
-    resolve_kind,
-)
-from formula_check.runtime.graph_mode import Traced
-from formula_check.runtime.moved_weights import moved_call
-from formula_check.runtime.project_reads import READS, Reads, changed, folder_state
-from formula_check.runtime.snippet_failure import (
-    MAX_TEXT,
-    SnippetRaised,
-    clean,
-    failure,
-    phase,
-    said,
-)
-from formula_check.runtime.snippet_module import (
-    WorkerState,
-    forget_local_modules,
-    load_entry,
-    modules_now,
-)
-from formula_check.runtime.timing_runs import outputs, reply_arrays, returned_keys, time_all
 
 Answer = tuple[CheckReply | SnippetFailed, dict[str, Array]]
 """A check's reply, and the arrays that go with it."""
@@ -78,7 +78,7 @@ def check(session: WorkerState, request: CheckRequest, arrays: Mapping[str, Arra
     for path in sorted(changed(folder_before, folder_state(session.root, request.page_folder))):
         if path not in files.written:
             files.written.add(path)
-            isolation.note_written(path)
+            note_written(path)
     reply = dataclasses.replace(
         reply,
         stdout=stdout.getvalue()[-MAX_TEXT:],

@@ -25,7 +25,7 @@ from tensorflow.python.data.ops import dataset_ops, readers
 from tensorflow.python.lib.io import file_io
 from tensorflow.python.ops import io_ops
 
-from formula_check.runtime.outside_reads import UNSEEN_EVENT
+from formula_check.execution.outside_reads import UNSEEN_EVENT
 
 _OPS = "it read files with a TensorFlow op (tf.io.read_file, tf.data)"
 _URL = "it read a URL through TensorFlow's file system"

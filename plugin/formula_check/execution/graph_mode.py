@@ -30,8 +30,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from formula_check.runtime.entry_call import Runner
-from formula_check.runtime.snippet_failure import SnippetRaised, clean, said
+from formula_check.execution.entry_call import Runner
+from formula_check.execution.snippet_failure import SnippetRaised, clean, said
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formula_check.runtime import isolation, outside_reads
+from formula_check.execution import outside_reads
+
+_notes: int | None = None
+"""In a check's process: where :func:`note_written` tells the warm worker what it wrote."""
 
 
 @dataclass
@@ -114,7 +117,21 @@ class _ProjectReads:
             files.read.add(relative)
         elif relative not in files.written:
             files.written.add(relative)
-            isolation.note_written(relative)  # known even if the check dies before it answers
+            note_written(relative)  # known even if the check dies before it answers
+
+
+def tell_written_to(fd: int) -> None:
+    """In a check's process, as it starts: :func:`note_written` writes down ``fd``."""
+    global _notes  # noqa: PLW0603  (this process's own, set once as it starts)
+    _notes = fd
+
+
+def note_written(path: str) -> None:
+    """Tell the warm worker, at once, that the check wrote ``path`` (of the project): it is
+    known even if the check then dies without an answer."""
+    if _notes is not None:
+        with contextlib.suppress(OSError):  # a full pipe loses a name, never the check
+            os.write(_notes, path.encode("utf-8", "surrogateescape") + b"\n")
 
 
 READS = _ProjectReads()

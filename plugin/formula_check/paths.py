@@ -8,10 +8,10 @@ import re
 import sysconfig
 from pathlib import Path
 
-CHECKER = (  # this package's folder, as imported and as resolved
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,
-    str(Path(__file__).resolve().parents[1]) + os.sep,
-)
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+"""This package's folder, as imported: the checker's own code, wherever a module of it lies."""
+CHECKER = (PACKAGE + os.sep, str(Path(PACKAGE).resolve()) + os.sep)
+"""This package's folder, as imported and as resolved."""
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 _ABSOLUTE = re.compile(r"(?<![\w.~])/[^\s\"'<>:,;()]+")
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from formula_check.runtime.layer_weights import CALL_ORDER
-from formula_check.runtime.snippet_failure import said
+from formula_check.execution.layer_weights import CALL_ORDER
+from formula_check.execution.snippet_failure import said
 
 Slot = tuple[int | str, ...]
 """Where a tensor argument sits in the builder's call: its position or keyword, then its

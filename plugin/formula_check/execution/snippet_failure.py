@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from formula_check.messages import CheckRequest, SnippetFailed
 from formula_check.model import strip_ansi
-from formula_check.runtime.paths import CHECKER, shown_path
+from formula_check.paths import CHECKER, shown_path
 from formula_check.sinks import Sink, for_sink
 
 MAX_TEXT = 4000

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from formula_check.runtime.quantized_ops import OpInfo, TensorInfo, UnmodelledOpError
+from formula_check.execution.quantized_ops import OpInfo, TensorInfo, UnmodelledOpError
 
 
 def tensors(interpreter: Any) -> dict[int, TensorInfo]:

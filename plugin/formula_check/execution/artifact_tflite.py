@@ -1,4 +1,4 @@
-"""A ``.tflite`` file run by TensorFlow's own interpreter, as :class:`.Loaded`.
+"""A ``.tflite`` file run by TensorFlow's own interpreter, as :class:`..runtime.Loaded`.
 
 The dtype it computes in is read from its tensors: int8 where ops make quantized int8
 tensors (then every tensor is kept, for :mod:`.quantized_error` to explain its outputs),
@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from formula_check.messages import FLOAT16_WEIGHTS, Call
-from formula_check.model import Array
-from formula_check.runtime import float16_outputs, quantized_error, quantized_graph
-from formula_check.runtime.artifact_calls import (
+from formula_check.execution import float16_outputs, quantized_error, quantized_graph
+from formula_check.execution.artifact_calls import (
     ArtifactError,
     Loaded,
     array,
@@ -31,9 +29,11 @@ from formula_check.runtime.artifact_calls import (
     named,
     quantized,
 )
-from formula_check.runtime.artifact_weights import public_names
-from formula_check.runtime.quantized_ops import UnmodelledOpError
-from formula_check.runtime.snippet_failure import phase
+from formula_check.execution.artifact_weights import public_names
+from formula_check.execution.quantized_ops import UnmodelledOpError
+from formula_check.execution.snippet_failure import phase
+from formula_check.messages import FLOAT16_WEIGHTS, Call
+from formula_check.model import Array
 
 
 def interpreter(path: Path, *, builtin: bool = False) -> Any:

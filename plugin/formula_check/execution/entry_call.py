@@ -11,10 +11,10 @@ from typing import Any
 
 import tensorflow as tf
 
+from formula_check.execution import builder
+from formula_check.execution.snippet_failure import phase, said
 from formula_check.messages import Argument, Call, CheckRequest, Value
 from formula_check.model import Array
-from formula_check.runtime import builder
-from formula_check.runtime.snippet_failure import phase, said
 
 Sources = Mapping[str, Mapping[str, str]]
 """Where each constructor keyword came from: ``origin`` and what to say (``said``)."""

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from formula_check.execution.snippet_failure import phase
 from formula_check.messages import CheckRequest
-from formula_check.runtime.snippet_failure import phase
 
-_MARK = "formula_check.runtime.snippet_module:modules_marked"
+_MARK = "formula_check.execution.snippet_module:modules_marked"
 """The name of the empty module :func:`mark_modules` puts last in ``sys.modules``."""
 
 

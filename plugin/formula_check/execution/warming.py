@@ -1,7 +1,7 @@
 """The warm worker's warm-up: two small checks of our own, run through the path every check
 takes, and Keras' most used layers, before the first check's process is forked from it.
 
-A check's process starts a new eager context (:func:`.isolation.fresh_runtime`), but what
+A check's process starts a new eager context (:func:`..runtime.isolation.fresh_runtime`), but what
 the warm worker holds outside it is inherited: the modules Keras and TensorFlow import on
 first use, the op definitions, shape functions and kernel registrations TensorFlow looks up
 once per op, the Python caches of Keras' layers and of ``tf.function``. A check whose ops and
@@ -26,11 +26,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from formula_check.execution.one_check import check
+from formula_check.execution.snippet_module import WorkerState
 from formula_check.messages import CheckReply
 from formula_check.model import CheckSpec, Location, TimingSpec
 from formula_check.planning.plan import plan_check
-from formula_check.runtime.one_check import check
-from formula_check.runtime.snippet_module import WorkerState
 from formula_check.snippets import inline_snippet
 
 WHERE = Location("<formula-check warm-up>", 1)

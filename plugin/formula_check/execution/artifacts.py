@@ -28,15 +28,15 @@ from typing import Any
 
 import tensorflow as tf
 
+from formula_check.execution import float16_outputs, layer_weights
+from formula_check.execution.artifact_calls import FORMAT_WORDS, ArtifactError, Loaded
+from formula_check.execution.artifact_formats import KerasModel, SavedModel
+from formula_check.execution.artifact_tflite import TFLite
+from formula_check.execution.artifact_weights import exposed
+from formula_check.execution.snippet_failure import SnippetRaised, phase
+from formula_check.execution.timing_runs import outputs, reply_arrays, returned_keys, timed_runs
 from formula_check.messages import FIRST, CheckReply, CheckRequest, TimingResult
 from formula_check.model import Array
-from formula_check.runtime import float16_outputs, layer_weights
-from formula_check.runtime.artifact_calls import FORMAT_WORDS, ArtifactError, Loaded
-from formula_check.runtime.artifact_formats import KerasModel, SavedModel
-from formula_check.runtime.artifact_tflite import TFLite
-from formula_check.runtime.artifact_weights import exposed
-from formula_check.runtime.snippet_failure import SnippetRaised, phase
-from formula_check.runtime.timing_runs import outputs, reply_arrays, returned_keys, timed_runs
 
 Answer = tuple[CheckReply, dict[str, Array]]
 
