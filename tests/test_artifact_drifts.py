@@ -2,12 +2,11 @@
 (biases and gains off 0 and 1): a float16-weight TFLite is judged on its rounded weights and
 catches what float32 catches; an int8 model is judged with what its quantization explains
 (formula drifts, weights 5 % off and an op without a definition are caught or refused);
-a float32 one with float16 outputs is judged with their rounding added; a signature's
-outputs are compared by name beside extra ones. Exported at test time, in a subprocess."""
+a signature's outputs are compared by name beside extra ones. Exported at test time, in a
+subprocess (float16 outputs: test_float16_outputs, on the same exports)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,8 @@ from formula_check.model import Status
 from formula_check.pages.blocks import Settings, page_blocks
 from formula_check.results import CheckResult
 from formula_check.session.engine import Engine
+from sites import built_once
+from support import shared_engine
 from test_artifacts import DIMS, FIXTURES, PATHS  # one weight map for both files
 
 WEIGHTS = " ".join(f"{name}=block.{path}" for name, path in PATHS.items())
@@ -65,7 +66,7 @@ class TransformerBlock(keras.layers.Layer):
         return self.norm2(y + self.ff2(self.ff1(y)))
 """
 
-EXPORT = """
+EXPORT_SETUP = """
 import sys, warnings
 from pathlib import Path
 warnings.simplefilter("ignore")
@@ -109,18 +110,11 @@ class Two(tf.Module):
         return {"output": y, "aux_logits": tf.ones_like(y)}
 
 
-class Half(tf.Module):
-    def __init__(self, b):
-        super().__init__()
-        self.block = b
-
-    @tf.function(input_signature=[tf.TensorSpec([None, N, D], tf.float32, name="x"),
-                                  tf.TensorSpec([None, 1, N, N], tf.float32, name="mask")])
-    def serve(self, x, mask):
-        return {"output": tf.cast(self.block(x, mask), tf.float16)}
-
-
 out.mkdir(parents=True, exist_ok=True)
+"""
+"""The export script's set-up: the block, trained, and a module returning an extra output."""
+
+EXPORT = """
 ex.save_model(block(), out / "good")
 ex.save_model(block(epsilon=1e-2), out / "eps2")
 ex.tflite(block(epsilon=1e-2), out / "f16_eps2.tflite", float16=True)
@@ -131,24 +125,24 @@ ex.int8(block(tuned=0.05), out / "i8_tuned.tflite", 1.0)
 ex.int8(block(activation="leaky_relu"), out / "i8_leaky.tflite", 1.0)
 two = Two(block())
 tf.saved_model.save(two, str(out / "two"), signatures={"serving_default": two.serve})
-half = Half(block(epsilon=1e-2))
-tf.saved_model.save(half, str(out / "half_eps2"), signatures={"serving_default": half.serve})
 """
+
+
+def shared_exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The block's exports that this module, test_float16_outputs and test_returned_dicts
+    read, made by one export script once for the whole run (:func:`sites.built_once`)."""
+    from test_float16_outputs import EXPORT_HALF
+    from test_returned_dicts import EXPORT_MIXED
+
+    def export(root: Path) -> None:
+        exported(root, EXPORT + EXPORT_HALF + EXPORT_MIXED)
+
+    return built_once(tmp_path_factory, "drift-exports", export)
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("review20")
-    (root / "review20_block.py").write_text(textwrap.dedent(BLOCK))
-    script = root / "export_review20.py"
-    script.write_text(textwrap.dedent(EXPORT))
-    subprocess.run(
-        [sys.executable, str(script), str(root / "a"), str(FIXTURES)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return root
+    return shared_exports(tmp_path_factory)
 
 
 def exported(root: Path, more: str, *runs: str, timeout: int = 300) -> Path:
@@ -156,7 +150,7 @@ def exported(root: Path, more: str, *runs: str, timeout: int = 300) -> Path:
     export script's set-up (once per word of ``runs``, given as its last argument)."""
     (root / "review20_block.py").write_text(textwrap.dedent(BLOCK))
     script = root / "export_more.py"
-    script.write_text(textwrap.dedent(EXPORT).split("out.mkdir")[0] + more)
+    script.write_text(textwrap.dedent(EXPORT_SETUP) + more)
     for which in runs or ("",):
         subprocess.run(
             [
@@ -173,31 +167,38 @@ def exported(root: Path, more: str, *runs: str, timeout: int = 300) -> Path:
     return root
 
 
-def block_checker(
-    root: Path, *, mask: str = "padding", dims: str = DIMS
-) -> Iterator[Callable[..., CheckResult]]:
-    """Checks one encoder block on ``root`` by its ``code=`` (``mask``, ``dims`` and header
-    words as given), with one uncached engine, closed after."""
-    engine = Engine(root, use_cache=False)
+def checker(
+    engine: Engine, *, mask: str = "padding", dims: str = DIMS
+) -> Callable[..., CheckResult]:
+    """Checks one encoder block on the engine's project by its ``code=`` (``mask``, ``dims``
+    and header words as given)."""
 
     def one(code: str, mask: str = mask, extra: str = "", dims: str = dims) -> CheckResult:
         text = (
             f'```formula id="b" oracle="encoder_layer" code="{code}" mask="{mask}" {dims} '
             f'weights="{WEIGHTS}" {extra}\nx\n```\n'
         )
-        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(root))
+        settings = Settings(engine.root)
+        (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=settings)
         assert block.spec is not None, block.error
         return engine.check(block.spec)
 
-    try:
-        yield one
-    finally:
-        engine.close()
+    return one
+
+
+def block_checker(
+    root: Path, *, mask: str = "padding", dims: str = DIMS
+) -> Iterator[Callable[..., CheckResult]]:
+    """A :func:`checker` on ``root`` with one uncached engine, closed after."""
+    with Engine(root, use_cache=False) as engine:
+        yield checker(engine, mask=mask, dims=dims)
 
 
 @pytest.fixture(scope="module")
-def check(project: Path) -> Iterator[Callable[..., CheckResult]]:
-    yield from block_checker(project)
+def check(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., CheckResult]:
+    """A :func:`checker` on :func:`shared_exports`, on the uncached engine this test process
+    keeps for them (:func:`support.shared_engine`): one for the three modules reading them."""
+    return checker(shared_engine(shared_exports(tmp_path_factory)))
 
 
 # false passes ---------------------------------------------------------------------------------
@@ -255,62 +256,30 @@ def test_float16_tflite_with_layernorm_epsilon_1e_2_is_a_mismatch(check) -> None
     assert result.status is Status.MISMATCH, result.headline()
 
 
-@pytest.mark.tf
-def test_a_saved_model_with_float16_outputs_and_a_drift_is_a_mismatch(check) -> None:
-    """A SavedModel computing in float32 with its output cast to float16: scaling every
-    rounding by eps16/eps32 let its epsilon-1e-2 drift (caught in float32) pass, and it was
-    refused; now one float16 rounding per element is added to float32's tolerance, and the
-    drift is a mismatch."""
-    result = check("saved_model:a/half_eps2")
-    assert result.status is Status.MISMATCH, result.headline()
-    assert "float16 outputs: one float16 rounding added" in result.verdicts[0].tolerance
-
-
 # false alarms ---------------------------------------------------------------------------------
-
-
-CHECK_ONE = """
-import sys
-from pathlib import Path
-from formula_check.session.engine import Engine
-from formula_check.pages.blocks import Settings, page_blocks
-root, text = Path(sys.argv[1]), sys.argv[2]
-(block,) = page_blocks(text.split("\\n"), page="docs/p.md", settings=Settings(root))
-engine = Engine(root, use_cache=False)
-try:
-    print("STATUS", engine.check(block.spec).status.value)
-finally:
-    engine.close()
-"""
 
 
 @pytest.mark.tf
 def test_a_signature_output_named_output_is_compared_by_name_beside_extra_outputs(
-    project: Path,
+    project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """production.md: 'Outputs are picked by name: a signature returning {"output": ...} is
     compared as the oracle's output.' A correct signature returning {"output": y,
     "aux_logits": ones} must be verified in every run. Today the extra key makes the check
     fall back to position, and the order of a restored signature's output dict follows the
     process's string hashing: in some runs aux_logits is compared as output (a mismatch,
-    'got 1'), in others it is verified."""
+    'got 1'), in others it is verified. Each seed gets a worker of its own, which reads it."""
     text = (
         f'```formula id="b" oracle="encoder_layer" code="saved_model:a/two" mask="padding" '
         f'{DIMS} weights="{WEIGHTS}"\nx\n```\n'
     )
+    (block,) = page_blocks(text.split("\n"), page="docs/p.md", settings=Settings(project))
+    assert block.spec is not None, block.error
     statuses = set()
     for seed in ("0", "2", "3", "5"):
-        done = subprocess.run(
-            [sys.executable, "-c", CHECK_ONE, str(project), text],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            check=True,
-        )
-        statuses |= {
-            line.split()[1] for line in done.stdout.splitlines() if line.startswith("STATUS")
-        }
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        with Engine(project, use_cache=False) as engine:
+            statuses.add(engine.check(block.spec).status.value)
     assert statuses == {"verified"}
 
 

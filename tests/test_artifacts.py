@@ -82,17 +82,20 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def results(project: Path) -> Iterator[dict[str, CheckResult]]:
-    engine = Engine(project, use_cache=False)
-    try:
-        blocks = page_blocks(page_text().split("\n"), page="docs/p.md", settings=Settings(project))
-        found = {}
-        for block in blocks:
-            assert block.spec is not None, block.error
-            found[block.spec.block_id] = engine.check(block.spec)
-        yield found
-    finally:
-        engine.close()
+def artifact_engine(project: Path) -> Iterator[Engine]:
+    """One uncached engine for this module's checks (each still runs in a process of its own)."""
+    with Engine(project, use_cache=False) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def results(project: Path, artifact_engine: Engine) -> dict[str, CheckResult]:
+    blocks = page_blocks(page_text().split("\n"), page="docs/p.md", settings=Settings(project))
+    found = {}
+    for block in blocks:
+        assert block.spec is not None, block.error
+        found[block.spec.block_id] = artifact_engine.check(block.spec)
+    return found
 
 
 @pytest.mark.parametrize(("block_id", "status"), [(b[0], b[4]) for b in BLOCKS])
@@ -156,7 +159,7 @@ def test_an_int8_model_is_judged_with_what_its_quantization_explains(
 
 
 def test_a_weight_the_artifact_does_not_expose_is_an_error_naming_those_it_does(
-    project: Path,
+    project: Path, artifact_engine: Engine
 ) -> None:
     text = (
         '```formula id="missing" oracle="encoder_layer" code="saved_model:artifacts/block" '
@@ -165,29 +168,23 @@ def test_a_weight_the_artifact_does_not_expose_is_an_error_naming_those_it_does(
     )
     (block,) = page_blocks(text.split("\n"), page="docs/q.md", settings=Settings(project))
     assert block.spec is not None
-    engine = Engine(project, use_cache=False)
-    try:
-        result = engine.check(block.spec)
-    finally:
-        engine.close()
+    result = artifact_engine.check(block.spec)
     assert result.status is Status.ERROR
     assert result.failure is not None
     assert "does not expose a weight the map names" in result.failure.message
     assert "block.ff2.bias" in result.failure.message  # among the weights it exposes
 
 
-def test_a_tflite_file_without_its_saved_model_cannot_give_weights(project: Path) -> None:
+def test_a_tflite_file_without_its_saved_model_cannot_give_weights(
+    project: Path, artifact_engine: Engine
+) -> None:
     text = (
         '```formula id="bare" oracle="encoder_layer" code="artifacts/block.tflite" '
         f'mask="padding" {DIMS} weights="{weights("block.")}"\nx\n```\n'
     )
     (block,) = page_blocks(text.split("\n"), page="docs/r.md", settings=Settings(project))
     assert block.spec is not None
-    engine = Engine(project, use_cache=False)
-    try:
-        result = engine.check(block.spec)
-    finally:
-        engine.close()
+    result = artifact_engine.check(block.spec)
     assert result.status is Status.ERROR
     assert result.failure is not None
     assert "fourth part of code=" in result.failure.message

@@ -5,13 +5,10 @@ as float16 weights. Each once let wrong code pass or right code fail."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 
 import test_artifact_drifts as drifts
 from formula_check.model import Status
-from formula_check.results import CheckResult
 from implementations import CORRECT
 from support import run
 
@@ -60,11 +57,7 @@ def test_the_missing_output_is_the_one_said_missing() -> None:
 
 # artifacts ------------------------------------------------------------------------------------
 
-EXPORT_MORE = """
-out.mkdir(parents=True, exist_ok=True)
-ex.save_model(block(), out / "good")
-
-
+EXPORT_MIXED = """
 class Mid(tf.Module):
     def __init__(self, b):
         super().__init__()
@@ -85,9 +78,7 @@ converter = tf.lite.TFLiteConverter.from_concrete_functions(
 """
 
 
-@pytest.fixture(scope="module")
-def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
-    yield from drifts.block_checker(drifts.exported(tmp_path_factory.mktemp("dicts"), EXPORT_MORE))
+check = drifts.check  # the drift fixture's exports and engine
 
 
 def test_an_artifact_timed_without_stated_repeats_is_timed_three_to_five_times(check) -> None:
