@@ -49,7 +49,7 @@ Spent = collections.defaultdict[str, list[float]]
 # Runs in the zygote, the warm worker and each check's process (see account_into); only
 # the standard library at the top of this file, so that loading it there costs little.
 
-_LOG = ""
+_LOG_FD = -1
 """The file every process of the build appends its records to."""
 _ROLE = "build"
 """What this process is: zygote, worker or check."""
@@ -85,11 +85,10 @@ def _threads() -> list[tuple[str, float]]:
 
 def _record(**fields: Any) -> None:
     fields.update(pid=os.getpid(), role=_ROLE)
-    fd = os.open(_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (json.dumps(fields) + "\n").encode())
-    finally:
-        os.close(fd)
+    # Opened once as the process starts: a check's process is confined (Landlock) before it
+    # answers, and may then open nothing outside its own folder; the descriptor it inherits
+    # still writes
+    os.write(_LOG_FD, (json.dumps(fields) + "\n").encode())
 
 
 def _mark(name: str) -> None:
@@ -102,8 +101,8 @@ def account_into(log: str) -> None:
     appends its records to ``log``."""
     if not any(arg.startswith("formula_check.runtime.") for arg in sys.orig_argv):
         return
-    global _LOG  # noqa: PLW0603  (set once, as the process starts)
-    _LOG = log
+    global _LOG_FD  # noqa: PLW0603  (set once, as the process starts)
+    _LOG_FD = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     import atexit
 
     from formula_check.runtime import child, zygote_server
@@ -326,7 +325,7 @@ def timed(spent: Spent, name: str, function: Callable[..., Any]) -> Callable[...
 
 def instrument(spent: Spent, worker: Spent, engines: list[Any]) -> None:
     """Put the timers in place (this process only)."""
-    from formula_check.checking import judge
+    from formula_check.checking import judge, output_verdicts
     from formula_check.pages import blocks as pages
     from formula_check.planning import plan as planning
     from formula_check.render import card, figure_cache
@@ -337,8 +336,8 @@ def instrument(spent: Spent, worker: Spent, engines: list[Any]) -> None:
     # The engine imports these when it first checks a block: wrapped where they are defined
     planning.plan_check = timed(spent, "planning (inputs, weights, masks)", planning.plan_check)
     pages._page_block = timed(spent, "reading blocks (fences, options)", pages._page_block)
-    judge.rounding_samples = timed(
-        spent, "oracle in float32 (the tolerance's samples)", judge.rounding_samples
+    output_verdicts.rounding_samples = timed(
+        spent, "oracle in float32 (the tolerance's samples)", output_verdicts.rounding_samples
     )
     judge.judge_formula = timed(spent, "formula (compile, evaluate)", judge.judge_formula)
     card.figures_for = timed(spent, "figures (heatmaps, drawn)", card.figures_for)
