@@ -10,19 +10,21 @@ the int8 grid, the sign alternating by output channel (so that LayerNorm's mean 
 the shift away): every rounding of the FFN's second kernel then pushes its channel one way,
 against the bound's premise of independent centred roundings. At d_ff 64 and at d_ff 1024
 (the widest FFN whose Jacobian the walk computes at d_model 32 is some 2,300) the coherent
-shift stays under the bound. Real exports (one subprocess per module fixture, one test per
-fixture so that two workers never export the same models), real interpreters, no mocks; the
-block and helpers are those of test_artifact_drifts."""
+shift stays under the bound. Real exports (one subprocess, once per test run), real
+interpreters, no mocks; the block and helpers are those of test_artifact_drifts."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 import test_artifact_drifts as drifts
 from formula_check.model import Status
 from formula_check.results import CheckResult
+from formula_check.session.engine import Engine
+from sites import built_once
 from test_int8_sizes import said
 
 pytestmark = pytest.mark.tf
@@ -96,41 +98,47 @@ def good_and_coherent(d, h, ff):
     i8(block(d, h, ff, edit=coherent), out / "i8_coherent.tflite", d)
 
 
-which = sys.argv[3]
-out.mkdir(parents=True, exist_ok=True)
-if which == "d32":
-    d, h, ff = 32, 4, 64
-    good_and_coherent(d, h, ff)
-    i8(block(d, h, ff, scale_dim=d), out / "i8_scale_d_model.tflite", d)
-    i8(block(d, h, ff, edit=no_bias("ff2")), out / "i8_no_ff2_bias.tflite", d)
-    i8(block(d, h, ff, edit=scaled(1.03)), out / "i8_kernels_x1.03.tflite", d)
-    i8(block(d, h, ff, activation="gelu"), out / "i8_per_tensor_gelu.tflite", d, per_tensor=True)
-if which == "wide":
-    d, h, ff = 32, 4, 1024
-    good_and_coherent(d, h, ff)
-    i8(block(d, h, ff, activation="gelu"), out / "i8_gelu.tflite", d)
+base = out
+for which in sys.argv[3].split(","):  # each size in a folder of its own
+    out = base / which
+    out.mkdir(parents=True, exist_ok=True)
+    if which == "d32":
+        d, h, ff = 32, 4, 64
+        good_and_coherent(d, h, ff)
+        i8(block(d, h, ff, scale_dim=d), out / "i8_scale_d_model.tflite", d)
+        i8(block(d, h, ff, edit=no_bias("ff2")), out / "i8_no_ff2_bias.tflite", d)
+        i8(block(d, h, ff, edit=scaled(1.03)), out / "i8_kernels_x1.03.tflite", d)
+        i8(block(d, h, ff, activation="gelu"), out / "i8_per_tensor_gelu.tflite", d, per_tensor=True)
+    if which == "wide":
+        d, h, ff = 32, 4, 1024
+        good_and_coherent(d, h, ff)
+        i8(block(d, h, ff, activation="gelu"), out / "i8_gelu.tflite", d)
 """
 
 D32 = 'dims="b=2 n=5 d_model=32 h=4 depth=8 d_ff=64" formula="off" timing="off"'
 WIDE = 'dims="b=2 n=5 d_model=32 h=4 depth=8 d_ff=1024" formula="off" timing="off"'
 
 
-def _checker(
-    factory: pytest.TempPathFactory, which: str, dims: str
-) -> Iterator[Callable[..., CheckResult]]:
-    root = factory.mktemp(f"int8_breaker_{which}")
-    drifts.exported(root, EXPORT_BREAKER, which, timeout=900)
-    yield from drifts.block_checker(root, mask="none", dims=dims)
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """Both sizes' exports, made by one export run once for the whole test run
+    (:func:`sites.built_once`), on one uncached engine."""
+
+    def export(root: Path) -> None:
+        drifts.exported(root, EXPORT_BREAKER, "d32,wide", timeout=900)
+
+    with Engine(built_once(tmp_path_factory, "int8-breaker", export), use_cache=False) as engine:
+        yield engine
 
 
 @pytest.fixture(scope="module")
-def d32(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
-    yield from _checker(tmp_path_factory, "d32", D32)
+def d32(exports: Engine) -> Callable[..., CheckResult]:
+    return drifts.checker(exports, mask="none", dims=D32)
 
 
 @pytest.fixture(scope="module")
-def wide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
-    yield from _checker(tmp_path_factory, "wide", WIDE)
+def wide(exports: Engine) -> Callable[..., CheckResult]:
+    return drifts.checker(exports, mask="none", dims=WIDE)
 
 
 def _verdicts(check: Callable[..., CheckResult], cases: dict[str, str]) -> dict[str, CheckResult]:
@@ -151,14 +159,14 @@ def test_d_model_32_drifts_fail_and_correct_models_pass(d32) -> None:
     0.56, coherent rounding 0.57; the logits' scale 4.4, no FFN bias 6.8, kernels 3 % larger
     1.2, GELU per tensor 2.5."""
     correct = {
-        "correct": "a/i8_good.tflite::a/good",
-        "coherent rounding": "a/i8_coherent.tflite::a/coherent",
+        "correct": "a/d32/i8_good.tflite::a/d32/good",
+        "coherent rounding": "a/d32/i8_coherent.tflite::a/d32/coherent",
     }
     wrong = {
-        "logits by sqrt(d_model)": "a/i8_scale_d_model.tflite::a/good",
-        "FFN's second bias dropped": "a/i8_no_ff2_bias.tflite::a/good",
-        "kernels 3 % larger": "a/i8_kernels_x1.03.tflite::a/good",
-        "GELU for ReLU, per tensor": "a/i8_per_tensor_gelu.tflite::a/good",
+        "logits by sqrt(d_model)": "a/d32/i8_scale_d_model.tflite::a/d32/good",
+        "FFN's second bias dropped": "a/d32/i8_no_ff2_bias.tflite::a/d32/good",
+        "kernels 3 % larger": "a/d32/i8_kernels_x1.03.tflite::a/d32/good",
+        "GELU for ReLU, per tensor": "a/d32/i8_per_tensor_gelu.tflite::a/d32/good",
     }
     results = _verdicts(d32, {**correct, **wrong})
     expected = dict.fromkeys(correct, Status.VERIFIED)
@@ -177,9 +185,9 @@ def test_d_ff_1024_coherent_rounding_passes_and_gelu_fails(wide) -> None:
     results = _verdicts(
         wide,
         {
-            "correct": "a/i8_good.tflite::a/good",
-            "coherent rounding": "a/i8_coherent.tflite::a/coherent",
-            "GELU for ReLU": "a/i8_gelu.tflite::a/good",
+            "correct": "a/wide/i8_good.tflite::a/wide/good",
+            "coherent rounding": "a/wide/i8_coherent.tflite::a/wide/coherent",
+            "GELU for ReLU": "a/wide/i8_gelu.tflite::a/wide/good",
         },
     )
     off = _wrong(

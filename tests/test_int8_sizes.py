@@ -15,6 +15,7 @@ import pytest
 import test_artifact_drifts as drifts
 from formula_check.model import Status
 from formula_check.results import CheckResult
+from sites import built_once
 
 pytestmark = pytest.mark.tf
 
@@ -70,8 +71,10 @@ LARGE = 'dims="b=2 n=5 d_model=32 h=4 depth=8 d_ff=64" formula="off" timing="off
 
 @pytest.fixture(scope="module")
 def check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CheckResult]]:
-    root = tmp_path_factory.mktemp("int8_sizes")
-    drifts.exported(root, EXPORT_REVIEW, "small", "large", "more", timeout=900)
+    def export(root: Path) -> None:
+        drifts.exported(root, EXPORT_REVIEW, "small,large,more", timeout=900)
+
+    root = built_once(tmp_path_factory, "int8-sizes", export)  # once for the whole test run
     yield from drifts.block_checker(root, mask="none", dims=SMALL)
 
 
