@@ -1,15 +1,15 @@
-"""Shared fixtures: one warm Engine for every test that runs TensorFlow (its import costs ~3 s)."""
+"""Shared fixtures: TensorFlow only where a test is marked ``tf``. The warm engine those tests
+share is :func:`support.shared_engine`, one per test process (its import costs ~3 s)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
 import support
-from formula_check.session.engine import Engine
 
 # Material prints a notice about MkDocs 2 on every build; it is noise in asserted logs.
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
@@ -53,17 +53,3 @@ def pytest_runtest_makereport(
         why = "this test is not marked tf: it ran as without TensorFlow (tests/conftest.py)"
         report.sections.append(("TensorFlow", why))
     return report
-
-
-@pytest.fixture(scope="session")
-def project_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty project folder: snippets and the result cache of the shared engine live here."""
-    return tmp_path_factory.mktemp("project")
-
-
-@pytest.fixture(scope="session")
-def engine(project_root: Path) -> Iterator[Engine]:
-    """One Engine (one worker) for the whole test session."""
-    shared = Engine(project_root, workers=1, cache_dir=project_root / ".cache")
-    yield shared
-    shared.close()

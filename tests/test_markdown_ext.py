@@ -18,6 +18,7 @@ from formula_check.pages.blocks import Settings
 from formula_check.render import labels_for
 from formula_check.session import DataUriImages, FormulaSession, PageContext
 from formula_check.session.engine import Engine
+from support import PROJECT, shared_engine
 
 # The face's own behaviour is tested on a fake engine (no TensorFlow): a softmax over axis 1
 # is the drift. The tests marked ``tf`` need real figures from a real check.
@@ -116,8 +117,8 @@ def test_display_math_matches_arithmatex() -> None:
 
 
 @pytest.mark.tf
-def test_mismatch_card_has_the_delta_figure_inline(engine: Engine, project_root: Path) -> None:
-    html = render(SOFTMAX.format(axis=1), engine, project_root)
+def test_mismatch_card_has_the_delta_figure_inline() -> None:
+    html = render(SOFTMAX.format(axis=1), shared_engine(), PROJECT)
     card = card_of(html, "sm")
     assert 'data-fc-status="mismatch"' in card
     assert '<img src="data:image/svg+xml;base64,' in card
@@ -198,11 +199,9 @@ def test_superfences_is_required(fake: FakeEngine, tmp_path: Path) -> None:
 
 
 @pytest.mark.tf
-def test_image_dir_writes_content_addressed_pngs(
-    engine: Engine, project_root: Path, tmp_path: Path
-) -> None:
+def test_image_dir_writes_content_addressed_pngs(tmp_path: Path) -> None:
     html = render(
-        SOFTMAX.format(axis=1), engine, project_root, image_dir=str(tmp_path), image_url="img"
+        SOFTMAX.format(axis=1), shared_engine(), PROJECT, image_dir=str(tmp_path), image_url="img"
     )
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written
