@@ -18,7 +18,7 @@ from formula_check.pages.blocks import Settings
 from formula_check.render import labels_for
 from formula_check.session import DataUriImages, FormulaSession, PageContext
 from formula_check.session.engine import Engine
-from support import PROJECT, shared_engine
+from support import shared_engine
 
 # The face's own behaviour is tested on a fake engine (no TensorFlow): a softmax over axis 1
 # is the drift. The tests marked ``tf`` need real figures from a real check.
@@ -117,8 +117,8 @@ def test_display_math_matches_arithmatex() -> None:
 
 
 @pytest.mark.tf
-def test_mismatch_card_has_the_delta_figure_inline() -> None:
-    html = render(SOFTMAX.format(axis=1), shared_engine(), PROJECT)
+def test_mismatch_card_has_the_delta_figure_inline(tmp_path: Path) -> None:
+    html = render(SOFTMAX.format(axis=1), shared_engine(), tmp_path)
     card = card_of(html, "sm")
     assert 'data-fc-status="mismatch"' in card
     assert '<img src="data:image/svg+xml;base64,' in card
@@ -200,10 +200,12 @@ def test_superfences_is_required(fake: FakeEngine, tmp_path: Path) -> None:
 
 @pytest.mark.tf
 def test_image_dir_writes_content_addressed_pngs(tmp_path: Path) -> None:
+    images = tmp_path / "images"
+    images.mkdir()
     html = render(
-        SOFTMAX.format(axis=1), shared_engine(), PROJECT, image_dir=str(tmp_path), image_url="img"
+        SOFTMAX.format(axis=1), shared_engine(), tmp_path, image_dir=str(images), image_url="img"
     )
-    written = sorted(p.name for p in tmp_path.iterdir())
+    written = sorted(p.name for p in images.iterdir())
     assert written
     assert f'<img src="img/{written[0]}"' in html or any(f'src="img/{n}"' in html for n in written)
 

@@ -13,7 +13,7 @@ from formula_check.pages.blocks import Settings
 from formula_check.render import labels_for
 from formula_check.session import DataUriImages, FormulaSession
 from formula_check.session.engine import Engine
-from support import PROJECT, shared_engine
+from support import shared_engine
 
 BLOCK = """\
 ```formula id="sm" oracle="softmax" timing="off" heatmaps="none"
@@ -76,25 +76,25 @@ def badge(html: str) -> str:
 
 
 @pytest.mark.tf
-def test_chinese_page_gets_chinese_cards() -> None:
-    html = render("---\nlanguage: zh\n---\n\n" + BLOCK, shared_engine(), PROJECT)
+def test_chinese_page_gets_chinese_cards(tmp_path: Path) -> None:
+    html = render("---\nlanguage: zh\n---\n\n" + BLOCK, shared_engine(), tmp_path)
     assert badge(html) == "已验证"
     assert "<summary>张量形状</summary>" in html
     assert 'class="fc-where">docs/page.md:5<' in html  # front matter lines still counted
 
 
 @pytest.mark.tf
-def test_page_without_language_gets_english_cards() -> None:
-    html = render("---\ntitle: Softmax\n---\n\n" + BLOCK, shared_engine(), PROJECT)
+def test_page_without_language_gets_english_cards(tmp_path: Path) -> None:
+    html = render("---\ntitle: Softmax\n---\n\n" + BLOCK, shared_engine(), tmp_path)
     assert badge(html) == "verified"
     assert "<summary>Shapes</summary>" in html
 
 
 @pytest.mark.tf
-def test_language_does_not_leak_to_the_next_page() -> None:
+def test_language_does_not_leak_to_the_next_page(tmp_path: Path) -> None:
     configs = {
         "pymdownx.arithmatex": {"generic": True},
-        "formula_check": {"engine": shared_engine(), "root": str(PROJECT), "page": "docs/page.md"},
+        "formula_check": {"engine": shared_engine(), "root": str(tmp_path), "page": "docs/page.md"},
     }
     md = markdown.Markdown(
         extensions=["pymdownx.superfences", "pymdownx.arithmatex", "formula_check"],
