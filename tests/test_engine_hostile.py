@@ -425,14 +425,8 @@ def test_a_bfloat16_output_is_compared_and_its_dtype_said() -> None:
 def test_a_failure_of_the_checker_itself_is_an_error_card_and_the_worker_serves_on() -> None:
     """A bug of ours while running a block must not look like a crash of the user's code,
     nor cost the worker: the block gets an error that says whose fault it is."""
-    from formula_check.messages import (
-        Calls,
-        CheckReply,
-        CheckRequest,
-        SnippetFailed,
-        decode_answer,
-        wire,
-    )
+    from formula_check import wire
+    from formula_check.messages import Calls, CheckReply, CheckRequest, SnippetFailed, decode_answer
     from formula_check.runtime import child, isolation
 
     requests = io.BytesIO()

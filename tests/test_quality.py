@@ -159,6 +159,35 @@ def test_ci_runs_the_readme_test_command_then_the_strict_docs_build() -> None:
     assert "mkdocs build --strict" in lines[lines.index(test_command) + 1 :]
 
 
+@pytest.mark.parametrize(("tests", "code"), [("false", 1), ("true", 0)])
+def test_ci_stops_when_the_test_command_fails(tmp_path: Path, tests: str, code: int) -> None:
+    # A failure inside the README's && chain does not trip set -e: a red suite once reported
+    # green, and the docs build ran after it.
+    test_command = next(
+        c for c in _readme_commands() if "python -m pytest -n 2" in c and "[cpu,test]" in c
+    )
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    script = script.replace(test_command, f"{tests} && true").replace(
+        "mkdocs build --strict", "echo docs built"
+    )
+    (tmp_path / ".ci").mkdir()
+    (tmp_path / ".ci" / "run").write_text(script, encoding="utf-8")
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "chromium").write_text("#!/bin/sh\n", encoding="utf-8")
+    (stubs / "chromium").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(
+        ["bash", str(tmp_path / ".ci" / "run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (run.returncode, "docs built" in run.stdout) == (code, code == 0)
+
+
 def test_the_version_is_written_once() -> None:
     # Read as text: tomllib is not in Python 3.10, which the package still supports.
     lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
