@@ -154,8 +154,9 @@ class Mutant:
 
     @property
     def where(self) -> str:
-        """``ffn_function.md:5:14``: the edited spot in the seed's snippet."""
-        return f"{self.seed}.md:{self.line}:{self.column}"
+        """``ffn_function, code 5:14``: the seed, and the edited spot in its Python fence (a
+        page may hold several seeds over one fence, so the page is not named)."""
+        return f"{self.seed}, code {self.line}:{self.column}"
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from formula_check.model import CheckSpec, Location, TimingSpec
-from formula_check.results import CheckResult
+from formula_check.checking.compare import Difference
+from formula_check.model import Array, CheckSpec, Location, TimingSpec
+from formula_check.results import CheckResult, Verdict
 from formula_check.runtime.confinement import abi_version
 from formula_check.session.engine import Engine
 from formula_check.snippets import inline_snippet
@@ -148,3 +149,19 @@ def without_tensorflow(folder: Path) -> Path:
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")
     return folder
+
+
+def compare(
+    name: str,
+    actual: Array,
+    expected: Array,
+    dims: list[str] | tuple[str, ...],
+    atol: Any,
+    rtol: float,
+    *,
+    how: str = "",
+    regime: str = "",
+) -> Verdict:
+    """One array judged as the checker judges an output: :class:`Difference` of the two,
+    judged against ``atol`` (a number or a per-element array) and ``rtol``."""
+    return Difference.of(actual, expected).judged(name, dims, atol, rtol, how=how, regime=regime)

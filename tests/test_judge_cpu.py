@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from formula_check.checking import timing_stats
-from formula_check.checking.compare import Difference, compare
+from formula_check.checking.compare import Difference
 from formula_check.checking.formula import judge_formula
 from formula_check.latex import compare_with_oracle, compile_for_oracle
 from formula_check.model import Array
@@ -39,7 +39,7 @@ from formula_check.oracles.tolerance import (
 )
 from formula_check.planning.plan import plan_check
 from formula_check.results import largest_index
-from support import spec_for
+from support import compare, spec_for
 
 # -- the plain computations, as the judge made them before --------------------------------------
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from formula_check import wire
-from formula_check.checking.compare import compare, delta_array, squeeze_leading
+from formula_check.checking.compare import delta_array, squeeze_leading
 from formula_check.errors import SpecError
 from formula_check.planning.masks import keep_mask, snippet_mask
+from support import compare
 
 
 def test_protocol_round_trip_keeps_dtypes_and_shapes() -> None:

@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formula_check.checking.compare import compare
 from formula_check.model import Status
 from formula_check.oracles import Oracle, TensorSpec, register
 from formula_check.oracles.tolerance import derive, rounding_samples
 from implementations import CORRECT, FFN, LAYER_NORM, PE, SDPA
-from support import run
+from support import compare, run
 
 TUTORIAL_MHA = {"b": 1, "n": 60, "m": 60, "d_model": 512, "h": 8}
 

@@ -33,23 +33,6 @@ def describe_shape(dims: Sequence[str], shape: Sequence[int]) -> str:
     return sizes
 
 
-def compare(
-    name: str,
-    actual: Array,
-    expected: Array,
-    dims: Sequence[str],
-    atol: float | Array,
-    rtol: float,
-    *,
-    how: str = "",
-    regime: str = "",
-) -> Verdict:
-    """Compare one array; never passes NaN/Inf, a wrong shape or a wrong dtype kind.
-    ``atol`` is a number or a per-element array that broadcasts to ``expected``; ``how``
-    says where it came from, ``regime`` which inputs these are."""
-    return Difference.of(actual, expected).judged(name, dims, atol, rtol, how=how, regime=regime)
-
-
 @dataclass(frozen=True)
 class _Measured:
     """The numbers of a difference between arrays of one shape."""
