@@ -85,3 +85,28 @@ def test_a_write_into_the_pages_folder_is_noted_however_it_is_made(
     assert any(
         note.startswith("the code wrote into the project: docs/out.md") for note in result.notes
     ), result.notes
+
+
+def test_a_check_that_changes_a_pages_file_and_dies_is_said_to_have_written(
+    tmp_path: Path,
+) -> None:
+    """A touch or a chmod lands even where the kernel confines the check, and makes ``mkdocs
+    serve`` rebuild; here the check's process dies before it looks at the folder again. Only
+    a read then is no write."""
+    from formula_check.session.engine import WROTE, Engine
+    from support import spec_for
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# a\n")
+    changes = {
+        'pathlib.Path("docs/a.md").touch()': True,
+        'os.chmod("docs/a.md", 0o600)': True,
+        'pathlib.Path("docs/a.md").read_text()': False,
+    }
+    with Engine(tmp_path, use_cache=False) as engine:
+        for change, wrote in changes.items():
+            code = f"import os, pathlib\n\ndef softmax(x):\n    {change}\n    os._exit(3)\n"
+            result = engine.check(spec_for("softmax", code))
+            assert result.status.value == "error", result.headline()
+            said = any(note.startswith(WROTE + "docs/a.md") for note in result.notes)
+            assert said == wrote, (change, result.notes)

@@ -135,8 +135,10 @@ def note_written(path: str) -> None:
 
 
 READS = _ProjectReads()
-_FILE_EVENTS = {"os.rename": 2, "os.remove": 1, "os.truncate": 1}
-"""Audit events that change a file, and how many of their first arguments are paths."""
+_FILE_EVENTS = {"os.rename": 2, "os.remove": 1, "os.truncate": 1, "os.utime": 1, "os.chmod": 1}
+"""Audit events that change a file, and how many of their first arguments are paths. A touch
+or a chmod lands even where the kernel confines the check (:mod:`..runtime.confinement`), and
+makes ``mkdocs serve`` rebuild as a write does."""
 _LISTINGS = {"os.listdir", "os.scandir"}
 """Audit events that list a folder (``glob``, ``os.walk`` and ``pathlib`` list through them)."""
 
