@@ -115,6 +115,22 @@ def test_no_machine_path_in_syntax_errors_and_exception_groups(raising: str) -> 
     assert not any(name.startswith("/") for name in re.findall(r'File "([^"]+)"', trace)), trace
 
 
+def test_a_machine_path_in_a_snippets_message_is_shown_as_the_frames_are() -> None:
+    """A missing data file names itself in the message, which the card shows twice (alone and
+    under the traceback): relative to the project, or by its name; a web address and an
+    operator stay."""
+    missing = PROJECT / "docs" / "weights.npy"
+    code = f"import tensorflow as tf\n\ndef f(q, k, v):\n    open({str(missing)!r})\n    return q\n"
+    failure = run("attention", code, line=40).failure
+    assert failure is not None
+    for shown in (failure.message, failure.traceback):
+        assert "'docs/weights.npy'" in shown and str(PROJECT) not in shown, shown
+    code = "def f(q, k, v):\n    raise ValueError('see https://keras.io/api/ on //: /usr/x')\n"
+    failure = run("attention", code, line=40).failure
+    assert failure is not None
+    assert failure.message == "see https://keras.io/api/ on //: x", failure.message
+
+
 def test_snippet_sources_do_not_pile_up_in_the_worker() -> None:
     """Each check sees its own source and no earlier snippet's."""
     probe = """

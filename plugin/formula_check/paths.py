@@ -13,7 +13,10 @@ PACKAGE = os.path.dirname(os.path.abspath(__file__))
 CHECKER = (PACKAGE + os.sep, str(Path(PACKAGE).resolve()) + os.sep)
 """This package's folder, as imported and as resolved."""
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
-_ABSOLUTE = re.compile(r"(?<![\w.~])/[^\s\"'<>:,;()]+")
+_ABSOLUTE = re.compile(r"(?<![\w.~:/])/[\w.][^\s\"'<>:,;()]*/[^\s\"'<>:,;()]*")
+"""An absolute path of a folder and more in a text; not a web address's
+(``https://host/path``), an operator a message names (``//``, ``/=``), nor a TensorFlow
+device (``/job:localhost/device:CPU:0``)."""
 
 
 def shown_path(name: str, root: str) -> str:

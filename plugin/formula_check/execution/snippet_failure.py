@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from formula_check.messages import CheckRequest, SnippetFailed
 from formula_check.model import strip_ansi
-from formula_check.paths import CHECKER, shown_path
+from formula_check.paths import CHECKER, scrubbed, shown_path
 from formula_check.sinks import Sink, for_sink
 
 MAX_TEXT = 4000
@@ -44,15 +44,16 @@ def failure(raised: SnippetRaised, request: CheckRequest) -> SnippetFailed:
     error = raised.error
     file, line = _snippet_line(error, request.filename, request.root)
     frames = _shown_traceback(error, request.root)
+    # A SyntaxError's str() repeats a mangled filename; its bare msg is what helps.
+    message = error.msg if isinstance(error, SyntaxError) else said(error)
     return SnippetFailed(
         phase=raised.phase,
         type=type(error).__name__,
-        # A SyntaxError's str() repeats a mangled filename; its bare msg is what helps.
-        message=clean(error.msg if isinstance(error, SyntaxError) else said(error))
-        or type(error).__name__,
+        # its message may name a file (a missing one): shown as the frames show theirs
+        message=clean(scrubbed(message, request.root)) or type(error).__name__,
         line=line,
         file=file,
-        traceback=clean("".join(frames[-6:]))[-MAX_TEXT:],
+        traceback=clean(scrubbed("".join(frames[-6:]), request.root))[-MAX_TEXT:],
     )
 
 
